@@ -1,0 +1,1 @@
+// SymDWARF: see ../shared/DESIGN.md.

@@ -1,0 +1,1 @@
+// SymDemangle: see ../shared/DESIGN.md.

@@ -1,0 +1,1 @@
+// SymELF: see ../shared/DESIGN.md.

@@ -1,0 +1,1 @@
+// Symbolication: see ../shared/DESIGN.md.
