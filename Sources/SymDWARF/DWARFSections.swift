@@ -1,0 +1,42 @@
+import SymBytes
+
+/// The DWARF sections of one ELF file, decompressed, as handed over by SymELF (see `DWARFSections+ELF`).
+///
+/// Uncompressed sections point into the file's mapping; `owners` keeps mappings and decompressed
+/// buffers alive for as long as this value is used.
+public struct DWARFSections: Sendable {
+    /// Whether multi-byte values are little-endian.
+    public var isLittleEndian: Bool
+    /// Whether the ELF class is 64-bit (the default address size when a unit does not say).
+    public var is64Bit: Bool
+    /// ELF `e_machine`.
+    public var machine: UInt16
+    /// Section bytes by DWARF name without the leading dot and `debug_` prefix folded in:
+    /// keys are the standard names, e.g. `.debug_info`, `.debug_line` (also for `.zdebug_*` input).
+    public var sections: [String: UnsafeRawBufferPointer]
+    /// Keeps `sections` valid.
+    public var owners: [any AnyObject & Sendable]
+
+    /// The standard DWARF section names symbolication reads.
+    public static let wantedNames = [
+        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_line_str", ".debug_str",
+        ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
+    ]
+
+    /// Creates an empty set.
+    public init(isLittleEndian: Bool, is64Bit: Bool, machine: UInt16) {
+        self.isLittleEndian = isLittleEndian
+        self.is64Bit = is64Bit
+        self.machine = machine
+        sections = [:]
+        owners = []
+    }
+
+    /// The bytes of a section, empty when absent.
+    public subscript(_ name: String) -> UnsafeRawBufferPointer {
+        sections[name] ?? UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    /// Whether there is any DWARF to read.
+    public var hasDebugInfo: Bool { !self[".debug_info"].isEmpty }
+}

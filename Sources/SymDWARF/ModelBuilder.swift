@@ -1,0 +1,99 @@
+import SymTable
+
+/// Fills a `SymbolModel` while interning strings and files, shared by the DWARF extractors.
+///
+/// The conventions every extractor follows (so their models compare equal):
+/// - a file is stored as (directory, base name) of its absolute path, built as llvm-symbolizer
+///   does: the file name if absolute, else its include directory joined with it, and that
+///   prefixed with the unit's compilation directory when still relative;
+/// - a scope's name is the linkage name (`DW_AT_linkage_name`, `DW_AT_MIPS_linkage_name`) found by
+///   following `DW_AT_specification`/`DW_AT_abstract_origin`, else `DW_AT_name` the same way;
+/// - empty ranges and ranges starting at address 0 (code removed by the linker) are dropped.
+public struct ModelBuilder {
+    /// The model being built.
+    public private(set) var model: SymbolModel
+    private var stringIndex: [String: UInt32] = ["": 0]
+    private var fileIndex: [SourceFile: UInt32] = [:]
+    private var pathIndex: [String: UInt32] = [:]
+
+    /// Starts a model for a module.
+    public init(module: ModuleIdentity) {
+        model = SymbolModel(module: module)
+        fileIndex[model.files[0]] = 0
+    }
+
+    /// Interns a string.
+    public mutating func intern(_ text: String) -> UInt32 {
+        if let index = stringIndex[text] { return index }
+        let index = UInt32(model.strings.count)
+        model.strings.append(text)
+        stringIndex[text] = index
+        return index
+    }
+
+    /// Interns a file by its absolute (or best known) path, split into directory and base name.
+    public mutating func file(path: String) -> UInt32 {
+        if path.isEmpty { return 0 }
+        if let index = pathIndex[path] { return index }
+        let utf8 = path.utf8
+        let record: SourceFile
+        if let slash = utf8.lastIndex(of: UInt8(ascii: "/")) {
+            let directory = String(path[..<slash])
+            let name = String(path[path.index(after: slash)...])
+            record = SourceFile(directory: intern(directory.isEmpty ? "/" : directory), name: intern(name))
+        } else {
+            record = SourceFile(directory: 0, name: intern(path))
+        }
+        let index: UInt32
+        if let existing = fileIndex[record] {
+            index = existing
+        } else {
+            index = UInt32(model.files.count)
+            model.files.append(record)
+            fileIndex[record] = index
+        }
+        pathIndex[path] = index
+        return index
+    }
+
+    /// Appends a scope with its ranges (dropping empty and zero-based ones); returns its index,
+    /// or nil when no range is left.
+    public mutating func addScope(name: UInt32, parent: UInt32, ranges: some Sequence<AddressRange>,
+                                  callFile: UInt32 = 0, callLine: UInt32 = 0, callColumn: UInt32 = 0) -> UInt32? {
+        let first = model.ranges.count
+        for range in ranges where range.start != 0 && range.start < range.end {
+            model.ranges.append(range)
+        }
+        let count = model.ranges.count - first
+        guard count > 0 else { return nil }
+        model.scopes.append(Scope(name: name, parent: parent, firstRange: UInt32(first), rangeCount: UInt32(count),
+                                  callFile: callFile, callLine: callLine, callColumn: callColumn))
+        return UInt32(model.scopes.count - 1)
+    }
+
+    /// Appends a line row.
+    public mutating func addLine(_ row: LineRow) {
+        model.lines.append(row)
+    }
+
+    /// Appends the rows of one sequence unless it starts at address 0 (code removed by the linker).
+    public mutating func addSequence(_ rows: some Collection<LineRow>) {
+        guard let first = rows.first, first.address != 0 else { return }
+        model.lines.append(contentsOf: rows)
+    }
+
+    /// Appends a symbol-table entry.
+    public mutating func addSymbol(name: String, address: UInt64, size: UInt64) {
+        model.symbols.append(SymbolEntry(name: intern(name), address: address, size: size))
+    }
+
+    /// Joins DWARF path components as llvm-symbolizer does for absolute file paths.
+    public static func joinPath(compilationDirectory: String, directory: String, name: String) -> String {
+        if name.hasPrefix("/") { return name }
+        var path = directory.isEmpty ? name : (directory.hasSuffix("/") ? directory + name : directory + "/" + name)
+        if !path.hasPrefix("/") && !compilationDirectory.isEmpty {
+            path = compilationDirectory.hasSuffix("/") ? compilationDirectory + path : compilationDirectory + "/" + path
+        }
+        return path
+    }
+}

@@ -1,1 +1,0 @@
-// SymDWARF: see ../shared/DESIGN.md.
