@@ -4,7 +4,7 @@ import SymBytes
 ///
 /// Uncompressed sections point into the file's mapping; `owners` keeps mappings and decompressed
 /// buffers alive for as long as this value is used.
-public struct DWARFSections: Sendable {
+public struct DWARFSections {
     /// Whether multi-byte values are little-endian.
     public var isLittleEndian: Bool
     /// Whether the ELF class is 64-bit (the default address size when a unit does not say).
