@@ -1,3 +1,5 @@
+import SymBytes
+
 /// The neutral in-memory symbol model that extractors (DWARF, symbol tables) fill and the `.csym`
 /// writer consumes. Flat arrays indexed by `UInt32`, so millions of records cost few allocations.
 ///
@@ -56,16 +58,7 @@ public struct ModuleIdentity: Sendable, Equatable {
     }
 
     /// The build-id as lowercase hex.
-    public var buildIDHex: String {
-        var text = ""
-        text.reserveCapacity(buildID.count * 2)
-        for byte in buildID {
-            let digits = Array("0123456789abcdef".utf8)
-            text.unicodeScalars.append(UnicodeScalar(digits[Int(byte >> 4)]))
-            text.unicodeScalars.append(UnicodeScalar(digits[Int(byte & 15)]))
-        }
-        return text
-    }
+    public var buildIDHex: String { hexString(buildID) }
 }
 
 /// A source file as (directory, name) string indices; `name` may itself be absolute.
