@@ -6,9 +6,7 @@ extension ELFFile {
         guard let section = sections.first(where: { $0.name == ".gnu_debuglink" }), !section.isNoBits else {
             return nil
         }
-        let start = try ByteReader.int(section.offset, "offset of .gnu_debuglink")
-        let count = try ByteReader.int(section.size, "size of .gnu_debuglink")
-        return try DebugLink(parsing: reader.slice(start, count, ".gnu_debuglink"),
+        return try DebugLink(parsing: section.fileBytes(in: reader),
                              littleEndian: reader.littleEndian, fileOffset: section.offset)
     }
 }

@@ -32,9 +32,7 @@ extension ELFFile {
     /// The notes of one `SHT_NOTE` section (none when it is `SHT_NOBITS`).
     static func notes(in section: ELFSection, reader: ByteReader) throws(FormatError) -> [ELFNote] {
         guard !section.isNoBits else { return [] }
-        let start = try ByteReader.int(section.offset, "offset of note section \(section.index)")
-        let count = try ByteReader.int(section.size, "size of note section \(section.index)")
-        return try ELFNote.parseAll(try reader.slice(start, count, "note section \(section.name)"),
+        return try ELFNote.parseAll(try section.fileBytes(in: reader),
                                     littleEndian: reader.littleEndian,
                                     alignment: section.alignment == 8 ? 8 : 4,
                                     fileOffset: section.offset)

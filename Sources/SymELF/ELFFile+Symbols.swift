@@ -29,8 +29,9 @@ extension ELFFile {
                               "symbol table \(table.name) has entry size \(table.entrySize), expected \(standardSize)",
                               offset: table.offset)
         }
-        let (start, size) = try fileRange(of: table, reader: reader)
-        let count = size / standardSize
+        let entries = try table.fileBytes(in: reader)
+        let start = Int(table.offset)
+        let count = entries.count / standardSize
         guard count > 1 else { return }
 
         guard Int(table.link) < sections.count else {
@@ -44,8 +45,7 @@ extension ELFFile {
                               "string table \(stringSection.name) of \(table.name) has no file contents",
                               offset: table.offset)
         }
-        let (stringStart, stringCount) = try fileRange(of: stringSection, reader: reader)
-        let strings = StringTable(bytes: try reader.slice(stringStart, stringCount),
+        let strings = StringTable(bytes: try stringSection.fileBytes(in: reader),
                                   fileOffset: stringSection.offset)
 
         let isDynamic = table.type == ELF.SHT_DYNSYM

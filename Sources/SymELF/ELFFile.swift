@@ -84,11 +84,12 @@ public final class ELFFile: Sendable {
         }
         do {
             let reader = ByteReader(storage.bytes, littleEndian: header.isLittleEndian)
-            let (start, count) = try fileRange(of: section, reader: reader)
+            let raw = try section.fileBytes(in: reader)
             if section.isCompressed {
-                return try decompressedContents(of: section, raw: reader.slice(start, count))
+                return try decompressedContents(of: section, raw: raw)
             }
-            return SectionContents(storage: storage, start: start, count: count)
+            // Checked to lie inside the file: the offset fits in an Int.
+            return SectionContents(storage: storage, start: Int(section.offset), count: raw.count)
         } catch {
             throw error.at(path: path)
         }
@@ -108,14 +109,6 @@ public final class ELFFile: Sendable {
     public var hasDWARF: Bool {
         guard let info = section(named: ".debug_info") else { return false }
         return !info.isNoBits && info.size > 0
-    }
-
-    /// The bounds-checked file range of a section that occupies file space.
-    func fileRange(of section: ELFSection, reader: ByteReader) throws(FormatError) -> (start: Int, count: Int) {
-        let start = try ByteReader.int(section.offset, "offset of section \(section.index)")
-        let count = try ByteReader.int(section.size, "size of section \(section.index)")
-        try reader.check(start, count, "section \(section.index) (\(section.name))")
-        return (start, count)
     }
 
     /// Parses the program header table, refusing counts whose table does not fit in the file.

@@ -35,6 +35,13 @@ public struct ELFSection: Sendable, Equatable {
     /// Whether the section occupies no bytes in the file (`SHT_NOBITS`).
     public var isNoBits: Bool { type == ELF.SHT_NOBITS }
 
+    /// The section's bytes in the file (`sh_offset`, `sh_size`), bounds- and overflow-checked.
+    func fileBytes(in reader: ByteReader) throws(FormatError) -> UnsafeRawBufferPointer {
+        let start = try ByteReader.int(offset, "offset of section \(index)")
+        let count = try ByteReader.int(size, "size of section \(index)")
+        return try reader.slice(start, count, "section \(index) (\(name))")
+    }
+
     /// Size of one entry for the class: 64 or 40 bytes.
     static func entrySize(is64Bit: Bool) -> Int { is64Bit ? 64 : 40 }
 

@@ -63,10 +63,7 @@ struct SectionTable {
         guard !nameSection.isNoBits else {
             throw FormatError(.invalidValue, "section name table has no file contents")
         }
-        let nameStart = try ByteReader.int(nameSection.offset, "section name table offset")
-        let nameCount = try ByteReader.int(nameSection.size, "section name table size")
-        let names = StringTable(bytes: try reader.slice(nameStart, nameCount, "section name table"),
-                                fileOffset: nameSection.offset)
+        let names = StringTable(bytes: try nameSection.fileBytes(in: reader), fileOffset: nameSection.offset)
         for index in sections.indices {
             sections[index].name = try names.string(at: sections[index].nameOffset,
                                                     "name of section \(index)")
