@@ -1,0 +1,106 @@
+import CZlib
+import CZstd
+import SymBytes
+
+extension ELFFile {
+    /// Largest decompressed section accepted, whatever the file declares.
+    public static let maximumDecompressedSize: UInt64 = 8 << 30
+    /// Largest accepted ratio of declared decompressed size to compressed size. zlib cannot exceed
+    /// about 1032:1; debug sections stay far below this, bombs do not.
+    public static let maximumCompressionRatio: UInt64 = 1000
+
+    /// Decompresses a section's raw bytes, read either as `SHF_COMPRESSED` (gABI "Section
+    /// Compression": an `ElfN_Chdr` then the stream) or as GNU `.zdebug` ("ZLIB", a big-endian
+    /// 64-bit size, then a zlib stream).
+    func decompressedContents(of section: ELFSection, raw: UnsafeRawBufferPointer) throws(FormatError) -> SectionContents {
+        let reader = ByteReader(raw, littleEndian: header.isLittleEndian, baseOffset: section.offset)
+        let algorithm: UInt32
+        let declaredSize: UInt64
+        let payloadStart: Int
+        if section.flags & ELF.SHF_COMPRESSED != 0 {
+            algorithm = try reader.u32(at: 0)
+            if header.is64Bit {
+                // Elf64_Chdr: ch_type, ch_reserved, ch_size (8), ch_addralign (8).
+                try reader.check(0, 24, "compression header")
+                declaredSize = try reader.u64(at: 8)
+                payloadStart = 24
+            } else {
+                // Elf32_Chdr: ch_type, ch_size, ch_addralign.
+                try reader.check(0, 12, "compression header")
+                declaredSize = UInt64(try reader.u32(at: 4))
+                payloadStart = 12
+            }
+        } else {
+            try reader.check(0, 12, "GNU compressed section header")
+            guard raw[0] == UInt8(ascii: "Z"), raw[1] == UInt8(ascii: "L"), raw[2] == UInt8(ascii: "I"),
+                  raw[3] == UInt8(ascii: "B") else {
+                throw FormatError(.badMagic, "section \(section.name) lacks the \"ZLIB\" header",
+                                  offset: section.offset)
+            }
+            var bigEndian = reader
+            bigEndian.littleEndian = false
+            algorithm = ELF.ELFCOMPRESS_ZLIB
+            declaredSize = try bigEndian.u64(at: 4)
+            payloadStart = 12
+        }
+        let payload = try reader.slice(payloadStart, raw.count - payloadStart)
+        let payloadOffset = section.offset &+ UInt64(payloadStart)
+        let buffer = try Self.decompress(payload, algorithm: algorithm, declaredSize: declaredSize,
+                                         offset: payloadOffset, sectionName: section.name)
+        return SectionContents(storage: .owned(buffer), start: 0, count: buffer.count)
+    }
+
+    /// Inflates `payload` into a buffer of exactly `declaredSize` bytes after checking the size
+    /// against the limits, so a forged header cannot make us allocate.
+    static func decompress(_ payload: UnsafeRawBufferPointer, algorithm: UInt32, declaredSize: UInt64,
+                           offset: UInt64, sectionName: String) throws(FormatError) -> OwnedBuffer {
+        guard declaredSize <= maximumDecompressedSize else {
+            throw FormatError(.limitExceeded,
+                              "section \(sectionName) declares \(declaredSize) decompressed bytes (limit \(maximumDecompressedSize))",
+                              offset: offset)
+        }
+        // payload.count <= the file size, so the product fits in 64 bits.
+        guard declaredSize <= UInt64(payload.count) * maximumCompressionRatio else {
+            throw FormatError(.limitExceeded,
+                              "section \(sectionName) declares \(declaredSize) bytes from \(payload.count) compressed bytes (ratio limit \(maximumCompressionRatio))",
+                              offset: offset)
+        }
+        guard let source = payload.baseAddress, payload.count > 0 else {
+            throw FormatError(.decompression, "section \(sectionName) has no compressed data", offset: offset)
+        }
+        let size = Int(declaredSize)
+        return try OwnedBuffer(count: size) { (destination) throws(FormatError) in
+            let target = destination.baseAddress!
+            switch algorithm {
+            case ELF.ELFCOMPRESS_ZLIB:
+                var produced = uLongf(size)
+                let status = uncompress(target.assumingMemoryBound(to: Bytef.self), &produced,
+                                        source.assumingMemoryBound(to: Bytef.self), uLong(payload.count))
+                guard status == Z_OK else {
+                    throw FormatError(.decompression, "zlib error \(status) in section \(sectionName)",
+                                      offset: offset)
+                }
+                guard produced == uLongf(size) else {
+                    throw FormatError(.decompression,
+                                      "section \(sectionName) inflated to \(produced) bytes, declared \(size)",
+                                      offset: offset)
+                }
+            case ELF.ELFCOMPRESS_ZSTD:
+                let produced = ZSTD_decompress(target, size, source, payload.count)
+                if ZSTD_isError(produced) != 0 {
+                    let reason = String(cString: ZSTD_getErrorName(produced))
+                    throw FormatError(.decompression, "zstd error in section \(sectionName): \(reason)",
+                                      offset: offset)
+                }
+                guard produced == size else {
+                    throw FormatError(.decompression,
+                                      "section \(sectionName) decompressed to \(produced) bytes, declared \(size)",
+                                      offset: offset)
+                }
+            default:
+                throw FormatError(.unsupported, "section \(sectionName) uses compression type \(algorithm)",
+                                  offset: offset)
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// SymELF: see ../shared/DESIGN.md.

@@ -1,0 +1,94 @@
+import SymBytes
+import SymELF
+import Testing
+
+/// Compressed copies made by binutils objcopy and llvm-objcopy, compared with their originals.
+@Suite struct CompressionTests {
+    enum Variant: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case zlib, zlibGNU, zstd, elf32Zlib, bigEndianZlib, smallZstd
+
+        /// (uncompressed original, compressed copy)
+        func paths() throws -> (original: String, compressed: String) {
+            let fixtures = try Fixtures.shared.get()
+            switch self {
+            case .zlib: return (fixtures.program, fixtures.programZlib)
+            case .zlibGNU: return (fixtures.program, fixtures.programZlibGNU)
+            case .zstd: return (fixtures.program, fixtures.programZstd)
+            case .elf32Zlib: return (fixtures.objects[.i386]!, fixtures.object32Zlib)
+            case .bigEndianZlib: return (fixtures.objects[.powerpc64]!, fixtures.objectBigEndianZlib)
+            case .smallZstd: return (fixtures.directory.file("small-exe"), fixtures.linkedProgram)
+            }
+        }
+
+        /// The `ch_type` readelf -t names for this variant, nil for GNU `.zdebug` sections.
+        var readelfAlgorithm: String? {
+            switch self {
+            case .zlibGNU: nil
+            case .zstd, .smallZstd: "ZSTD"
+            default: "ZLIB"
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test("decompressed sections equal the uncompressed original byte for byte", arguments: Variant.allCases)
+    func decompressedEqualsOriginal(_ variant: Variant) throws {
+        let (originalPath, compressedPath) = try variant.paths()
+        let original = try ELFFile(path: originalPath)
+        let compressed = try ELFFile(path: compressedPath)
+        let compressedSections = compressed.sections.filter(\.isCompressed)
+        #expect(compressedSections.contains { $0.name.hasSuffix("debug_info") })
+        for section in compressedSections {
+            let originalName = section.name.hasPrefix(".zdebug") ? ".debug" + section.name.dropFirst(7) : section.name
+            let twin = try #require(original.sections.first { $0.name == originalName })
+            #expect(!twin.isCompressed)
+            let inflated = try compressed.contents(of: section)
+            #expect(inflated.count == Int(twin.size), "\(section.name)")
+            #expect(inflated.copyBytes() == (try original.contents(of: twin).copyBytes()), "\(section.name)")
+        }
+    }
+
+    @Test("the copies really use the algorithm under test", arguments: Variant.allCases)
+    func copiesUseTheAlgorithm(_ variant: Variant) throws {
+        let (_, compressedPath) = try variant.paths()
+        let compressed = try ELFFile(path: compressedPath)
+        let output = try Shell.run("readelf -tW \(compressedPath)")
+        if let algorithm = variant.readelfAlgorithm {
+            #expect(output.contains("\(algorithm), "))
+            #expect(compressed.sections.contains { $0.flags & ELF.SHF_COMPRESSED != 0 })
+        } else {
+            #expect(compressed.sections.contains { $0.name == ".zdebug_info" })
+            #expect(!compressed.sections.contains { $0.flags & ELF.SHF_COMPRESSED != 0 })
+        }
+    }
+
+    @Test("asking for .debug_X finds GNU's .zdebug_X")
+    func zdebugLookup() throws {
+        let file = try ELFFile(path: try Fixtures.shared.get().programZlibGNU)
+        #expect(file.section(named: ".debug_info")?.name == ".zdebug_info")
+        #expect(file.section(named: ".debug_line")?.name == ".zdebug_line")
+        #expect(file.section(named: ".debug_nonexistent") == nil)
+        #expect(file.hasDWARF)
+    }
+
+    @Test("zlib and zlib-gnu inflate exactly as libelf's elf_compress does",
+          arguments: [Variant.zlib, .zlibGNU, .elf32Zlib, .bigEndianZlib])
+    func agreesWithLibELFDecompression(_ variant: Variant) throws {
+        let (_, compressedPath) = try variant.paths()
+        let file = try ELFFile(path: compressedPath)
+        let oracle = try LibELFView(bytes: try readBytes(compressedPath), decompress: true)
+        let compressed = file.sections.filter(\.isCompressed)
+        #expect(compressed.count == oracle.decompressed.count)
+        for section in compressed {
+            #expect(try file.contents(of: section).copyBytes() == oracle.decompressed[section.name],
+                    "\(section.name)")
+        }
+    }
+
+    @Test("compressed copies agree with libelf on headers and symbols", arguments: Variant.allCases)
+    func compressedCopiesAgreeWithLibELF(_ variant: Variant) throws {
+        let (_, compressedPath) = try variant.paths()
+        try expectAgreement(try ELFFile(path: compressedPath), withLibELFReading: try readBytes(compressedPath))
+    }
+}
