@@ -1,0 +1,17 @@
+import SymBytes
+import SymELF
+
+extension DWARFSections {
+    /// Collects (and decompresses) the DWARF sections of `elf`. Sections of type `SHT_NOBITS`
+    /// (moved into a separate debug file) are left out.
+    public init(elf: ELFFile) throws(FormatError) {
+        self.init(isLittleEndian: elf.header.isLittleEndian, is64Bit: elf.header.is64Bit,
+                  machine: elf.header.machine)
+        for name in Self.wantedNames {
+            guard let section = elf.section(named: name), section.type != 8 /* SHT_NOBITS */ else { continue }
+            let contents = try elf.contents(of: section)
+            owners.append(contents)
+            sections[name] = contents.bytes
+        }
+    }
+}
