@@ -1,0 +1,328 @@
+import SymBytes
+
+/// Flattens a `SymbolModel` into non-overlapping address ranges, each holding the innermost
+/// frame's position and naming its deduplicated inline chain, following llvm-symbolizer's rules
+/// (see `docs/csym-format.md`, "Lookup semantics").
+///
+/// Three sweeps build sorted, disjoint segment lists: the innermost scope per address, the line
+/// row per address, the ELF symbol per address. A merge walk over their boundaries then emits one
+/// range per elementary interval, joining neighbours with the same record. Nothing is done per
+/// address, so the cost depends on the number of records, not the span they cover.
+struct ModelFlattener {
+    private let model: SymbolModel
+    /// Nesting depth of each scope (0 for a physical function).
+    private var depth: [UInt32] = []
+    /// Per inlined scope: the call-site record of the frame it was inlined into, or `unset`.
+    private var callerSite: [UInt32] = []
+    /// Per model string: its offset in the table's string data, or `unset`.
+    private var stringOffset: [UInt32] = []
+    /// Per model string: its function-name record, or `unset`.
+    private var nameID: [UInt32] = []
+    /// Per model file: its file record, or `unset`.
+    private var fileID: [UInt32] = []
+    /// Scratch stack for building caller chains without recursion.
+    private var chain: [Int] = []
+    /// The (scope, symbol) pair of the last interval and its scope field.
+    private var lastScopeKey = ScopeKey(scope: nil, symbol: nil)
+    private var lastScopeField: UInt32 = 0
+
+    /// What decides an interval's scope record.
+    private struct ScopeKey: Equatable {
+        var scope: UInt32?
+        var symbol: UInt32?
+    }
+    private static let unset = UInt32.max
+
+    /// Symbols kept after removing duplicates, sorted by address.
+    private(set) var keptSymbols: [SymbolEntry] = []
+
+    /// Prepares to flatten `model`, checking every index in it.
+    init(_ model: SymbolModel) throws(FormatError) {
+        self.model = model
+        try validate()
+        depth = [UInt32](repeating: 0, count: model.scopes.count)
+        for (index, scope) in model.scopes.enumerated() where scope.isInlined {
+            depth[index] = depth[Int(scope.parent)] + 1
+        }
+        callerSite = [UInt32](repeating: Self.unset, count: model.scopes.count)
+        stringOffset = [UInt32](repeating: Self.unset, count: model.strings.count)
+        nameID = [UInt32](repeating: Self.unset, count: model.strings.count)
+        fileID = [UInt32](repeating: Self.unset, count: model.files.count)
+    }
+
+    /// Emits every range and the records they refer to into `builder`.
+    mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
+        let scopes = scopeSegments()
+        let lines = lineSegments()
+        let symbols = symbolSegments()
+
+        var cursors = (scope: 0, line: 0, symbol: 0)
+        let firsts = [scopes.first?.start, lines.first?.start, symbols.first?.start].compactMap { $0 }
+        guard var address = firsts.min() else { return }
+        while true {
+            // Step past segments that ended; the current one of each list then ends after `address`.
+            while cursors.scope < scopes.count, let end = scopes[cursors.scope].end, end <= address { cursors.scope += 1 }
+            while cursors.line < lines.count, let end = lines[cursors.line].end, end <= address { cursors.line += 1 }
+            while cursors.symbol < symbols.count, let end = symbols[cursors.symbol].end, end <= address { cursors.symbol += 1 }
+
+            var next: UInt64? = nil
+            func current(_ segments: [Segment], _ cursor: Int) -> UInt32? {
+                guard cursor < segments.count else { return nil }
+                let segment = segments[cursor]
+                let boundary = segment.start > address ? segment.start : segment.end
+                if let boundary { next = min(next ?? boundary, boundary) }
+                return segment.start <= address ? segment.value : nil
+            }
+            let scope = current(scopes, cursors.scope)
+            let row = current(lines, cursors.line)
+            let symbol = current(symbols, cursors.symbol)
+
+            try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
+            guard let next else { return }
+            address = next
+        }
+    }
+
+    /// The range record for one elementary interval: the row's position and, in `name`, the scope
+    /// field (0 = no frames, else scope record index + 1).
+    private mutating func record(scope: UInt32?, row: UInt32?, symbol: UInt32?,
+                                 builder: inout TableBuilder) throws(FormatError) -> FrameRecord {
+        // Rule 5: with neither a scope nor a symbol there are no frames, whatever the line table says.
+        guard scope != nil || symbol != nil else { return FrameRecord() }
+        var record = FrameRecord()
+        if let row {
+            let line = model.lines[Int(row)]
+            record.file = try file(line.file, builder: &builder)
+            record.line = line.line
+            record.column = line.column
+        } else {
+            record.file = try file(0, builder: &builder)
+        }
+        // Neighbouring intervals mostly share scope and symbol: reuse the last scope record.
+        let key = ScopeKey(scope: scope, symbol: symbol)
+        if key != lastScopeKey {
+            lastScopeKey = key
+            lastScopeField = try scopeField(scope: scope, symbol: symbol, builder: &builder)
+        }
+        record.name = lastScopeField
+        return record
+    }
+
+    /// The scope field (scope record index + 1) naming the innermost function and its caller.
+    private mutating func scopeField(scope: UInt32?, symbol: UInt32?, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
+        let symbolName = symbol.map { keptSymbols[Int($0)].name }
+        let id: UInt32
+        if let scope {
+            let innermost = model.scopes[Int(scope)]
+            if innermost.isInlined {
+                // Rule 3: enclosing frames at call sites. Rule 4: the physical frame is named by the
+                // symbol; the override lives here, so caller chains stay independent of symbols.
+                var physicalName: UInt32 = 0
+                if let symbolName { physicalName = try name(symbolName, builder: &builder) + 1 }
+                id = try builder.scope(name: try name(innermost.name, builder: &builder), physicalName: physicalName,
+                                       caller: try callerOf(Int(scope), builder: &builder) + TableFormat.callerBias)
+            } else {
+                id = try builder.scope(name: try name(symbolName ?? innermost.name, builder: &builder),
+                                       physicalName: 0, caller: TableFormat.callerNone)
+            }
+        } else if let symbolName {
+            id = try builder.scope(name: try name(symbolName, builder: &builder), physicalName: 0,
+                                   caller: TableFormat.callerSymbolOnly)
+        } else {
+            return 0
+        }
+        return id + 1
+    }
+
+    /// The call-site record of the frame that inlined scope `child`: the parent's name at `child`'s
+    /// call site, chained to its own caller. Built once per scope, bottom-up without recursion so
+    /// deep (hostile) nesting cannot overflow the stack; total work is linear in the scopes.
+    private mutating func callerOf(_ child: Int, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
+        chain.removeAll(keepingCapacity: true)
+        var scope = child
+        var known: UInt32? = nil  // call site of the last scope pushed, when already built
+        while true {
+            if callerSite[scope] != Self.unset { known = callerSite[scope]; break }
+            chain.append(scope)
+            let parent = Int(model.scopes[scope].parent)
+            guard model.scopes[parent].isInlined else { break }
+            scope = parent
+        }
+        // Unwind top-down: each record's caller is the call site built (or found) just above it.
+        var index = chain.count - 1
+        while index >= 0 {
+            let scope = chain[index]
+            let inlined = model.scopes[scope]
+            let parent = model.scopes[Int(inlined.parent)]
+            var record = FrameRecord(
+                file: try file(inlined.callFile, builder: &builder), line: inlined.callLine, column: inlined.callColumn)
+            record.name = try name(parent.name, builder: &builder)
+            if parent.isInlined { record.caller = (known ?? 0) + TableFormat.callerBias }
+            let id = try builder.callSite(record)
+            callerSite[scope] = id
+            known = id
+            index -= 1
+        }
+        return known ?? 0
+    }
+
+    /// The table's function-name record for model string `index`.
+    private mutating func name(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
+        if nameID[Int(index)] != Self.unset { return nameID[Int(index)] }
+        let id = try builder.name(try string(index, builder: &builder))
+        nameID[Int(index)] = id
+        return id
+    }
+
+    /// The table's file record for model file `index`.
+    private mutating func file(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
+        if fileID[Int(index)] != Self.unset { return fileID[Int(index)] }
+        let source = model.files[Int(index)]
+        let id = try builder.file(directory: try string(source.directory, builder: &builder),
+                                  name: try string(source.name, builder: &builder))
+        fileID[Int(index)] = id
+        return id
+    }
+
+    /// The table's string offset for model string `index`.
+    private mutating func string(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
+        if stringOffset[Int(index)] != Self.unset { return stringOffset[Int(index)] }
+        let offset = try builder.string(model.strings[Int(index)])
+        stringOffset[Int(index)] = offset
+        return offset
+    }
+}
+
+extension ModelFlattener {
+    /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
+    func scopeSegments() -> [Segment] {
+        var sweep = CoverageSweep()
+        for (index, scope) in model.scopes.enumerated() {
+            let priority = UInt64(depth[index]) << 32 | UInt64(index)
+            for range in model.ranges[scope.rangeIndices] {
+                sweep.add(start: range.start, end: range.end, priority: priority, value: UInt32(index))
+            }
+        }
+        return sweep.winners(valueCount: model.scopes.count)
+    }
+
+    /// Rule 2: per address, the row of the first sequence (in model order) covering it; within a
+    /// sequence the last row at or below the address, rows sorted stably by address.
+    func lineSegments() -> [Segment] {
+        // Body rows of each sequence (global indices, sorted by address) and its end address.
+        var bodies: [UInt32] = []
+        bodies.reserveCapacity(model.lines.count)
+        var sequences: [(first: Int, last: Int, end: UInt64)] = []
+        var first = 0
+        for (index, row) in model.lines.enumerated() where row.isEndSequence {
+            let start = bodies.count
+            bodies.append(contentsOf: (first..<index).lazy.map { UInt32($0) })
+            let isSorted = zip(model.lines[first..<index], model.lines[first..<index].dropFirst())
+                .allSatisfy { $0.address <= $1.address }
+            if !isSorted {
+                bodies[start...].sort { (model.lines[Int($0)].address, $0) < (model.lines[Int($1)].address, $1) }
+            }
+            sequences.append((start, bodies.count, row.address))
+            first = index + 1
+        }
+        // Rows after the last end-of-sequence row belong to no sequence and cover nothing.
+
+        var sweep = CoverageSweep()
+        for (index, sequence) in sequences.enumerated() where sequence.first < sequence.last {
+            sweep.add(start: model.lines[Int(bodies[sequence.first])].address, end: sequence.end,
+                      priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
+        }
+        var result: [Segment] = []
+        for winner in sweep.winners(valueCount: sequences.count) {
+            let sequence = sequences[Int(winner.value)]
+            let end = winner.end ?? sequence.end
+            // Last body row at or below the segment start (equal addresses: the last one wins).
+            var low = sequence.first
+            var high = sequence.last
+            while low < high {
+                let middle = low + (high - low) / 2
+                if model.lines[Int(bodies[middle])].address <= winner.start { low = middle + 1 } else { high = middle }
+            }
+            var position = low - 1
+            while position < sequence.last {
+                let row = model.lines[Int(bodies[position])]
+                let nextAddress = position + 1 < sequence.last ? model.lines[Int(bodies[position + 1])].address : sequence.end
+                let pieceStart = max(row.address, winner.start)
+                let pieceEnd = min(nextAddress, end)
+                if pieceStart < pieceEnd {
+                    result.append(Segment(start: pieceStart, end: pieceEnd, value: bodies[position]))
+                }
+                if nextAddress >= end { break }
+                position += 1
+            }
+        }
+        return result
+    }
+
+    /// Rule 4: symbols sorted by (address, size, name bytes), the last kept per address; a symbol
+    /// covers from its address to its end (size 0: no end) but never past the next kept symbol.
+    mutating func symbolSegments() -> [Segment] {
+        let sorted = model.symbols.sorted { lhs, rhs in
+            if lhs.address != rhs.address { return lhs.address < rhs.address }
+            if lhs.size != rhs.size { return lhs.size < rhs.size }
+            return model.strings[Int(lhs.name)].utf8.lexicographicallyPrecedes(model.strings[Int(rhs.name)].utf8)
+        }
+        keptSymbols = []
+        for symbol in sorted {
+            if let last = keptSymbols.last, last.address == symbol.address {
+                keptSymbols[keptSymbols.count - 1] = symbol
+            } else {
+                keptSymbols.append(symbol)
+            }
+        }
+        var result: [Segment] = []
+        result.reserveCapacity(keptSymbols.count)
+        for (index, symbol) in keptSymbols.enumerated() {
+            let next = index + 1 < keptSymbols.count ? keptSymbols[index + 1].address : nil
+            // A size reaching past 2^64 - 1 covers the rest of the address space.
+            let sized: UInt64? = symbol.size == 0 || symbol.size > UInt64.max - symbol.address
+                ? nil : symbol.address + symbol.size
+            let end: UInt64? = switch (sized, next) {
+            case let (sized?, next?): min(sized, next)
+            case let (sized?, nil): sized
+            case let (nil, next?): next
+            case (nil, nil): nil
+            }
+            result.append(Segment(start: symbol.address, end: end, value: UInt32(index)))
+        }
+        return result
+    }
+
+    /// Checks that every index in the model is in bounds and parents precede their children.
+    private func validate() throws(FormatError) {
+        let strings = model.strings.count
+        func invalid(_ message: String) -> FormatError { FormatError(.invalidValue, "symbol model: \(message)") }
+        guard !model.files.isEmpty else { throw invalid("file 0 (unknown) is missing") }
+        guard model.scopes.count < Int(UInt32.max), model.symbols.count < Int(UInt32.max),
+              model.lines.count < Int(UInt32.max), model.strings.count <= Int(UInt32.max),
+              model.files.count <= Int(UInt32.max) else {
+            throw FormatError(.limitExceeded, "symbol model: more than 2^32 - 1 records in one array")
+        }
+        for (index, file) in model.files.enumerated() where Int(file.directory) >= strings || Int(file.name) >= strings {
+            throw invalid("file \(index) names a string out of bounds")
+        }
+        for (index, scope) in model.scopes.enumerated() {
+            guard Int(scope.name) < strings else { throw invalid("scope \(index) names a string out of bounds") }
+            guard !scope.isInlined || Int(scope.parent) < index else {
+                throw invalid("scope \(index) has parent \(scope.parent), which does not precede it")
+            }
+            guard UInt64(scope.firstRange) + UInt64(scope.rangeCount) <= UInt64(model.ranges.count) else {
+                throw invalid("scope \(index) has ranges out of bounds")
+            }
+            guard Int(scope.callFile) < model.files.count else {
+                throw invalid("scope \(index) has a call file out of bounds")
+            }
+        }
+        for (index, row) in model.lines.enumerated() where Int(row.file) >= model.files.count {
+            throw invalid("line row \(index) names a file out of bounds")
+        }
+        for (index, symbol) in model.symbols.enumerated() where Int(symbol.name) >= strings {
+            throw invalid("symbol \(index) names a string out of bounds")
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import SymBytes
+
+/// A `.csym` symbol table read in place: opening validates the header and section extents only,
+/// and each lookup is a binary search plus a walk of the inline chain, with no allocation.
+///
+/// Every read is bounds-checked, so a corrupt or hostile table yields `FormatError`, never a trap;
+/// inline chains must point strictly backwards, so a walk always ends. See `docs/csym-format.md`.
+public final class SymbolTable: Sendable {
+    /// Who keeps the bytes alive.
+    private enum Storage: Sendable {
+        case mapped(MappedFile)
+        case owned([UInt8])
+    }
+
+    private let storage: Storage
+    let layout: TableLayout
+    /// The module the table describes.
+    public let module: ModuleIdentity
+
+    /// Opens a table over a memory-mapped file, which stays mapped while the table lives.
+    public convenience init(file: MappedFile) throws(FormatError) {
+        do {
+            try self.init(storage: .mapped(file))
+        } catch {
+            throw error.at(path: file.path)
+        }
+    }
+
+    /// Opens a table over a copy of `bytes`.
+    public convenience init(bytes: [UInt8]) throws(FormatError) {
+        try self.init(storage: .owned(bytes))
+    }
+
+    private init(storage: Storage) throws(FormatError) {
+        let (layout, module) = try Self.withBytes(of: storage) { bytes throws(FormatError) in
+            let reader = ByteReader(bytes)
+            let layout = try TableLayout(reader)
+            let name = try layout.string(reader, at: layout.moduleName)
+            let buildID = try reader.slice(layout[.buildID].offset, layout[.buildID].size, "build-id")
+            let module = ModuleIdentity(
+                buildID: Array(buildID), machine: layout.machine, is64Bit: layout.is64Bit,
+                name: Self.decode(name, in: reader, layout: layout))
+            return (layout, module)
+        }
+        self.storage = storage
+        self.layout = layout
+        self.module = module
+    }
+
+    /// Counts describing the table.
+    public var statistics: Statistics {
+        Statistics(
+            functions: layout.functionCount, inlinedScopes: layout.inlinedScopeCount,
+            lineRows: layout.lineRowCount, symbols: layout.symbolCount,
+            ranges: layout.rangeCount, scopeRecords: layout.scopeCount, sourceLocations: layout.callSiteCount,
+            files: layout.fileCount, names: layout.nameCount, strings: layout.stringCount,
+            byteCount: byteCount)
+    }
+
+    /// Size of the table in bytes.
+    public var byteCount: Int {
+        switch storage {
+        case .mapped(let file): file.count
+        case .owned(let bytes): bytes.count
+        }
+    }
+
+    /// Calls `body` for each frame covering `address`, innermost first, physical function last;
+    /// no allocation. Returns the number of frames (0 when the address is in no function).
+    /// Throws `FormatError` on a corrupt table.
+    @discardableResult
+    public func forEachFrame(at address: UInt64, _ body: (Frame) throws(FormatError) -> Void) throws(FormatError) -> Int {
+        try withBytes { bytes throws(FormatError) -> Int in
+            let reader = ByteReader(bytes)
+            guard let range = try layout.rangeIndex(reader, containing: address) else { return 0 }
+            let (location, scopeField) = try layout.rangeRecord(reader, range)
+            guard scopeField != 0 else { return 0 }
+            let scope = try layout.scopeRecord(reader, Int(scopeField - 1))
+            // The innermost frame: the range's position in the scope record's function.
+            var record = location
+            record.name = scope.name
+            record.caller = scope.caller
+            var callSite = Int.max  // index of `record` among the call sites; the range record is none
+            var count = 0
+            while true {
+                guard count == 0 || record.caller != TableFormat.callerSymbolOnly else {
+                    throw FormatError(.invalidValue, "call-site record \(callSite) is marked symbol-only")
+                }
+                let (directory, file) = try layout.file(reader, record.file)
+                // The physical frame shows the covering ELF symbol's name when there is one.
+                let name = record.caller == TableFormat.callerNone && scope.physicalName != 0
+                    ? scope.physicalName - 1 : record.name
+                count += 1
+                try body(Frame(
+                    function: try layout.functionName(reader, name),
+                    directory: directory, file: file, line: record.line, column: record.column,
+                    isInlined: record.caller >= TableFormat.callerBias,
+                    isSymbolOnly: record.caller == TableFormat.callerSymbolOnly))
+                guard record.caller >= TableFormat.callerBias else { return count }
+                let caller = Int(record.caller - TableFormat.callerBias)
+                // Callers are written before their callees: requiring a smaller index makes every
+                // chain finite, whatever the bytes say.
+                guard caller < callSite else {
+                    throw FormatError(.invalidValue, "call-site record \(callSite) is inlined into \(caller), which is not before it")
+                }
+                record = try layout.callSite(reader, caller)
+                callSite = caller
+            }
+        }
+    }
+
+    /// The frames covering `address`, innermost first (allocates; `forEachFrame` does not).
+    public func frames(at address: UInt64) throws(FormatError) -> [Frame] {
+        var frames: [Frame] = []
+        try forEachFrame(at: address) { frame in frames.append(frame) }
+        return frames
+    }
+
+    /// The address range `[start, end)` of the table range containing `address` and whether it has
+    /// frames; `end` is nil for the last range, which runs to the end of the address space.
+    public func range(containing address: UInt64) throws(FormatError) -> (start: UInt64, end: UInt64?, hasFrames: Bool)? {
+        try withBytes { bytes throws(FormatError) in
+            let reader = ByteReader(bytes)
+            guard let index = try layout.rangeIndex(reader, containing: address) else { return nil }
+            let start = try layout.rangeStart(reader, index)
+            let end = index + 1 < layout.rangeCount ? try layout.rangeStart(reader, index + 1) : nil
+            return (start, end, try layout.rangeRecord(reader, index).scope != 0)
+        }
+    }
+
+    /// The string `ref` refers to (empty when `ref` is not from this table).
+    public func string(_ ref: StringRef) -> String {
+        var text = ""
+        withUTF8(ref) { bytes in text = String(decoding: bytes, as: UTF8.self) }
+        return text
+    }
+
+    /// Calls `body` with the UTF-8 bytes of `ref`, without allocating (empty when `ref` is not
+    /// from this table).
+    public func withUTF8(_ ref: StringRef, _ body: (UnsafeRawBufferPointer) -> Void) {
+        withBytes { bytes in
+            guard layout.contains(ref) else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            let start = layout.strings.offset + Int(ref.offset)
+            body(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + Int(ref.length))]))
+        }
+    }
+
+    private func withBytes<Value, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
+    ) throws(Failure) -> Value {
+        try Self.withBytes(of: storage, body)
+    }
+
+    private static func withBytes<Value, Failure: Error>(
+        of storage: Storage, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
+    ) throws(Failure) -> Value {
+        switch storage {
+        case .mapped(let file):
+            return try body(file.bytes)
+        case .owned(let bytes):
+            // Array.withUnsafeBytes only rethrows untyped errors: carry the typed one out in a Result.
+            let result: Result<Value, Failure> = bytes.withUnsafeBytes { buffer in
+                Result { () throws(Failure) -> Value in try body(buffer) }
+            }
+            return try result.get()
+        }
+    }
+
+    private static func decode(_ ref: StringRef, in reader: ByteReader, layout: TableLayout) -> String {
+        let start = layout.strings.offset + Int(ref.offset)
+        return String(decoding: UnsafeRawBufferPointer(rebasing: reader.bytes[start..<(start + Int(ref.length))]), as: UTF8.self)
+    }
+}

@@ -1,0 +1,260 @@
+import SymBytes
+
+/// Collects a table's records (deduplicated strings, files, function names, scope and call-site
+/// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v1 layout.
+struct TableBuilder {
+    /// A string compared and hashed by its UTF-8 bytes, so canonically equal but differently
+    /// encoded strings stay distinct (the table must return the bytes it was given).
+    private struct UTF8Key: Hashable {
+        var text: String
+
+        static func == (lhs: UTF8Key, rhs: UTF8Key) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            var text = text
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// String data: ULEB128 length + UTF-8 bytes per string; offset 0 is the empty string.
+    private(set) var stringData: [UInt8] = [0]
+    private var stringOffsets: [UTF8Key: UInt32] = [UTF8Key(text: ""): 0]
+    /// Offsets of strings referenced by records (the module name is not one).
+    private var largestRecordStringOffset: UInt32 = 0
+
+    /// (directory offset, name offset) per file record.
+    private(set) var files: [(directory: UInt32, name: UInt32)] = []
+    private var fileIDs: [UInt64: UInt32] = [:]
+
+    /// String offset per function-name record.
+    private(set) var names: [UInt32] = []
+    private var nameIDs: [UInt32: UInt32] = [:]
+
+    /// Scope records (name, physical-frame override, caller field) of innermost frames.
+    private(set) var scopes: [FrameRecord] = []
+    private var scopeIDs: [FrameRecord: UInt32] = [:]
+
+    /// Call-site records; a record's caller always precedes it.
+    private(set) var callSites: [FrameRecord] = []
+    private var callSiteIDs: [FrameRecord: UInt32] = [:]
+
+    /// Range starts and records (file, line, column of the innermost frame; `name` holds the
+    /// scope field: 0 = no frames, else scope record index + 1).
+    private(set) var rangeStarts: [UInt64] = []
+    private(set) var rangeRecords: [FrameRecord] = []
+
+    /// Interns `text`, returning its offset in the string data.
+    mutating func string(_ text: String) throws(FormatError) -> UInt32 {
+        if let offset = stringOffsets[UTF8Key(text: text)] { return offset }
+        guard let offset = UInt32(exactly: stringData.count) else {
+            throw FormatError(.limitExceeded, "string data over 4 GiB")
+        }
+        var length = text.utf8.count
+        repeat {
+            stringData.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
+            length >>= 7
+        } while length > 0
+        stringData.append(contentsOf: text.utf8)
+        stringOffsets[UTF8Key(text: text)] = offset
+        return offset
+    }
+
+    /// Number of distinct strings.
+    var stringCount: Int { stringOffsets.count }
+
+    /// The file record for (directory, name) string offsets.
+    mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
+        let key = UInt64(directory) << 32 | UInt64(name)
+        if let id = fileIDs[key] { return id }
+        let id = try Self.nextID(files.count, "files")
+        files.append((directory, name))
+        fileIDs[key] = id
+        largestRecordStringOffset = max(largestRecordStringOffset, directory, name)
+        return id
+    }
+
+    /// The function-name record for a string offset.
+    mutating func name(_ string: UInt32) throws(FormatError) -> UInt32 {
+        if let id = nameIDs[string] { return id }
+        let id = try Self.nextID(names.count, "function names")
+        names.append(string)
+        nameIDs[string] = id
+        largestRecordStringOffset = max(largestRecordStringOffset, string)
+        return id
+    }
+
+    /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
+    mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
+        let record = FrameRecord(name: name, physicalName: physicalName, caller: caller)
+        if let id = scopeIDs[record] { return id }
+        // The scope field stores index + 1.
+        let id = try Self.nextID(scopes.count, "scope records")
+        scopes.append(record)
+        scopeIDs[record] = id
+        return id
+    }
+
+    /// The index of call-site `record`, added when new.
+    mutating func callSite(_ record: FrameRecord) throws(FormatError) -> UInt32 {
+        if let id = callSiteIDs[record] { return id }
+        // The largest caller field is count + 1, so one id fewer than the field can hold.
+        guard callSites.count < Int(UInt32.max) - 1 else {
+            throw FormatError(.limitExceeded, "more than 2^32 - 2 call-site records")
+        }
+        let id = UInt32(callSites.count)
+        callSites.append(record)
+        callSiteIDs[record] = id
+        return id
+    }
+
+    /// Starts a range at `start` with `record` (its `name` is the scope field), unless it
+    /// continues the last range.
+    mutating func range(start: UInt64, record: FrameRecord) throws(FormatError) {
+        if let last = rangeRecords.last, last == record { return }
+        // Leading gaps are implicit: addresses before the first range have no frames.
+        if rangeRecords.isEmpty, record.name == 0 { return }
+        guard rangeStarts.count < Int(UInt32.max) else {
+            throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
+        }
+        rangeStarts.append(start)
+        rangeRecords.append(record)
+    }
+
+    private static func nextID(_ count: Int, _ what: String) throws(FormatError) -> UInt32 {
+        guard let id = UInt32(exactly: count), id < UInt32.max else {
+            throw FormatError(.limitExceeded, "more than 2^32 - 1 \(what)")
+        }
+        return id
+    }
+}
+
+extension TableBuilder {
+    /// Model counts recorded in the header for statistics.
+    struct Counts {
+        var functions: UInt64
+        var inlinedScopes: UInt64
+        var lineRows: UInt64
+        var symbols: UInt64
+    }
+
+    /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
+    mutating func encode(module: ModuleIdentity, counts: Counts) throws(FormatError) -> [UInt8] {
+        let moduleName = try string(module.name)
+        let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
+        let addressBase = compact ? (rangeStarts.first ?? 0) : 0
+
+        let stringWidth = TableFormat.width(for: largestRecordStringOffset)
+        let fileWidth = TableFormat.width(for: UInt32(max(files.count, 1) - 1))
+        var largestName = UInt32(max(names.count, 1) - 1)
+        for record in scopes { largestName = max(largestName, record.physicalName) }
+        let nameWidth = TableFormat.width(for: largestName)
+        var largestLine: UInt32 = 0
+        var largestColumn: UInt32 = 0
+        var largestScopeField: UInt32 = 0
+        var largestCaller: UInt32 = 0
+        for record in rangeRecords {
+            largestLine = max(largestLine, record.line)
+            largestColumn = max(largestColumn, record.column)
+            largestScopeField = max(largestScopeField, record.name)
+        }
+        for record in callSites {
+            largestLine = max(largestLine, record.line)
+            largestColumn = max(largestColumn, record.column)
+            largestCaller = max(largestCaller, record.caller)
+        }
+        for record in scopes { largestCaller = max(largestCaller, record.caller) }
+        let lineWidth = TableFormat.width(for: largestLine)
+        let columnWidth = TableFormat.width(for: largestColumn)
+        let scopeWidth = TableFormat.width(for: largestScopeField)
+        let callSiteWidth = TableFormat.width(for: largestCaller)
+
+        let sizes: [TableFormat.Section: Int] = [
+            .buildID: module.buildID.count,
+            .rangeStarts: rangeStarts.count * (compact ? 4 : 8),
+            .rangeRecords: rangeRecords.count * (fileWidth + lineWidth + columnWidth + scopeWidth),
+            .scopes: scopes.count * (2 * nameWidth + callSiteWidth),
+            .callSites: callSites.count * (fileWidth + lineWidth + columnWidth + nameWidth + callSiteWidth),
+            .files: files.count * 2 * stringWidth,
+            .names: names.count * stringWidth,
+            .strings: stringData.count,
+        ]
+        let total = TableFormat.headerSize + sizes.values.reduce(0, +)
+
+        var out: [UInt8] = []
+        out.reserveCapacity(total)
+        out.append(contentsOf: TableFormat.magic)
+        out.appendLittleEndian(TableFormat.version)
+        out.appendLittleEndian(compact ? TableFormat.Flag.compactRangeStarts : 0)
+        out.appendLittleEndian(module.machine)
+        out.append(module.is64Bit ? 1 : 0)
+        out.append(UInt8(TableFormat.Section.allCases.count))
+        for width in [stringWidth, fileWidth, lineWidth, columnWidth, nameWidth, scopeWidth, callSiteWidth] {
+            out.append(UInt8(width))
+        }
+        out.append(0)
+        out.appendLittleEndian(moduleName)
+        out.appendLittleEndian(addressBase)
+        for count in [stringCount, files.count, names.count, scopes.count, callSites.count, rangeStarts.count] {
+            out.appendLittleEndian(UInt32(count))
+        }
+        for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
+            out.appendLittleEndian(count)
+        }
+        var offset = TableFormat.headerSize
+        for section in TableFormat.Section.allCases {
+            let size = sizes[section] ?? 0
+            out.appendLittleEndian(UInt64(offset))
+            out.appendLittleEndian(UInt64(size))
+            offset += size
+        }
+        precondition(out.count == TableFormat.headerSize, "header layout out of step with TableFormat")
+
+        out.append(contentsOf: module.buildID)
+        for start in rangeStarts {
+            if compact { out.appendLittleEndian(UInt32(start - addressBase)) } else { out.appendLittleEndian(start) }
+        }
+        for record in rangeRecords {
+            out.appendField(record.file, width: fileWidth)
+            out.appendField(record.line, width: lineWidth)
+            out.appendField(record.column, width: columnWidth)
+            out.appendField(record.name, width: scopeWidth)
+        }
+        for record in scopes {
+            out.appendField(record.name, width: nameWidth)
+            out.appendField(record.physicalName, width: nameWidth)
+            out.appendField(record.caller, width: callSiteWidth)
+        }
+        for record in callSites {
+            out.appendField(record.file, width: fileWidth)
+            out.appendField(record.line, width: lineWidth)
+            out.appendField(record.column, width: columnWidth)
+            out.appendField(record.name, width: nameWidth)
+            out.appendField(record.caller, width: callSiteWidth)
+        }
+        for file in files {
+            out.appendField(file.directory, width: stringWidth)
+            out.appendField(file.name, width: stringWidth)
+        }
+        for name in names { out.appendField(name, width: stringWidth) }
+        out.append(contentsOf: stringData)
+        precondition(out.count == total, "section sizes out of step with their contents")
+        return out
+    }
+}
+
+extension [UInt8] {
+    /// Appends `value` little-endian.
+    mutating func appendLittleEndian<Value: FixedWidthInteger>(_ value: Value) {
+        var value = value.littleEndian
+        Swift.withUnsafeBytes(of: &value) { append(contentsOf: $0) }
+    }
+
+    /// Appends the low `width` bytes of `value` little-endian (`width` 0...4).
+    mutating func appendField(_ value: UInt32, width: Int) {
+        var value = value
+        for _ in 0..<width {
+            append(UInt8(truncatingIfNeeded: value))
+            value >>= 8
+        }
+    }
+}

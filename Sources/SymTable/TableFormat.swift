@@ -1,0 +1,98 @@
+/// Constants of the `.csym` byte layout (version 1), shared by the writer and the reader.
+///
+/// The layout is documented field by field in `docs/csym-format.md`; keep the two in step.
+enum TableFormat {
+    /// The four bytes every table starts with.
+    static let magic: [UInt8] = [0x43, 0x53, 0x59, 0x4D]  // "CSYM"
+    /// The only version this code reads and writes.
+    static let version: UInt16 = 1
+    /// Size of the fixed header, including the section directory.
+    static let headerSize = 216
+    /// Widest variable-width field, in bytes.
+    static let maximumFieldWidth = 4
+
+    /// Header flag bits.
+    enum Flag {
+        /// Range starts are `UInt32` deltas from `addressBase` instead of absolute `UInt64`s.
+        static let compactRangeStarts: UInt16 = 1
+        /// Every flag bit this version defines.
+        static let known: UInt16 = compactRangeStarts
+    }
+
+    /// Byte offsets of the header fields.
+    enum Field {
+        static let version = 4
+        static let flags = 6
+        static let machine = 8
+        static let is64Bit = 10
+        static let sectionCount = 11
+        static let stringWidth = 12
+        static let fileWidth = 13
+        static let lineWidth = 14
+        static let columnWidth = 15
+        static let nameWidth = 16
+        static let scopeWidth = 17
+        static let callSiteWidth = 18
+        static let reserved = 19
+        static let moduleName = 20
+        static let addressBase = 24
+        static let stringCount = 32
+        static let fileCount = 36
+        static let nameCount = 40
+        static let scopeCount = 44
+        static let callSiteCount = 48
+        static let rangeCount = 52
+        static let functionCount = 56
+        static let inlinedScopeCount = 64
+        static let lineRowCount = 72
+        static let symbolCount = 80
+        static let sectionDirectory = 88
+    }
+
+    /// The sections, in directory order (which is also the order the writer lays them out in).
+    enum Section: Int, CaseIterable {
+        case buildID
+        case rangeStarts
+        case rangeRecords
+        case scopes
+        case callSites
+        case files
+        case names
+        case strings
+
+        /// Name used in error messages.
+        var name: String {
+            switch self {
+            case .buildID: "build-id"
+            case .rangeStarts: "range starts"
+            case .rangeRecords: "range records"
+            case .scopes: "scope records"
+            case .callSites: "call-site records"
+            case .files: "files"
+            case .names: "function names"
+            case .strings: "strings"
+            }
+        }
+    }
+
+    /// Bytes of one directory entry: offset and size, both `UInt64`.
+    static let directoryEntrySize = 16
+
+    /// Caller field value of an outermost frame that comes from a DWARF scope.
+    static let callerNone: UInt32 = 0
+    /// Caller field value (scope records only) of a frame named from the ELF symbol table only.
+    static let callerSymbolOnly: UInt32 = 1
+    /// Caller field values at or above this refer to call-site record `value - callerBias`.
+    static let callerBias: UInt32 = 2
+
+    /// The fewest bytes (0...4) that hold `value`; 0 when every value of the field is zero.
+    static func width(for value: UInt32) -> Int {
+        switch value {
+        case 0: 0
+        case ..<0x100: 1
+        case ..<0x1_0000: 2
+        case ..<0x100_0000: 3
+        default: 4
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import SymBytes
+import SymTable
+import Testing
+
+/// The committed v1 table must stay readable, and the writer must keep producing it byte for byte:
+/// a format change is deliberate (a new version and fixture), never an accident.
+///
+/// Regenerate after a deliberate change with
+/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests`.
+@Suite(.serialized) struct CompatibilityFixtureTests {
+    static let fixturePath: String = {
+        // Tests/SymTableTests/<this file> -> package root.
+        var parts = String(#filePath).split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/") + "/Fixtures/csym/v1-sample.csym"
+    }()
+
+    @Test func writerReproducesTheFixture() throws {
+        let bytes = try SymbolTableWriter.write(SampleModel.model())
+        if TemporaryFile.environment("CRASHSYM_RECORD") == "1" {
+            try TemporaryFile.writeFile(bytes, to: Self.fixturePath)
+        }
+        let file = try MappedFile(path: Self.fixturePath)
+        #expect(Array(file.bytes) == bytes, "the writer no longer produces v1-sample.csym; see docs/csym-format.md")
+    }
+
+    @Test func sampleSizeFollowsTheDocumentedLayout() throws {
+        let bytes = try SymbolTableWriter.write(SampleModel.model())
+        // Derived by hand from the sample model and docs/csym-format.md. Every field is 1 byte wide
+        // (at most 5 names, 4 files and scope records; lines <= 11, columns <= 9; callers <= 3).
+        //   header and section directory                          216
+        //   build-id                                               20
+        //   8 range starts, compact (4 bytes)                      32  0x1000 0x1010 0x1014 0x1018 0x1020 0x1040 0x1048, gap 0x1050
+        //   8 range records (file, line, column, scope)            32
+        //   4 scope records (name, physical name, caller)          12  main; helper, inner (physical shown as "main"); _start
+        //   2 call-site records (file, line, column, name, caller)  10  main.c:10:5 sample_main, helper.h:3:7 helper
+        //   4 files (directory, name)                               8  ??, main.c, helper.h, start.S
+        //   5 function names                                        5  main, _Z6helperi, sample_main, _Z5innerv, _start
+        //   strings: 11 strings, 77 bytes + 11 length bytes        88
+        #expect(bytes.count == 216 + 20 + 32 + 32 + 12 + 10 + 8 + 5 + 88)
+        let statistics = try SymbolTable(bytes: bytes).statistics
+        #expect(statistics == SymbolTable.Statistics(
+            functions: 1, inlinedScopes: 2, lineRows: 8, symbols: 2, ranges: 8, scopeRecords: 4, sourceLocations: 2,
+            files: 4, names: 5, strings: 11, byteCount: 423))
+    }
+
+    /// Expected frames, derived by hand from the sample model and the lookup rules.
+    static let expectations: [(address: UInt64, frames: [String])] = [
+        (0x0FFF, []),
+        (0x1000, ["main /src|main.c:5:1"]),
+        (0x100F, ["main /src|main.c:5:1"]),
+        (0x1012, ["_Z6helperi /src|helper.h:2:3 inlined", "main /src|main.c:10:5"]),
+        (0x1016, ["_Z5innerv /src|helper.h:3:9 inlined", "_Z6helperi /src|helper.h:3:7 inlined", "main /src|main.c:10:5"]),
+        (0x101F, ["_Z6helperi /src|helper.h:4:1 inlined", "main /src|main.c:10:5"]),
+        (0x1030, ["main /src|main.c:11:1"]),
+        (0x1044, ["_start /src|start.S:1:0 symbol-only"]),
+        (0x104F, ["_start |:0:0 symbol-only"]),
+        (0x1050, []),
+        (UInt64.max, []),
+    ]
+
+    @Test func fixtureLookups() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.fixturePath))
+        #expect(table.module == ModuleIdentity(buildID: Array(0..<20), machine: 62, is64Bit: true, name: "libsample.so"))
+        #expect(table.module.buildIDHex == "000102030405060708090a0b0c0d0e0f10111213")
+        for (address, expected) in Self.expectations {
+            #expect(try table.plainFrames(at: address).map(\.description) == expected, "at 0x\(String(address, radix: 16))")
+        }
+    }
+}
