@@ -40,7 +40,7 @@ let package = Package(
         ),
 
         .testTarget(name: "SymELFTests", dependencies: ["SymELF", "CElf"]),
-        .testTarget(name: "SymTableTests", dependencies: ["SymTable"]),
+        .testTarget(name: "SymTableTests", dependencies: ["SymTable", "SymBytes"]),
         .testTarget(name: "SymDWARFTests", dependencies: ["SymDWARF", "SymELF", "SymTable"]),
         .testTarget(name: "SymDemangleTests", dependencies: ["SymDemangle"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymTable", "SymELF"]),
