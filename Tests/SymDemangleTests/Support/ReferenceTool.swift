@@ -122,11 +122,12 @@ struct ReferenceTool: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// A per-process directory for tool inputs and the built filter.
+    /// A per-process directory for tool inputs and the built filter, removed at exit.
     static let scratchDirectory: URL = {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("symdemangle-tests-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: ReferenceTool.scratchDirectory) }
         return url
     }()
 
