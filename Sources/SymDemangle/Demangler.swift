@@ -1,0 +1,63 @@
+/// Turns mangled C++, Swift and Rust symbol names into the names a programmer wrote.
+///
+/// C++ goes through the C++ runtime's `__cxa_demangle` and Swift through the Swift runtime's
+/// `swift_demangle`, so both read exactly as the toolchains print them. Rust (legacy and v0) is
+/// decoded here and printed the way `rustc-demangle` prints with `{:#}`: without hashes or crate
+/// disambiguators. Every path is safe on hostile input: `nil`, never a trap.
+public struct Demangler: Sendable {
+    /// Names longer than this are left alone: no toolchain emits them, and the C demanglers'
+    /// stack use grows with nesting, which grows with length.
+    public static let maximumNameLength = 1 << 20
+
+    /// Creates a demangler; it holds no state.
+    public init() {}
+
+    /// The scheme `name` appears to be mangled with, judged by its prefix (and, for legacy Rust,
+    /// by its trailing hash element); `demangle(_:)` may still fail on a malformed name.
+    public static func scheme(of name: String) -> ManglingScheme {
+        ManglingScheme(classifying: Array(name.utf8))
+    }
+
+    /// The demangled form of `name`, or `nil` when it is not mangled or cannot be demangled.
+    public func demangle(_ name: String) -> String? {
+        let bytes = Array(name.utf8)
+        guard bytes.count <= Self.maximumNameLength else { return nil }
+        return demangle(bytes)
+    }
+
+    /// Demangles `bytes`, keeping an ELF symbol version (`@VER`, `@@VER`) as it is.
+    private func demangle(_ bytes: [UInt8]) -> String? {
+        let scheme = ManglingScheme(classifying: bytes)
+        switch scheme {
+        case .rustLegacy: return RustLegacyDemangler.demangle(bytes)
+        case .rustV0: return RustV0Demangler.demangle(bytes)
+        case .swift: return SwiftRuntimeDemangler.demangle(bytes)
+        case .itanium, .none:
+            // `nm -D`, `readelf` and linker maps write versioned dynamic symbols as `name@VER`;
+            // the mangled name is the part before the `@`.
+            if let split = Self.symbolVersionStart(bytes), let head = demangle(Array(bytes[..<split])) {
+                return head + String(decoding: bytes[split...], as: UTF8.self)
+            }
+            return scheme == .itanium ? ItaniumDemangler.demangle(bytes) : nil
+        }
+    }
+
+    /// Where a trailing ELF symbol version (`@` or `@@`, then letters, digits, `_` and `.`)
+    /// starts, if `bytes` has one after a non-empty name.
+    private static func symbolVersionStart(_ bytes: [UInt8]) -> Int? {
+        guard let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0 else { return nil }
+        var version = bytes[(at + 1)...]
+        if version.first == UInt8(ascii: "@") { version = version.dropFirst() }
+        let isVersion = !version.isEmpty && version.allSatisfy { byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: ".")
+        }
+        return isVersion ? at : nil
+    }
+
+    /// The demangled form of `name`, or `name` itself when it cannot be demangled.
+    public func demangleOrSelf(_ name: String) -> String {
+        demangle(name) ?? name
+    }
+}

@@ -1,0 +1,91 @@
+import CDemangle
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Swift names through the Swift runtime's demangler, so output matches the toolchain's
+/// `swift-demangle --no-sugar` for the runtime this program runs with.
+enum SwiftRuntimeDemangler {
+    /// Demangles a Swift name; `nil` when the runtime does not recognise it, or when the name
+    /// would make the runtime's demangler crash (see `crashesRuntimeDemangler`).
+    static func demangle(_ bytes: [UInt8]) -> String? {
+        guard !crashesRuntimeDemangler(bytes) else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer -> String? in
+            guard let base = buffer.baseAddress else { return nil }
+            // `swift_demangle` takes an explicit length (no NUL needed); with no output buffer it
+            // returns a malloc'ed string we free, or NULL when the input is not a Swift symbol.
+            let pointer = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                swift_demangle($0, buffer.count, nil, nil, 0)
+            }
+            guard let pointer else { return nil }
+            defer { free(pointer) }
+            return String(cString: pointer)
+        }
+    }
+
+    /// Whether `bytes` hits a bug in the Swift 6.3 runtime demangler: a function signature
+    /// specialization (`Tf [q] <pass-id> <param>* _`) whose parameter list ends the name right
+    /// after a constant-propagation tag `p` (e.g. `$s4main3fooyyFTf3p`, a truncated name) makes
+    /// `demangleFuncSpecParam` allocate without bound and crash the process. The scan follows the
+    /// parameter grammar (`Demangler::demangleFuncSpecParam` in swift/lib/Demangling) from every
+    /// `Tf`, so it refuses only names that reach that state; a valid name never ends there.
+    static func crashesRuntimeDemangler(_ bytes: [UInt8]) -> Bool {
+        guard bytes.last == UInt8(ascii: "p") else { return false }
+        var start = 0
+        while let tf = firstIndex(of: Array("Tf".utf8), in: bytes, from: start) {
+            if parameterListEndsAfterConstantTag(bytes, from: tf + 2) { return true }
+            start = tf + 1
+        }
+        return false
+    }
+
+    /// Scans `[q] <digit> <param>*` from `index`; true when the input ends right after a `p`.
+    private static func parameterListEndsAfterConstantTag(_ bytes: [UInt8], from index: Int) -> Bool {
+        var position = index
+        func peek(_ offset: Int = 0) -> UInt8? {
+            position + offset < bytes.count ? bytes[position + offset] : nil
+        }
+        func skip(optional flags: String) {
+            for flag in flags.utf8 where peek() == flag { position += 1 }
+        }
+        if peek() == UInt8(ascii: "q") { position += 1 }
+        guard let passID = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(passID) else { return false }
+        position += 1
+        while let tag = peek(), tag != UInt8(ascii: "_") {
+            position += 1
+            switch tag {
+            case UInt8(ascii: "n"), UInt8(ascii: "c"), UInt8(ascii: "x"), UInt8(ascii: "i"), UInt8(ascii: "s"),
+                 UInt8(ascii: "r"):
+                break
+            case UInt8(ascii: "e"): skip(optional: "DGOX")
+            case UInt8(ascii: "d"): skip(optional: "GOX")
+            case UInt8(ascii: "g"), UInt8(ascii: "o"): skip(optional: "X")
+            case UInt8(ascii: "p"):
+                guard let kind = peek() else { return true }
+                position += 1
+                switch kind {
+                case UInt8(ascii: "f"), UInt8(ascii: "g"), UInt8(ascii: "k"):
+                    break
+                case UInt8(ascii: "i"), UInt8(ascii: "d"):
+                    while let digit = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) { position += 1 }
+                case UInt8(ascii: "s"):
+                    position += 1  // the string encoding
+                default:
+                    return false  // the runtime rejects the name here
+                }
+            default:
+                return false
+            }
+        }
+        return false
+    }
+
+    /// The first index at or after `start` where `needle` occurs in `bytes`.
+    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
+        return (start...(bytes.count - needle.count)).first { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+}

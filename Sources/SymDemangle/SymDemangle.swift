@@ -1,1 +1,0 @@
-// SymDemangle: see ../shared/DESIGN.md.

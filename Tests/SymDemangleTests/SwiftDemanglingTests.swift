@@ -1,0 +1,81 @@
+import Foundation
+import SymDemangle
+import Testing
+
+/// Swift names against the toolchain's `swift-demangle`. Our Swift path is the runtime's
+/// `swift_demangle`, the same demangler: these tests check which names go there, prefixes and
+/// ownership of the result.
+@Suite struct SwiftDemanglingTests {
+    let demangler = Demangler()
+
+    /// Every name from the compiled Swift program, and its Mach-O spelling with a leading `_`,
+    /// demangles exactly as `swift-demangle` prints it.
+    @Test func matchesSwiftDemangle() throws {
+        let plain = try Fixtures.names("swift.txt")
+        let names = plain + plain.map { "_" + $0 }
+        let expected = try ReferenceTool.swiftDemangle.demangle(names)
+        for (name, theirs) in zip(names, expected) {
+            #expect(Demangler.scheme(of: name) == .swift, "\(name)")
+            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+        }
+        // Generic specialisations and async/coroutine suffixes are among them.
+        #expect(plain.contains { $0.hasSuffix("Tg5") })
+        #expect(plain.contains { $0.contains(".resume.") })
+    }
+
+    /// Older Swift manglings the runtime still reads (`_T0` from Swift 4, `$S` from Swift 4.2).
+    @Test func olderManglings() throws {
+        let names = ["_T0s20_ResilientHashingMap", "$S4main3fooyyF", "$s4main3fooyyF", "$e4main3fooyyF"]
+        let expected = try ReferenceTool.swiftDemangle.demangle(names)
+        for (name, theirs) in zip(names, expected) {
+            #expect(Demangler.scheme(of: name) == .swift, "\(name)")
+            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+        }
+    }
+
+    /// Every truncation of every real name gives what `swift-demangle` gives, and never traps.
+    /// The names we refuse because they crash the runtime's demangler must crash the toolchain's
+    /// `swift-demangle` too (it shares the code); all others are compared.
+    @Test(.timeLimit(.minutes(2))) func truncatedNamesMatchSwiftDemangle() throws {
+        let truncations = try Fixtures.truncations(of: "swift.txt").filter { $0.hasPrefix("$s") }
+        var compared: [String] = []
+        var refused: Set<String> = []
+        for name in truncations {
+            if demangler.demangle(name) == nil && Self.refusedBecauseOfRuntimeBug(name) {
+                refused.insert(name)
+            } else {
+                compared.append(name)
+            }
+        }
+        let expected = try ReferenceTool.swiftDemangle.demangle(compared)
+        for (name, theirs) in zip(compared, expected) {
+            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+        }
+        #expect(refused.count <= 5)
+        for name in refused {
+            #expect(try ReferenceTool.swiftDemangle.crashes(on: name), "\(name) refused but harmless")
+        }
+    }
+
+    /// Names that crash Swift 6.3's demangler (a function signature specialization cut right
+    /// after a constant-propagation tag) are refused: `nil`, not a crashed process. Each one is
+    /// checked to really crash `swift-demangle`, and near-misses to demangle normally.
+    @Test(.timeLimit(.minutes(2))) func runtimeCrashingNamesAreRefused() throws {
+        let crashing = ["$s4main3fooyyFTf3p", "$s4main3fooyyFTf3npi1p", "_$s4main3fooyyFTfq3eDGp"]
+        for name in crashing {
+            #expect(demangler.demangle(name) == nil, "\(name)")
+            #expect(try ReferenceTool.swiftDemangle.crashes(on: name), "\(name)")
+        }
+        let nearMisses = ["$s4main3fooyyFTf3pi1", "$s4main3fooyyFTf3n_p", "$s4main3fooyyFTf3p.x", "$s4main3fooyyFTf3pf"]
+        let expected = try ReferenceTool.swiftDemangle.demangle(nearMisses)
+        for (name, theirs) in zip(nearMisses, expected) {
+            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+        }
+    }
+
+    /// Whether a name ends in a constant-propagation tag `p` of a `Tf` parameter list: the shape
+    /// the runtime-bug guard refuses, recognised here by a looser textual rule.
+    static func refusedBecauseOfRuntimeBug(_ name: String) -> Bool {
+        name.hasSuffix("p") && name.contains("Tf")
+    }
+}
