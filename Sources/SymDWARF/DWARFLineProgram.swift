@@ -20,6 +20,7 @@ struct DWARFLineProgram {
     let programOffset: Int
     /// One past the program's last byte.
     let end: Int
+    /// Header fields driving the state machine (DWARF 5 §6.2.4 items 5–9).
     let minimumInstructionLength: UInt64
     let maximumOperationsPerInstruction: UInt64
     let lineBase: Int64

@@ -10,13 +10,13 @@ extension DWARFReader {
     /// per abbreviation when every form has a fixed size).
     ///
     /// Work that a hostile file could make quadratic (range list entries, strings used, line table
-    /// headers and file names per unit, reference hops) is charged to `budget`; the charges do not
-    /// depend on what is cached, so the limit trips the same way however the units are split.
+    /// headers and file names per unit) is charged to `budget`; the charges do not depend on what
+    /// is cached, so the limit trips the same way however the units are split.
     struct UnitWalker {
         /// Work units charged per range list entry.
         static let rangeEntryCost = 16
-        /// Work units charged per file name resolved and per DIE reached through a reference.
-        static let entryCost = 64
+        /// Work units charged per file name resolved.
+        static let fileNameCost = 64
         /// Deepest DIE nesting walked (the libdwarf extractor's limit).
         static let maximumDepth = 256
         /// Longest chain of `DW_AT_specification`/`DW_AT_abstract_origin` links followed for a name.
@@ -97,8 +97,7 @@ extension DWARFReader {
             if decode {
                 try program.run(input.line, into: &output.lines, sequences: &output.sequences)
             }
-            // File names are resolved once per unit (not per row), in table order, as the
-            // libdwarf extractor's `dwarf_srcfiles` does.
+            // File names are resolved once per unit (not per row), in file-register order.
             var files = [UInt32](repeating: 0, count: Int(program.firstFileNumber))
             files.reserveCapacity(files.count + program.files.count)
             for file in program.files {
@@ -119,20 +118,19 @@ extension DWARFReader {
                                    at offset: Int) throws(FormatError) -> UInt32 {
             let key = FileKey(compilationDirectory: compilationDirectory, directory: file.directory, name: file.name)
             if let index = fileIndex[key] {
-                try charge(Self.entryCost + textLengths[Int(index) - 1], at: offset)
+                try charge(Self.fileNameCost + textLengths[Int(index) - 1], at: offset)
                 return index
             }
-            // Read a component only when the join uses it, so decoding costs no more than the path.
+            // Read a component only when the join uses it, so decoding costs no more than the path
+            // (an absolute name stands alone; an absolute directory needs no compilation directory).
             let name = try component(file.name)
             var path = name
             if !name.hasPrefix("/") {
                 let directory = try component(file.directory)
-                let joined = ModelBuilder.joinPath(compilationDirectory: "", directory: directory, name: name)
-                path = joined.hasPrefix("/") ? joined
-                    : ModelBuilder.joinPath(compilationDirectory: try component(compilationDirectory),
-                                            directory: directory, name: name)
+                let base = directory.hasPrefix("/") ? "" : try component(compilationDirectory)
+                path = ModelBuilder.joinPath(compilationDirectory: base, directory: directory, name: name)
             }
-            try charge(Self.entryCost + path.utf8.count, at: offset)
+            try charge(Self.fileNameCost + path.utf8.count, at: offset)
             let index: UInt32
             if let existing = pathIndex[path] {
                 index = existing
@@ -396,8 +394,9 @@ extension DWARFReader {
         /// to no DIE names nothing.
         private mutating func names(ofDIEAt offset: Int, from unit: Unit,
                                     hops: Int) throws(FormatError) -> (linkage: UInt64, name: UInt64) {
+            // Not charged to the budget: what is cached differs between threads, and a name costs at
+            // most 2^9 DIE reads whatever the input (two links per DIE, `maximumNameHops` deep).
             if let cached = names[offset] { return cached }
-            try charge(Self.entryCost, at: offset)
             let target: Unit
             if unit.contains(die: offset) {
                 target = unit
