@@ -80,6 +80,28 @@ import Testing
         try DWARFReaderShell.run("rm -rf \(DWARFReaderShell.quote(directory))")
     }
 
+    /// Targets with other byte orders, address sizes and line programs (RISC-V's linker relaxation
+    /// makes clang use `DW_LNS_fixed_advance_pc`).
+    static let crossTargets = ["s390x-linux-gnu", "powerpc64-linux-gnu", "mips-linux-gnu", "i386-linux-gnu",
+                               "armv7-linux-gnueabihf", "riscv64-linux-gnu", "aarch64-linux-gnu"]
+
+    @Test("agrees with llvm-dwarfdump on other architectures", arguments: crossTargets, ["-gdwarf-4", "-gdwarf-5"])
+    func agreesOnOtherArchitectures(_ target: String, _ version: String) throws {
+        let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-\(target)")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        try DWARFReaderShell.write(Self.tinySource, to: directory + "/tiny.c")
+        // No C library for these targets: link the object alone, entering at `compute`.
+        try DWARFReaderShell.run("cd \(directory) && clang --target=\(target) \(version) -O2 -c tiny.c "
+            + "&& ld.lld -e compute --build-id tiny.o -o tiny")
+        let path = directory + "/tiny"
+        let oracle = try DWARFReaderOracle.load(path)
+        #expect(oracle.scopes.contains { $0.parent >= 0 })
+        let sections = try DWARFReaderELF.sections(of: path)
+        let bigEndian = ["s390x", "powerpc64-", "mips-"].contains { target.hasPrefix($0) }
+        #expect(sections.isLittleEndian == !bigEndian)
+        Self.expectAgreement(try Self.extract(sections), oracle)
+    }
+
     @Test("agrees with llvm-dwarfdump on python3.11d", .timeLimit(.minutes(5)))
     func agreesOnPython() throws {
         let path = "/usr/bin/python3.11d"
