@@ -102,6 +102,34 @@ import Testing
         Self.expectAgreement(try Self.extract(sections), oracle)
     }
 
+    @Test("agrees with llvm-dwarfdump on a Swift executable (skeleton units for clang modules)",
+          arguments: ["-Onone", "-O"])
+    func agreesOnSwift(_ optimisation: String) throws {
+        let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-swift")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        try DWARFReaderShell.write("""
+            import Glibc
+            struct Accumulator {
+                var total = 0
+                @inline(__always) mutating func add(_ x: Int) { total &+= x &* x }
+            }
+            @inline(never) func compute(_ n: Int) -> Int {
+                var accumulator = Accumulator()
+                for i in 0..<n { accumulator.add(i) }
+                return accumulator.total
+            }
+            print(compute(Int(getpid() % 7)))
+
+            """, to: directory + "/main.swift")
+        try DWARFReaderShell.run("cd \(directory) && swiftc -g \(optimisation) main.swift -o main -Xlinker --build-id=sha1")
+        let path = directory + "/main"
+        let dump = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump-14 --debug-info \(path)"), as: UTF8.self)
+        try #require(dump.contains("DW_AT_GNU_dwo_name"), "swiftc emitted a skeleton unit for a clang module")
+        let oracle = try DWARFReaderOracle.load(path)
+        #expect(oracle.scopes.count >= 3)
+        Self.expectAgreement(try Self.extract(try DWARFReaderELF.sections(of: path)), oracle)
+    }
+
     @Test("agrees with llvm-dwarfdump on python3.11d", .timeLimit(.minutes(5)))
     func agreesOnPython() throws {
         let path = "/usr/bin/python3.11d"
