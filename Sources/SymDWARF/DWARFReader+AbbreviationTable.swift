@@ -1,0 +1,172 @@
+import SymBytes
+
+extension DWARFReader {
+    /// One abbreviation table of `.debug_abbrev` (DWARF 5 §7.5.3), decoded once into flat arrays for
+    /// one unit encoding, so walking a DIE costs an array lookup and no dictionary.
+    struct AbbreviationTable {
+        /// What the DIE walk does with DIEs of an abbreviation.
+        enum Action: UInt8 {
+            /// Neither a scope nor able to hold one: skip the DIE and its children.
+            case skip
+            /// May hold scopes (namespaces, blocks, types with member functions): walk the children.
+            case descend
+            /// `DW_TAG_subprogram`.
+            case subprogram
+            /// `DW_TAG_inlined_subroutine`.
+            case inlinedSubroutine
+        }
+
+        /// Attributes the reader looks at, decided once per abbreviation instead of once per DIE.
+        enum Role: UInt8 {
+            case other, sibling, name, linkageName, mipsLinkageName, lowPC, highPC, ranges, specification,
+                 abstractOrigin, declaration, callFile, callLine, callColumn, compDir, stmtList,
+                 strOffsetsBase, addrBase, rnglistsBase, splitUnit
+        }
+
+        /// One attribute specification.
+        struct Spec {
+            /// `DW_FORM_*`, or `Form.unknown`.
+            var form: UInt16
+            /// How the reader uses the attribute.
+            var role: Role
+            /// The value of a `DW_FORM_implicit_const` attribute.
+            var implicitConst: Int64
+        }
+
+        /// One abbreviation.
+        struct Entry {
+            /// `DW_TAG_*`.
+            var tag: UInt64
+            /// Index of the first attribute in `specs`.
+            var firstSpec: Int32
+            /// Number of attributes.
+            var specCount: Int32
+            /// Total size of the attribute values when every form has a fixed size, else -1.
+            var fixedSize: Int32
+            /// What the walk does with such DIEs.
+            var action: Action
+            /// Whether DIEs of this abbreviation have children.
+            var hasChildren: Bool
+            /// Whether DIEs carry `DW_AT_sibling` (lets the walk jump over skipped children).
+            var hasSibling: Bool
+        }
+
+        /// Abbreviations in table order.
+        var entries: [Entry] = []
+        /// Attribute specifications of all entries.
+        var specs: [Spec] = []
+        /// Entry index by abbreviation code for dense codes (the usual 1…n), -1 when unused.
+        var dense: [Int32] = []
+        /// Entry index by code when the codes are too sparse for `dense`.
+        var sparse: [UInt64: Int32] = [:]
+
+        /// No DIE can reasonably carry more attributes; bounds the work per DIE on hostile input.
+        static let maximumAttributes = 256
+
+        /// The entry index for an abbreviation code, or -1.
+        @inline(__always)
+        func index(of code: UInt64) -> Int {
+            if code < UInt64(dense.count) { return Int(dense[Int(code)]) }
+            if sparse.isEmpty { return -1 }
+            return Int(sparse[code] ?? -1)
+        }
+
+        /// Decodes the table at `offset` for units of `encoding`; `budget` bounds the bytes decoded
+        /// over all tables (tables of hostile files may overlap).
+        init(_ abbrev: Bytes, at offset: Int, encoding: Encoding, budget: inout Int) throws(FormatError) {
+            let limit = abbrev.count
+            guard offset >= 0, offset < limit else {
+                throw FormatError(.truncated, "abbreviation table offset 0x\(String(offset, radix: 16)) is outside .debug_abbrev",
+                                  offset: UInt64(clamping: offset))
+            }
+            var cursor = offset
+            var codes: [UInt64] = []
+            var seen = Set<UInt64>()
+            while true {
+                let codeOffset = cursor
+                let code = try abbrev.uleb(&cursor, limit)
+                if code == 0 { break }
+                let tag = try abbrev.uleb(&cursor, limit)
+                let children = try abbrev.u8(&cursor, limit)
+                var entry = Entry(tag: tag, firstSpec: Int32(specs.count), specCount: 0, fixedSize: 0,
+                                  action: Self.action(for: tag), hasChildren: children != 0, hasSibling: false)
+                var fixed = 0
+                while true {
+                    let attribute = try abbrev.uleb(&cursor, limit)
+                    let formCode = try abbrev.uleb(&cursor, limit)
+                    if attribute == 0 && formCode == 0 { break }
+                    let form = formCode < UInt64(Form.unknown) ? UInt16(formCode) : Form.unknown
+                    // DWARF 5 §7.5.3: an implicit constant is stored in the abbreviation itself.
+                    let constant = form == Form.implicitConst ? try abbrev.sleb(&cursor, limit) : 0
+                    guard entry.specCount < Int32(Self.maximumAttributes) else {
+                        throw FormatError(.limitExceeded, "abbreviation \(code) has more than \(Self.maximumAttributes) attributes",
+                                          offset: UInt64(codeOffset))
+                    }
+                    let role = Self.role(of: attribute)
+                    if role == .sibling { entry.hasSibling = true }
+                    specs.append(Spec(form: form, role: role, implicitConst: constant))
+                    entry.specCount += 1
+                    let size = encoding.fixedSize(of: form)
+                    fixed = (fixed < 0 || size < 0) ? -1 : fixed + size
+                }
+                entry.fixedSize = Int32(fixed)
+                // A repeated code keeps its first definition, as consumers that stop at the first match do.
+                if seen.insert(code).inserted {
+                    codes.append(code)
+                    entries.append(entry)
+                } else {
+                    specs.removeLast(Int(entry.specCount))
+                }
+            }
+            budget -= cursor - offset
+            guard budget >= 0 else {
+                throw FormatError(.limitExceeded, "abbreviation tables overlap too much to decode", offset: UInt64(offset))
+            }
+            let maximum = codes.max() ?? 0
+            if maximum < UInt64(2 * codes.count + 256) {
+                dense = [Int32](repeating: -1, count: Int(maximum) + 1)
+                for (index, code) in codes.enumerated() { dense[Int(code)] = Int32(index) }
+            } else {
+                for (index, code) in codes.enumerated() { sparse[code] = Int32(index) }
+            }
+        }
+
+        /// The walk's action for a tag; the same tags the libdwarf extractor descends into.
+        static func action(for tag: UInt64) -> Action {
+            switch tag {
+            case Tag.subprogram: .subprogram
+            case Tag.inlinedSubroutine: .inlinedSubroutine
+            case Tag.lexicalBlock, Tag.namespace, Tag.module, Tag.classType, Tag.structureType, Tag.unionType,
+                 Tag.tryBlock, Tag.catchBlock, Tag.interfaceType:
+                .descend
+            default: .skip
+            }
+        }
+
+        /// The role of an attribute.
+        static func role(of attribute: UInt64) -> Role {
+            switch attribute {
+            case Attribute.sibling: .sibling
+            case Attribute.name: .name
+            case Attribute.linkageName: .linkageName
+            case Attribute.mipsLinkageName: .mipsLinkageName
+            case Attribute.lowPC: .lowPC
+            case Attribute.highPC: .highPC
+            case Attribute.ranges: .ranges
+            case Attribute.specification: .specification
+            case Attribute.abstractOrigin: .abstractOrigin
+            case Attribute.declaration: .declaration
+            case Attribute.callFile: .callFile
+            case Attribute.callLine: .callLine
+            case Attribute.callColumn: .callColumn
+            case Attribute.compDir: .compDir
+            case Attribute.stmtList: .stmtList
+            case Attribute.strOffsetsBase: .strOffsetsBase
+            case Attribute.addrBase: .addrBase
+            case Attribute.rnglistsBase: .rnglistsBase
+            case Attribute.dwoName, Attribute.gnuDWOName, Attribute.gnuDWOID: .splitUnit
+            default: .other
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import SymBytes
+
+extension DWARFReader {
+    /// Everything the unit walkers share and only read: the sections, every unit with its unit DIE
+    /// decoded, and every abbreviation table. Built once on the calling thread, so that limits
+    /// protecting against hostile input trip the same way whatever the thread count.
+    struct Input {
+        let info: Bytes
+        let abbrev: Bytes
+        let str: Bytes
+        let lineStr: Bytes
+        let strOffsets: Bytes
+        let addr: Bytes
+        let ranges: Bytes
+        let rnglists: Bytes
+        let line: Bytes
+        /// All units of `.debug_info` in section order (extracted or not: references may lead anywhere).
+        private(set) var units: [Unit] = []
+        /// Decoded abbreviation tables, indexed by `Unit.table`.
+        private(set) var tables: [AbbreviationTable] = []
+
+        /// Kinds of string references (see `stringReference`).
+        enum StringSection: UInt64 {
+            case str = 1, lineStr, info, line
+        }
+
+        /// Reads all unit headers, abbreviation tables and unit DIEs.
+        init(_ sections: DWARFSections) throws(FormatError) {
+            let bigEndian = !sections.isLittleEndian
+            info = Bytes(sections[".debug_info"], bigEndian: bigEndian, section: ".debug_info")
+            abbrev = Bytes(sections[".debug_abbrev"], bigEndian: bigEndian, section: ".debug_abbrev")
+            str = Bytes(sections[".debug_str"], bigEndian: bigEndian, section: ".debug_str")
+            lineStr = Bytes(sections[".debug_line_str"], bigEndian: bigEndian, section: ".debug_line_str")
+            strOffsets = Bytes(sections[".debug_str_offsets"], bigEndian: bigEndian, section: ".debug_str_offsets")
+            addr = Bytes(sections[".debug_addr"], bigEndian: bigEndian, section: ".debug_addr")
+            ranges = Bytes(sections[".debug_ranges"], bigEndian: bigEndian, section: ".debug_ranges")
+            rnglists = Bytes(sections[".debug_rnglists"], bigEndian: bigEndian, section: ".debug_rnglists")
+            line = Bytes(sections[".debug_line"], bigEndian: bigEndian, section: ".debug_line")
+
+            var offset = 0
+            while offset < info.count {
+                let unit = try Unit(info, at: offset)
+                units.append(unit)
+                offset = unit.end
+            }
+            // Each table is decoded once per encoding; hostile files may point units into the middle
+            // of other tables, so the bytes decoded in all are bounded.
+            var budget = 2 * abbrev.count + 65536
+            var tableIndex: [TableKey: Int] = [:]
+            for index in units.indices {
+                let key = TableKey(offset: units[index].abbreviationOffset, encoding: units[index].encoding)
+                if let existing = tableIndex[key] {
+                    units[index].table = existing
+                } else {
+                    tables.append(try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget))
+                    tableIndex[key] = tables.count - 1
+                    units[index].table = tables.count - 1
+                }
+                var unit = units[index]
+                try readUnitDIE(&unit)
+                units[index] = unit
+            }
+            try checkLineTablesDoNotOverlap()
+        }
+
+        /// Identifies a decoded abbreviation table.
+        private struct TableKey: Hashable {
+            var offset: Int
+            var encoding: Encoding
+        }
+
+        /// Reads what the unit DIE says about the unit.
+        private func readUnitDIE(_ unit: inout Unit) throws(FormatError) {
+            let table = tables[unit.table]
+            var cursor = unit.dieOffset
+            let code = try info.uleb(&cursor, unit.end)
+            guard code != 0 else {
+                // A unit without a DIE holds nothing.
+                unit.childrenOffset = cursor
+                return
+            }
+            let entryIndex = table.index(of: code)
+            guard entryIndex >= 0 else { throw info.invalid(unit.dieOffset, "unknown abbreviation code \(code)") }
+            let entry = table.entries[entryIndex]
+            let attributes = try DIEAttributes(info, entry, table.specs, &cursor, unit)
+            unit.childrenOffset = cursor
+            unit.hasChildren = entry.hasChildren
+            let skipped = unit.unitType == UnitType.type || unit.unitType == UnitType.splitType
+                || unit.unitType == UnitType.skeleton || entry.tag == Tag.skeletonUnit || entry.tag == Tag.typeUnit
+                || attributes.isSplitUnit
+            unit.isExtracted = !skipped
+            // DWARF 5 §7.26–7.28: bases point past the contribution headers; without the attribute,
+            // assume the first contribution.
+            let headerSize = unit.encoding.version >= 5 ? (unit.encoding.is64 ? 16 : 8) : 0
+            unit.stringOffsetsBase = try ByteReader.int(attributes.stringOffsetsBase ?? UInt64(headerSize),
+                                                        "DW_AT_str_offsets_base")
+            unit.addressBase = try ByteReader.int(attributes.addressBase ?? UInt64(headerSize), "DW_AT_addr_base")
+            unit.rangeListsBase = try ByteReader.int(
+                attributes.rangeListsBase ?? UInt64(unit.encoding.version >= 5 ? (unit.encoding.is64 ? 20 : 12) : 0),
+                "DW_AT_rnglists_base")
+            if FormClass.isAddress(attributes.lowPCForm) {
+                unit.baseAddress = try address(form: attributes.lowPCForm, value: attributes.lowPC, unit: unit)
+            }
+            if attributes.compilationDirectoryForm != 0 {
+                unit.compilationDirectory = try stringReference(form: attributes.compilationDirectoryForm,
+                                                                value: attributes.compilationDirectory, unit: unit)
+            }
+            if attributes.hasLineTable {
+                unit.lineTableOffset = try ByteReader.int(attributes.lineTableOffset, "DW_AT_stmt_list")
+            }
+        }
+
+        /// Line tables are decoded once per offset; distinct offsets must not overlap, or a small
+        /// hostile file could make the decoder go over the same bytes once per unit.
+        private func checkLineTablesDoNotOverlap() throws(FormatError) {
+            var offsets = Set<Int>()
+            var total = 0
+            for unit in units where unit.isExtracted && unit.lineTableOffset >= 0 {
+                guard offsets.insert(unit.lineTableOffset).inserted else { continue }
+                var cursor = unit.lineTableOffset
+                // Unreadable and truncated tables are reported when the unit is walked; here only
+                // the part of each table inside the section counts.
+                guard cursor < line.count, let length = try? line.u32(&cursor, line.count) else { continue }
+                var extent = UInt64(length) + 4
+                if length == 0xffff_ffff, let long = try? line.u64(&cursor, line.count) {
+                    extent = long.addingReportingOverflow(12).overflow ? .max : long + 12
+                }
+                total += Int(min(extent, UInt64(line.count - unit.lineTableOffset)))
+                guard total <= line.count else {
+                    throw FormatError(.limitExceeded, "line tables referenced by the units overlap in .debug_line",
+                                      offset: UInt64(unit.lineTableOffset))
+                }
+            }
+        }
+
+        // MARK: Values
+
+        /// An address attribute's value: direct, or looked up in `.debug_addr` (DWARF 5 §7.27).
+        @inline(__always)
+        func address(form: UInt16, value: UInt64, unit: Unit) throws(FormatError) -> UInt64 {
+            FormClass.isAddressIndex(form) ? try indexedAddress(value, unit: unit) : value
+        }
+
+        /// Entry `index` of the unit's `.debug_addr` contribution.
+        func indexedAddress(_ index: UInt64, unit: Unit) throws(FormatError) -> UInt64 {
+            let size = unit.encoding.addressSize
+            guard index < UInt64(addr.count / size) else {
+                throw addr.invalid(unit.addressBase, "address index \(index) is outside the section")
+            }
+            // A hostile base may wrap; the read below rejects any offset outside the section.
+            var cursor = unit.addressBase &+ Int(index) * size
+            return try addr.address(&cursor, addr.count, size: size)
+        }
+
+        /// A string attribute as a reference `section << 56 | offset`, resolving string indices
+        /// through `.debug_str_offsets` (DWARF 5 §7.26); 0 for strings in other files and other forms.
+        func stringReference(form: UInt16, value: UInt64, unit: Unit) throws(FormatError) -> UInt64 {
+            switch form {
+            case Form.string:
+                return StringSection.info.rawValue << 56 | value
+            case Form.strp:
+                return StringSection.str.rawValue << 56 | value
+            case Form.lineStrp:
+                return StringSection.lineStr.rawValue << 56 | value
+            case Form.strx, Form.strx1, Form.strx2, Form.strx3, Form.strx4, Form.gnuStrIndex:
+                let size = unit.encoding.offsetSize
+                guard value < UInt64(strOffsets.count / size) else {
+                    throw strOffsets.invalid(unit.stringOffsetsBase, "string index \(value) is outside the section")
+                }
+                var cursor = unit.stringOffsetsBase &+ Int(value) * size
+                let offset = try strOffsets.offsetValue(&cursor, strOffsets.count, is64: size == 8)
+                return StringSection.str.rawValue << 56 | offset
+            default:
+                return 0
+            }
+        }
+
+        /// The section and offset a string reference points at.
+        @inline(__always)
+        func bytes(of reference: UInt64) -> (Bytes, Int) {
+            let offset = Int(truncatingIfNeeded: reference & 0x00ff_ffff_ffff_ffff)
+            switch reference >> 56 {
+            case StringSection.lineStr.rawValue: return (lineStr, offset)
+            case StringSection.info.rawValue: return (info, offset)
+            case StringSection.line.rawValue: return (line, offset)
+            default: return (str, offset)
+            }
+        }
+
+        /// Index of the unit whose DIEs include `offset`, or nil.
+        func unitIndex(containing offset: Int) -> Int? {
+            var low = 0
+            var high = units.count
+            while low < high {
+                let middle = (low + high) / 2
+                if units[middle].end <= offset { low = middle + 1 } else { high = middle }
+            }
+            return low < units.count && units[low].contains(die: offset) ? low : nil
+        }
+    }
+}

@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SymBytes
+import SymTable
+
+/// Extracts functions, inlined subroutines and line tables from DWARF 2–5 with our own decoder:
+/// zero-copy over the section bytes, no allocation per DIE, several threads when asked.
+///
+/// It fills the model as `LibdwarfExtractor` does (the conventions are `ModelBuilder`'s), except
+/// that a line table referenced by several units is appended once.
+public enum DWARFReader {
+    /// Extracts functions, inlined subroutines and line tables from all units into `builder`.
+    /// `threads` > 1 may split units across threads (each thread builds a partial result that is merged
+    /// deterministically in unit order, so output is identical whatever the thread count).
+    ///
+    /// Throws on malformed DWARF and when a hostile file would need far more work than its size
+    /// warrants; `builder` is left unchanged then.
+    public static func extract(_ sections: DWARFSections, into builder: inout ModelBuilder,
+                               threads: Int = 1) throws(FormatError) {
+        guard sections.hasDebugInfo else { return }
+        let input = try Input(sections)
+        let workLimit = workLimit(for: sections)
+        let chunks = plan(input, threads: threads)
+        let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit) }
+        ExtractionJob.runConcurrently(jobs)
+        var parts: [PartialModel] = []
+        parts.reserveCapacity(jobs.count)
+        var work = 0
+        for job in jobs {
+            switch job.result {
+            case .success(let part):
+                parts.append(part)
+                work += part.work
+            case .failure(let error):
+                throw error
+            case nil:
+                throw FormatError(.io, "a DWARF extraction thread did not run")
+            }
+        }
+        // Each thread stops at the limit on its own; together they must stay within it too.
+        guard work <= workLimit else {
+            throw FormatError(.limitExceeded, "the DWARF needs more work than its size allows (hostile input?)")
+        }
+        PartialModel.merge(parts, into: &builder)
+    }
+
+    /// Work allowed for a file: proportional to its DWARF. Real compilers' output needs far less
+    /// (python3.11d: 1.6 M units for 16 MB of DWARF); the limit also bounds the memory that range
+    /// lists and names can take to a few times the input.
+    static func workLimit(for sections: DWARFSections) -> Int {
+        let size = DWARFSections.wantedNames.reduce(0) { $0 + sections[$1].count }
+        return 16 << 20 + 4 * size
+    }
+
+    /// Splits the extracted units into at most `threads` contiguous runs of similar size (unit bytes
+    /// plus line table bytes). Small inputs are not split: a thread costs more than it saves.
+    static func plan(_ input: Input, threads: Int) -> [Range<Int>] {
+        let units = input.units
+        func weight(_ unit: Unit) -> Int {
+            guard unit.isExtracted else { return 0 }
+            var size = unit.end - unit.offset
+            if unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
+                var cursor = unit.lineTableOffset
+                // A rough share for the line program; errors are reported by the walker.
+                let length = (try? input.line.u32(&cursor, input.line.count)).map(Int.init) ?? 0
+                size += min(length, input.line.count)
+            }
+            return size
+        }
+        let weights = units.map(weight)
+        let total = weights.reduce(0, +)
+        let count = min(max(1, threads), 64, units.count)
+        guard count > 1, total >= 1 << 20 else { return [0..<units.count] }
+        var chunks: [Range<Int>] = []
+        var start = 0
+        var sum = 0
+        for (index, unitWeight) in weights.enumerated() {
+            sum += unitWeight
+            // Close a chunk once it reaches its share of the total.
+            if chunks.count < count - 1 && sum * count >= total * (chunks.count + 1) {
+                chunks.append(start..<(index + 1))
+                start = index + 1
+            }
+        }
+        chunks.append(start..<units.count)
+        return chunks.filter { !$0.isEmpty }
+    }
+}
