@@ -194,7 +194,7 @@ import Testing
         for threads in [1, 2] {
             var best = Double.infinity
             var model: SymbolModel?
-            for _ in 0..<3 {
+            for _ in 0..<5 {
                 let start = DWARFReaderShell.now()
                 model = try Self.extract(sections, threads: threads)
                 best = min(best, DWARFReaderShell.now() - start)
