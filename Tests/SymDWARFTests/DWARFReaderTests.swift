@@ -130,6 +130,32 @@ import Testing
         Self.expectAgreement(try Self.extract(try DWARFReaderELF.sections(of: path)), oracle)
     }
 
+    @Test("agrees with llvm-dwarfdump after dwz (partial units; alternate-file forms read as absent)",
+          arguments: ["-gdwarf-4", "-gdwarf-5", "-gdwarf-4 multifile"])
+    func agreesAfterDWZ(_ variant: String) throws {
+        try #require(DWARFReaderShell.exists("/usr/bin/dwz"), "dwz is installed (apt-get install dwz)")
+        let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-dwz")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        for (name, text) in DWARFReaderFixtures.cplusplusSources {
+            try DWARFReaderShell.write(text, to: directory + "/" + name)
+        }
+        let flags = variant.split(separator: " ")[0]
+        try DWARFReaderShell.run("cd \(directory) && g++ \(flags) -O2 -Wl,--build-id -o first main.cpp shapes.cpp "
+            + "&& cp first second")
+        if variant.hasSuffix("multifile") {
+            // Common DIEs and strings move to common.debug, referenced by DW_FORM_GNU_ref_alt/strp_alt.
+            try DWARFReaderShell.run("cd \(directory) && dwz -m common.debug first second")
+        } else {
+            try DWARFReaderShell.run("cd \(directory) && dwz first")
+        }
+        let path = directory + "/first"
+        let dump = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump-14 --debug-info -v \(path)"), as: UTF8.self)
+        try #require(dump.contains("DW_TAG_partial_unit") || dump.contains("DW_FORM_GNU_strp_alt"), "dwz rewrote the DWARF")
+        let oracle = try DWARFReaderOracle.load(path)
+        #expect(oracle.scopes.count >= 8)
+        Self.expectAgreement(try Self.extract(try DWARFReaderELF.sections(of: path)), oracle)
+    }
+
     @Test("agrees with llvm-dwarfdump on python3.11d", .timeLimit(.minutes(5)))
     func agreesOnPython() throws {
         let path = "/usr/bin/python3.11d"
@@ -338,6 +364,39 @@ extension DWARFReaderTests {
         }
         #expect(failures > 0)
         #expect(failures + successes == 3000)
+    }
+
+    @Test("corrupt input gives the same outcome with one thread and with two", .timeLimit(.minutes(5)))
+    func corruptionOutcomeDoesNotDependOnThreads() throws {
+        let sections = try DWARFReaderELF.sectionBytes(of: "/usr/bin/python3.11d").sections
+        var failures = 0
+        for seed in 0..<6 {
+            var random = DWARFReaderRandom(seed: UInt64(seed))
+            var copy = sections
+            // Damage the second half of the DIEs or the line programs (what the second thread reads):
+            // a few changed bytes, or a run of 0xff that no DIE or opcode sequence survives.
+            let name = seed % 2 == 0 ? ".debug_info" : ".debug_line"
+            var bytes = copy[name]!
+            let offset = Int.random(in: (bytes.count / 2)..<(bytes.count - 64), using: &random)
+            if seed % 4 < 2 {
+                for index in 0..<3 { bytes[offset + index * 17] ^= UInt8.random(in: 1...255, using: &random) }
+            } else {
+                for index in offset..<(offset + 64) { bytes[index] = 0xff }
+            }
+            copy[name] = bytes
+            let outcomes = (Self.outcome(copy, threads: 1), Self.outcome(copy, threads: 2))
+            if case .failure = outcomes.0 { failures += 1 }
+            switch outcomes {
+            case (.success(let one), .success(let two)):
+                #expect(one.strings == two.strings && one.files == two.files && one.scopes == two.scopes
+                        && one.ranges == two.ranges && one.lines == two.lines, "seed \(seed)")
+            case (.failure(let one), .failure(let two)):
+                #expect(one == two, "seed \(seed)")
+            case (let one, let two):
+                Issue.record("seed \(seed): one thread \(one), two threads \(two)")
+            }
+        }
+        #expect(failures >= 2, "the 0xff runs break the input")
     }
 
     // MARK: Hand-made regressions
