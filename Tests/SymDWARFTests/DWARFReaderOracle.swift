@@ -20,7 +20,7 @@ struct DWARFReaderOracle {
         var offset: Int
 
         var description: String {
-            "DIE 0x\(String(offset, radix: 16)) \(name) parent \(parent) ranges \(ranges.map { "[\(hex($0.start)), \(hex($0.end)))" }) call \(callFiles.sorted()):\(callLine):\(callColumn)"
+            "DIE 0x\(String(offset, radix: 16)) \(name) parent \(parent) ranges \(ranges.map { "[\(DWARFReaderOracle.hex($0.start)), \(DWARFReaderOracle.hex($0.end)))" }) call \(callFiles.sorted()):\(callLine):\(callColumn)"
         }
     }
 
@@ -32,7 +32,7 @@ struct DWARFReaderOracle {
         var column: UInt32
         var isEndSequence: Bool
 
-        var description: String { "\(hex(address)) \(path):\(line):\(column)\(isEndSequence ? " end" : "")" }
+        var description: String { "\(DWARFReaderOracle.hex(address)) \(path):\(line):\(column)\(isEndSequence ? " end" : "")" }
     }
 
     var scopes: [Scope] = []
@@ -333,6 +333,9 @@ struct DWARFReaderOracle {
 
     // MARK: Text helpers
 
+    /// `0x…` text of an address.
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
     /// Splits bytes into lines.
     static func lines(_ text: [UInt8]) -> [Substring] {
         String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
@@ -398,6 +401,3 @@ struct DWARFReaderOracle {
         return String(decoding: out, as: UTF8.self)
     }
 }
-
-/// `0x…` text of an address.
-func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }

@@ -40,7 +40,7 @@ import Testing
                 if mismatches <= 5 {
                     Issue.record("""
                         scope \(index): reader \(model.strings[Int(scope.name)]) parent \(parent) \
-                        ranges \(ranges.map { "[\(hex($0.start)), \(hex($0.end)))" }) call \(callFile):\(scope.callLine):\(scope.callColumn)
+                        ranges \(ranges.map { "[\(DWARFReaderOracle.hex($0.start)), \(DWARFReaderOracle.hex($0.end)))" }) call \(callFile):\(scope.callLine):\(scope.callColumn)
                         expected \(expected)
                         """, sourceLocation: sourceLocation)
                 }
