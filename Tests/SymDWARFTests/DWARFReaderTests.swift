@@ -67,6 +67,7 @@ import Testing
     @Test("agrees with llvm-dwarfdump", arguments: DWARFReaderFixtures.builds)
     func agreesWithLLVMDwarfdump(_ build: DWARFReaderFixtures.Build) throws {
         let path = try DWARFReaderFixtures.compile(build)
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(DWARFReaderShell.quote(String(path[..<path.lastIndex(of: "/")!])))") }
         let oracle = try DWARFReaderOracle.load(path)
         // The comparison means something only if the compiler emitted what the build is for.
         #expect(oracle.scopes.count >= 8)
@@ -76,8 +77,6 @@ import Testing
         }
         let model = try Self.extract(try DWARFReaderELF.sections(of: path))
         Self.expectAgreement(model, oracle)
-        let directory = String(path[..<path.lastIndex(of: "/")!])
-        try DWARFReaderShell.run("rm -rf \(DWARFReaderShell.quote(directory))")
     }
 
     /// Targets with other byte orders, address sizes and line programs (RISC-V's linker relaxation
@@ -175,13 +174,13 @@ import Testing
         try #require(DWARFReaderShell.exists(debugFile), "libc6-dbg is installed (scripts/deps test)")
         // Debian compresses debug sections; the test loader reads uncompressed ones only.
         let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-libc")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
         let copy = directory + "/libc.debug"
         try DWARFReaderShell.run("objcopy --decompress-debug-sections \(debugFile) \(copy)")
         let oracle = try DWARFReaderOracle.load(copy)
         #expect(oracle.scopes.count > 1000)
         let model = try Self.extract(try DWARFReaderELF.sections(of: copy), threads: 2)
         Self.expectAgreement(model, oracle)
-        try DWARFReaderShell.run("rm -rf \(directory)")
     }
 
     @Test("the model is identical whatever the thread count", .timeLimit(.minutes(2)))
@@ -202,6 +201,7 @@ import Testing
     @Test("skeleton units of split DWARF are skipped, not followed")
     func skeletonUnitsAreSkipped() throws {
         let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-split")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
         for (name, text) in DWARFReaderFixtures.cSources { try DWARFReaderShell.write(text, to: directory + "/" + name) }
         try DWARFReaderShell.run("cd \(directory) && gcc -gdwarf-5 -gsplit-dwarf -O2 -Wl,--build-id -o split main.c other.c")
         let dump = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump-14 --debug-info \(directory)/split"),
@@ -211,7 +211,6 @@ import Testing
         // Everything the skeletons describe lives in the .dwo files, which are never opened.
         #expect(model.scopes.isEmpty)
         #expect(model.lines.isEmpty)
-        try DWARFReaderShell.run("rm -rf \(directory)")
     }
 
     @Test("prints extraction time on python3.11d (information only)", .timeLimit(.minutes(2)))
