@@ -27,35 +27,32 @@ extension DWARFReader {
 
         /// Appends the parts to `builder` in order. A line table referenced from several units
         /// (possibly in different parts) is appended once, by the first.
-        static func merge(_ parts: [PartialModel], into builder: inout ModelBuilder) {
+        static func merge(_ parts: consuming [PartialModel], into builder: inout ModelBuilder) {
             var appendedTables = Set<Int>()
-            var rows: [LineRow] = []
-            for part in parts {
+            for index in parts.indices {
+                // Take the rows out of the array so they are rewritten in place, not copied.
+                var lines: [LineRow] = []
+                swap(&lines, &parts[index].lines)
+                let part = parts[index]
                 var global = [UInt32](repeating: 0, count: part.texts.count + 1)
-                for index in part.texts.indices {
-                    global[index + 1] = part.isPath[index] ? builder.file(path: part.texts[index])
-                        : builder.intern(part.texts[index])
+                for text in part.texts.indices {
+                    global[text + 1] = part.isPath[text] ? builder.file(path: part.texts[text]) : builder.intern(part.texts[text])
                 }
                 var scopeIndex = [UInt32](repeating: Scope.noParent, count: part.scopes.count)
-                for (index, scope) in part.scopes.enumerated() {
+                for (position, scope) in part.scopes.enumerated() {
                     // Parents come before children, so their global index is known.
                     let parent = scope.parent == Scope.noParent ? Scope.noParent : scopeIndex[Int(scope.parent)]
                     if let added = builder.addScope(name: global[Int(scope.name)], parent: parent,
                                                     ranges: part.ranges[scope.rangeIndices],
                                                     callFile: global[Int(scope.callFile)], callLine: scope.callLine,
                                                     callColumn: scope.callColumn) {
-                        scopeIndex[index] = added
+                        scopeIndex[position] = added
                     }
                 }
                 for table in part.tables where appendedTables.insert(table.offset).inserted {
                     for sequence in part.sequences[table.sequences] {
-                        rows.removeAll(keepingCapacity: true)
-                        for row in part.lines[sequence] {
-                            var copy = row
-                            copy.file = global[Int(row.file)]
-                            rows.append(copy)
-                        }
-                        builder.addSequence(rows)
+                        for row in sequence { lines[row].file = global[Int(lines[row].file)] }
+                        builder.addSequence(lines[sequence])
                     }
                 }
             }

@@ -11,8 +11,10 @@ import SymTable
 /// Extracts functions, inlined subroutines and line tables from DWARF 2–5 with our own decoder:
 /// zero-copy over the section bytes, no allocation per DIE, several threads when asked.
 ///
-/// It fills the model as `LibdwarfExtractor` does (the conventions are `ModelBuilder`'s), except
-/// that a line table referenced by several units is appended once.
+/// It fills the model by `ModelBuilder`'s conventions, as `LibdwarfExtractor` does, except that a
+/// line table referenced by several units (dwz partial units share them) is appended once. Type
+/// units and split-DWARF skeletons are skipped, never followed; values kept in other files (dwz's
+/// alternate file, type units by signature) are treated as absent.
 public enum DWARFReader {
     /// Extracts functions, inlined subroutines and line tables from all units into `builder`.
     /// `threads` > 1 may split units across threads (each thread builds a partial result that is merged

@@ -20,7 +20,7 @@ struct DWARFReaderOracle {
         var offset: Int
 
         var description: String {
-            "DIE 0x\(String(offset, radix: 16)) \(name) parent \(parent) ranges \(ranges.map { "[\(hex($0.start)), \(hex($0.end)))" }) call \(callFiles.sorted()):\(callLine):\(callColumn)"
+            "DIE 0x\(String(offset, radix: 16)) \(name) parent \(parent) ranges \(ranges.map { "[\(DWARFReaderOracle.hex($0.start)), \(DWARFReaderOracle.hex($0.end)))" }) call \(callFiles.sorted()):\(callLine):\(callColumn)"
         }
     }
 
@@ -32,7 +32,7 @@ struct DWARFReaderOracle {
         var column: UInt32
         var isEndSequence: Bool
 
-        var description: String { "\(hex(address)) \(path):\(line):\(column)\(isEndSequence ? " end" : "")" }
+        var description: String { "\(DWARFReaderOracle.hex(address)) \(path):\(line):\(column)\(isEndSequence ? " end" : "")" }
     }
 
     var scopes: [Scope] = []
@@ -191,7 +191,7 @@ struct DWARFReaderOracle {
                 || root.attributes["DW_AT_dwo_name"] != nil || root.attributes["DW_AT_GNU_dwo_name"] != nil
                 || root.attributes["DW_AT_GNU_dwo_id"] != nil
             if skipped { continue }
-            let compilationDirectory = root.attributes["DW_AT_comp_dir"].map(Self.unquote) ?? ""
+            let compilationDirectory = Self.string(root.attributes["DW_AT_comp_dir"]) ?? ""
             var files: [Int: (llvm: String, model: String)] = [:]
             if let list = root.attributes["DW_AT_stmt_list"], let offset = Self.number(list).map(Int.init),
                let table = tables[offset] {
@@ -311,8 +311,8 @@ struct DWARFReaderOracle {
 
     /// (linkage name, name) found on the DIE or through its specification, then abstract origin.
     static func names(of die: DIE, dies: [Int: DIE], depth: Int) -> (linkage: String?, name: String?) {
-        var linkage = (die.attributes["DW_AT_linkage_name"] ?? die.attributes["DW_AT_MIPS_linkage_name"]).map(unquote)
-        var name = die.attributes["DW_AT_name"].map(unquote)
+        var linkage = string(die.attributes["DW_AT_linkage_name"]) ?? string(die.attributes["DW_AT_MIPS_linkage_name"])
+        var name = string(die.attributes["DW_AT_name"])
         if (linkage == nil || name == nil) && depth < 8 {
             for link in ["DW_AT_specification", "DW_AT_abstract_origin"] {
                 guard let value = die.attributes[link], let target = number(value.prefix { $0 != " " }) else { continue }
@@ -333,9 +333,19 @@ struct DWARFReaderOracle {
 
     // MARK: Text helpers
 
+    /// `0x…` text of an address.
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
     /// Splits bytes into lines.
     static func lines(_ text: [UInt8]) -> [Substring] {
         String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
+    }
+
+    /// A string attribute's value; nil for strings llvm-dwarfdump cannot show (in a dwz alternate
+    /// file: "alt indirect string, offset: …"), which the model treats as absent.
+    static func string(_ value: String?) -> String? {
+        guard let value, value.hasPrefix("\"") else { return nil }
+        return unquote(value)
     }
 
     /// A decimal or 0x-prefixed hexadecimal number at the start of `text`.
@@ -391,6 +401,3 @@ struct DWARFReaderOracle {
         return String(decoding: out, as: UTF8.self)
     }
 }
-
-/// `0x…` text of an address.
-func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }

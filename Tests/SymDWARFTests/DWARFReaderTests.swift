@@ -40,7 +40,7 @@ import Testing
                 if mismatches <= 5 {
                     Issue.record("""
                         scope \(index): reader \(model.strings[Int(scope.name)]) parent \(parent) \
-                        ranges \(ranges.map { "[\(hex($0.start)), \(hex($0.end)))" }) call \(callFile):\(scope.callLine):\(scope.callColumn)
+                        ranges \(ranges.map { "[\(DWARFReaderOracle.hex($0.start)), \(DWARFReaderOracle.hex($0.end)))" }) call \(callFile):\(scope.callLine):\(scope.callColumn)
                         expected \(expected)
                         """, sourceLocation: sourceLocation)
                 }
@@ -67,6 +67,7 @@ import Testing
     @Test("agrees with llvm-dwarfdump", arguments: DWARFReaderFixtures.builds)
     func agreesWithLLVMDwarfdump(_ build: DWARFReaderFixtures.Build) throws {
         let path = try DWARFReaderFixtures.compile(build)
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(DWARFReaderShell.quote(String(path[..<path.lastIndex(of: "/")!])))") }
         let oracle = try DWARFReaderOracle.load(path)
         // The comparison means something only if the compiler emitted what the build is for.
         #expect(oracle.scopes.count >= 8)
@@ -76,8 +77,6 @@ import Testing
         }
         let model = try Self.extract(try DWARFReaderELF.sections(of: path))
         Self.expectAgreement(model, oracle)
-        let directory = String(path[..<path.lastIndex(of: "/")!])
-        try DWARFReaderShell.run("rm -rf \(DWARFReaderShell.quote(directory))")
     }
 
     /// Targets with other byte orders, address sizes and line programs (RISC-V's linker relaxation
@@ -130,6 +129,32 @@ import Testing
         Self.expectAgreement(try Self.extract(try DWARFReaderELF.sections(of: path)), oracle)
     }
 
+    @Test("agrees with llvm-dwarfdump after dwz (partial units; alternate-file forms read as absent)",
+          arguments: ["-gdwarf-4", "-gdwarf-5", "-gdwarf-4 multifile"])
+    func agreesAfterDWZ(_ variant: String) throws {
+        try #require(DWARFReaderShell.exists("/usr/bin/dwz"), "dwz is installed (apt-get install dwz)")
+        let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-dwz")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        for (name, text) in DWARFReaderFixtures.cplusplusSources {
+            try DWARFReaderShell.write(text, to: directory + "/" + name)
+        }
+        let flags = variant.split(separator: " ")[0]
+        try DWARFReaderShell.run("cd \(directory) && g++ \(flags) -O2 -Wl,--build-id -o first main.cpp shapes.cpp "
+            + "&& cp first second")
+        if variant.hasSuffix("multifile") {
+            // Common DIEs and strings move to common.debug, referenced by DW_FORM_GNU_ref_alt/strp_alt.
+            try DWARFReaderShell.run("cd \(directory) && dwz -m common.debug first second")
+        } else {
+            try DWARFReaderShell.run("cd \(directory) && dwz first")
+        }
+        let path = directory + "/first"
+        let dump = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump-14 --debug-info -v \(path)"), as: UTF8.self)
+        try #require(dump.contains("DW_TAG_partial_unit") || dump.contains("DW_FORM_GNU_strp_alt"), "dwz rewrote the DWARF")
+        let oracle = try DWARFReaderOracle.load(path)
+        #expect(oracle.scopes.count >= 8)
+        Self.expectAgreement(try Self.extract(try DWARFReaderELF.sections(of: path)), oracle)
+    }
+
     @Test("agrees with llvm-dwarfdump on python3.11d", .timeLimit(.minutes(5)))
     func agreesOnPython() throws {
         let path = "/usr/bin/python3.11d"
@@ -149,13 +174,13 @@ import Testing
         try #require(DWARFReaderShell.exists(debugFile), "libc6-dbg is installed (scripts/deps test)")
         // Debian compresses debug sections; the test loader reads uncompressed ones only.
         let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-libc")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
         let copy = directory + "/libc.debug"
         try DWARFReaderShell.run("objcopy --decompress-debug-sections \(debugFile) \(copy)")
         let oracle = try DWARFReaderOracle.load(copy)
         #expect(oracle.scopes.count > 1000)
         let model = try Self.extract(try DWARFReaderELF.sections(of: copy), threads: 2)
         Self.expectAgreement(model, oracle)
-        try DWARFReaderShell.run("rm -rf \(directory)")
     }
 
     @Test("the model is identical whatever the thread count", .timeLimit(.minutes(2)))
@@ -176,6 +201,7 @@ import Testing
     @Test("skeleton units of split DWARF are skipped, not followed")
     func skeletonUnitsAreSkipped() throws {
         let directory = try DWARFReaderShell.temporaryDirectory("dwarfreader-split")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
         for (name, text) in DWARFReaderFixtures.cSources { try DWARFReaderShell.write(text, to: directory + "/" + name) }
         try DWARFReaderShell.run("cd \(directory) && gcc -gdwarf-5 -gsplit-dwarf -O2 -Wl,--build-id -o split main.c other.c")
         let dump = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump-14 --debug-info \(directory)/split"),
@@ -185,7 +211,6 @@ import Testing
         // Everything the skeletons describe lives in the .dwo files, which are never opened.
         #expect(model.scopes.isEmpty)
         #expect(model.lines.isEmpty)
-        try DWARFReaderShell.run("rm -rf \(directory)")
     }
 
     @Test("prints extraction time on python3.11d (information only)", .timeLimit(.minutes(2)))
@@ -194,7 +219,7 @@ import Testing
         for threads in [1, 2] {
             var best = Double.infinity
             var model: SymbolModel?
-            for _ in 0..<3 {
+            for _ in 0..<5 {
                 let start = DWARFReaderShell.now()
                 model = try Self.extract(sections, threads: threads)
                 best = min(best, DWARFReaderShell.now() - start)
@@ -338,6 +363,39 @@ extension DWARFReaderTests {
         }
         #expect(failures > 0)
         #expect(failures + successes == 3000)
+    }
+
+    @Test("corrupt input gives the same outcome with one thread and with two", .timeLimit(.minutes(5)))
+    func corruptionOutcomeDoesNotDependOnThreads() throws {
+        let sections = try DWARFReaderELF.sectionBytes(of: "/usr/bin/python3.11d").sections
+        var failures = 0
+        for seed in 0..<6 {
+            var random = DWARFReaderRandom(seed: UInt64(seed))
+            var copy = sections
+            // Damage the second half of the DIEs or the line programs (what the second thread reads):
+            // a few changed bytes, or a run of 0xff that no DIE or opcode sequence survives.
+            let name = seed % 2 == 0 ? ".debug_info" : ".debug_line"
+            var bytes = copy[name]!
+            let offset = Int.random(in: (bytes.count / 2)..<(bytes.count - 64), using: &random)
+            if seed % 4 < 2 {
+                for index in 0..<3 { bytes[offset + index * 17] ^= UInt8.random(in: 1...255, using: &random) }
+            } else {
+                for index in offset..<(offset + 64) { bytes[index] = 0xff }
+            }
+            copy[name] = bytes
+            let outcomes = (Self.outcome(copy, threads: 1), Self.outcome(copy, threads: 2))
+            if case .failure = outcomes.0 { failures += 1 }
+            switch outcomes {
+            case (.success(let one), .success(let two)):
+                #expect(one.strings == two.strings && one.files == two.files && one.scopes == two.scopes
+                        && one.ranges == two.ranges && one.lines == two.lines, "seed \(seed)")
+            case (.failure(let one), .failure(let two)):
+                #expect(one == two, "seed \(seed)")
+            case (let one, let two):
+                Issue.record("seed \(seed): one thread \(one), two threads \(two)")
+            }
+        }
+        #expect(failures >= 2, "the 0xff runs break the input")
     }
 
     // MARK: Hand-made regressions
