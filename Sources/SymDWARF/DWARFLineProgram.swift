@@ -10,6 +10,9 @@ struct DWARFLineProgram {
         var name: UInt64
         /// `DW_LNCT_path` of its directory (0 for the compilation directory or when unknown).
         var directory: UInt64
+        /// DWARF 5 directory 0: the entry is the compilation directory itself, so no
+        /// `DW_AT_comp_dir` goes in front (llvm-symbolizer's rule).
+        var directoryIsCompilationDirectory = false
     }
 
     /// Line table version (2–5).
@@ -161,7 +164,8 @@ struct DWARFLineProgram {
                     directories.append(path)
                 } else {
                     let directory = directoryIndex < UInt64(directories.count) ? directories[Int(directoryIndex)] : 0
-                    files.append(File(name: path, directory: directory))
+                    files.append(File(name: path, directory: directory,
+                                      directoryIsCompilationDirectory: directoryIndex == 0))
                 }
             }
         }

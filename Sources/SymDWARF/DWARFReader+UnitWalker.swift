@@ -137,6 +137,7 @@ extension DWARFReader {
         /// The text position plus one of a file's path, joined as `ModelBuilder.joinPath` does.
         private mutating func path(of file: DWARFLineProgram.File, compilationDirectory: UInt64,
                                    at offset: Int) throws(FormatError) -> UInt32 {
+            let compilationDirectory = file.directoryIsCompilationDirectory ? 0 : compilationDirectory
             let key = FileKey(compilationDirectory: compilationDirectory, directory: file.directory, name: file.name)
             if let index = fileIndex[key] {
                 try charge(Self.fileNameCost + textLengths[Int(index) - 1], at: offset)
@@ -149,7 +150,8 @@ extension DWARFReader {
             if !name.hasPrefix("/") {
                 let directory = try component(file.directory)
                 let base = directory.hasPrefix("/") ? "" : try component(compilationDirectory)
-                path = ModelBuilder.joinPath(compilationDirectory: base, directory: directory, name: name)
+                path = ModelBuilder.joinPath(compilationDirectory: base, directory: directory, name: name,
+                                             directoryIsCompilationDirectory: file.directoryIsCompilationDirectory)
             }
             try charge(Self.fileNameCost + path.utf8.count, at: offset)
             let index: UInt32

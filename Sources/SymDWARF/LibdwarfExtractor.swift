@@ -1,4 +1,5 @@
 import CDwarf
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -11,12 +12,19 @@ import SymTable
 ///
 /// libdwarf is fed the sections SymELF already mapped and decompressed through its object-access
 /// interface (libdwarf 20210528 cannot read zstd sections itself). A libdwarf handle is not
-/// thread-safe: one `extract` call owns one handle from start to finish.
+/// thread-safe, and libdwarf 20210528 also keeps process-wide state (its allocation-tracking tree):
+/// two handles used at once on two threads corrupt the heap. Every use is serialised by `lock`.
 public enum LibdwarfExtractor {
+    private static let lock = Mutex<Void>(())
+
     /// Extracts every compile unit of `sections` into `builder`.
     public static func extract(_ sections: DWARFSections, into builder: inout ModelBuilder) throws(FormatError) {
         guard sections.hasDebugInfo else { return }
         let object = LibdwarfObject(sections)
+        try lock.withLock { (_) throws(FormatError) in try extract(object, into: &builder) }
+    }
+
+    private static func extract(_ object: LibdwarfObject, into builder: inout ModelBuilder) throws(FormatError) {
         try object.withDebug { (dbg) throws(FormatError) in
             var walker = LibdwarfWalker(dbg: dbg)
             try walker.run(into: &builder)
@@ -386,8 +394,6 @@ private struct LibdwarfWalker {
     mutating func readLines(_ unitDIE: Dwarf_Die, into builder: inout ModelBuilder) throws(FormatError) {
         unitFiles = []
         var error: Dwarf_Error?
-        var files: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        var fileCount: Dwarf_Signed = 0
         var version: Dwarf_Unsigned = 0
         var tableCount: Dwarf_Small = 0
         var context: Dwarf_Line_Context?
@@ -395,20 +401,48 @@ private struct LibdwarfWalker {
         if status == DW_DLV_NO_ENTRY { return }
         guard status == DW_DLV_OK, let context else { throw fail(error, "reading a line table") }
         defer { dwarf_srclines_dealloc_b(context) }
-        fileBase = version >= 5 ? 0 : 1
-        if dwarf_srcfiles(unitDIE, &files, &fileCount, &error) == DW_DLV_OK, let files {
-            for index in 0..<Int(max(0, fileCount)) {
-                if let path = files[index] {
-                    unitFiles.append(builder.file(path: String(cString: path)))
-                    dwarf_dealloc(dbg, path, Dwarf_Unsigned(DW_DLA_STRING))
-                } else {
-                    unitFiles.append(0)
+        // Build paths from the raw file table (llvm-symbolizer's rule, see ModelBuilder) rather than
+        // with dwarf_srcfiles, whose DWARF 5 list does not line up with the file numbers.
+        var base: Dwarf_Signed = 0, count: Dwarf_Signed = 0, endIndex: Dwarf_Signed = 0
+        guard dwarf_srclines_files_indexes(context, &base, &count, &endIndex, &error) == DW_DLV_OK else {
+            throw fail(error, "reading a line table's file list")
+        }
+        fileBase = Int(base)
+        var compilationDirectory = ""
+        var compDir: UnsafePointer<CChar>?
+        if dwarf_srclines_comp_dir(context, &compDir, &error) == DW_DLV_OK, let compDir {
+            compilationDirectory = String(cString: compDir)
+        }
+        if let failure = error { dwarf_dealloc_error(dbg, failure); error = nil }
+        var index = base
+        while index < endIndex {
+            defer { index += 1 }
+            var name: UnsafePointer<CChar>?
+            var directoryIndex: Dwarf_Unsigned = 0, modified: Dwarf_Unsigned = 0, length: Dwarf_Unsigned = 0
+            var md5: UnsafeMutablePointer<Dwarf_Form_Data16>?
+            guard dwarf_srclines_files_data_b(context, index, &name, &directoryIndex, &modified, &length, &md5,
+                                              &error) == DW_DLV_OK, let name else {
+                if let failure = error { dwarf_dealloc_error(dbg, failure); error = nil }
+                unitFiles.append(0)
+                continue
+            }
+            // DWARF 5 numbers include directories from 0 (0 is the compilation directory's entry);
+            // earlier versions use 0 for the compilation directory itself. libdwarf follows both.
+            var directory = ""
+            let libdwarfIndex = Dwarf_Signed(directoryIndex)
+            if libdwarfIndex > 0 || version >= 5 {
+                var text: UnsafePointer<CChar>?
+                if dwarf_srclines_include_dir_data(context, libdwarfIndex, &text, &error) == DW_DLV_OK, let text {
+                    directory = String(cString: text)
+                } else if let failure = error {
+                    dwarf_dealloc_error(dbg, failure)
+                    error = nil
                 }
             }
-            dwarf_dealloc(dbg, files, Dwarf_Unsigned(DW_DLA_LIST))
-        } else if let failure = error {
-            dwarf_dealloc_error(dbg, failure)
-            error = nil
+            let path = ModelBuilder.joinPath(compilationDirectory: compilationDirectory, directory: directory,
+                                             name: String(cString: name),
+                                             directoryIsCompilationDirectory: version >= 5 && directoryIndex == 0)
+            unitFiles.append(builder.file(path: path))
         }
         var lines: UnsafeMutablePointer<Dwarf_Line?>?
         var lineCount: Dwarf_Signed = 0

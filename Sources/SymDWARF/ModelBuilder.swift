@@ -87,13 +87,27 @@ public struct ModelBuilder {
         model.symbols.append(SymbolEntry(name: intern(name), address: address, size: size))
     }
 
-    /// Joins DWARF path components as llvm-symbolizer does for absolute file paths.
-    public static func joinPath(compilationDirectory: String, directory: String, name: String) -> String {
+    /// Joins DWARF path components as llvm-symbolizer does for absolute file paths
+    /// (`DWARFDebugLine::Prologue::getFileNameByIndex`): an absolute file name stands alone;
+    /// otherwise the compilation directory is put first unless the include directory is absolute
+    /// or is DWARF 5's directory 0 (which already is the compilation directory).
+    public static func joinPath(compilationDirectory: String, directory: String, name: String,
+                                directoryIsCompilationDirectory: Bool = false) -> String {
         if name.hasPrefix("/") { return name }
-        var path = directory.isEmpty ? name : (directory.hasSuffix("/") ? directory + name : directory + "/" + name)
-        if !path.hasPrefix("/") && !compilationDirectory.isEmpty {
-            path = compilationDirectory.hasSuffix("/") ? compilationDirectory + path : compilationDirectory + "/" + path
+        var path = ""
+        func append(_ component: String) {
+            if component.isEmpty { return }
+            if path.isEmpty || path.hasSuffix("/") {
+                path += component
+            } else {
+                path += "/" + component
+            }
         }
+        if !directoryIsCompilationDirectory && !directory.hasPrefix("/") {
+            append(compilationDirectory)
+        }
+        append(directory)
+        append(name)
         return path
     }
 }

@@ -259,14 +259,18 @@ extension ModelFlattener {
         return result
     }
 
-    /// Rule 4: symbols sorted by (address, size, name bytes), the last kept per address; a symbol
+    /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,
+    /// and among equals the last in model order, i.e. in the ELF symbol table's order); a symbol
     /// covers from its address to its end (size 0: no end) but never past the next kept symbol.
     mutating func symbolSegments() -> [Segment] {
-        let sorted = model.symbols.sorted { lhs, rhs in
-            if lhs.address != rhs.address { return lhs.address < rhs.address }
-            if lhs.size != rhs.size { return lhs.size < rhs.size }
-            return model.strings[Int(lhs.name)].utf8.lexicographicallyPrecedes(model.strings[Int(rhs.name)].utf8)
+        let symbols = model.symbols
+        let order = symbols.indices.sorted { lhs, rhs in
+            let left = symbols[lhs], right = symbols[rhs]
+            if left.address != right.address { return left.address < right.address }
+            if left.size != right.size { return left.size < right.size }
+            return lhs < rhs
         }
+        let sorted = order.lazy.map { symbols[$0] }
         keptSymbols = []
         for symbol in sorted {
             if let last = keptSymbols.last, last.address == symbol.address {

@@ -209,7 +209,9 @@ struct DWARFReaderOracle {
     static func paths(of entry: (name: String, directory: Int), in table: LineTable,
                       compilationDirectory: String) -> (llvm: String, model: String) {
         let directory = table.version >= 5 || entry.directory > 0 ? table.directories[entry.directory] ?? "" : ""
-        let model = ModelBuilder.joinPath(compilationDirectory: compilationDirectory, directory: directory, name: entry.name)
+        // The model follows llvm-symbolizer 21: DWARF 5 directory 0 is the compilation directory.
+        let model = ModelBuilder.joinPath(compilationDirectory: compilationDirectory, directory: directory, name: entry.name,
+                                          directoryIsCompilationDirectory: table.version >= 5 && entry.directory == 0)
         if entry.name.hasPrefix("/") { return (entry.name, model) }
         var llvm = ""
         func append(_ component: String) {

@@ -25,3 +25,4 @@ import Glibc
         #expect(model.lines.count > 10000)
     }
 }
+

@@ -32,19 +32,17 @@ extension SymbolTable {
 /// checked against. Deliberately naive; see docs/csym-format.md "Lookup semantics".
 struct ModelOracle {
     let model: SymbolModel
-    /// Symbols after llvm-symbolizer's de-duplication: sorted by (address, size, name bytes),
-    /// the last kept per address.
+    /// Symbols after llvm-symbolizer's de-duplication: stably sorted by (address, size), the last
+    /// kept per address.
     let kept: [SymbolEntry]
 
     init(_ model: SymbolModel) {
         self.model = model
-        let sorted = model.symbols.sorted { lhs, rhs in
-            let left = Array(model.strings[Int(lhs.name)].utf8)
-            let right = Array(model.strings[Int(rhs.name)].utf8)
-            if lhs.address != rhs.address { return lhs.address < rhs.address }
-            if lhs.size != rhs.size { return lhs.size < rhs.size }
-            return left.lexicographicallyPrecedes(right)
-        }
+        let sorted = model.symbols.enumerated().sorted { lhs, rhs in
+            if lhs.element.address != rhs.element.address { return lhs.element.address < rhs.element.address }
+            if lhs.element.size != rhs.element.size { return lhs.element.size < rhs.element.size }
+            return lhs.offset < rhs.offset
+        }.map(\.element)
         var kept: [SymbolEntry] = []
         for symbol in sorted {
             if kept.last?.address == symbol.address { kept.removeLast() }

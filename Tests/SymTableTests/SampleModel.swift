@@ -4,8 +4,8 @@ import SymTable
 ///
 /// `main` at 0x1000..<0x1040 inlines `helper` (0x1010..<0x1020, called from main.c:10:5), which
 /// inlines `inner` (0x1014..<0x1018, called from helper.h:3:7). `_start` (0x1040..<0x1050) has
-/// only a symbol, with a line row for its first 8 bytes. Two symbols sit at 0x1000 ("main" wins
-/// over "__alias" by name bytes) and the DWARF name of main differs from its symbol, so the
+/// only a symbol, with a line row for its first 8 bytes. Two symbols of one size sit at 0x1000
+/// ("main" wins over "__alias" by coming later in the symbol table) and the DWARF name of main differs from its symbol, so the
 /// symbol-table override is visible.
 enum SampleModel {
     static func model() -> SymbolModel {
@@ -41,8 +41,8 @@ enum SampleModel {
             LineRow(address: 0x1048, file: 0, line: 0, isEndSequence: true),
         ]
         model.symbols = [
-            SymbolEntry(name: main, address: 0x1000, size: 0x40),
             SymbolEntry(name: alias, address: 0x1000, size: 0x40),
+            SymbolEntry(name: main, address: 0x1000, size: 0x40),
             SymbolEntry(name: start, address: 0x1040, size: 0x10),
         ]
         return model

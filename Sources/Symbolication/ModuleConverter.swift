@@ -1,0 +1,82 @@
+import SymBytes
+import SymDWARF
+import SymELF
+import SymTable
+
+/// Which DWARF decoder converts a module.
+public enum DWARFDecoder: String, Sendable, CaseIterable {
+    /// crashsym's own decoder (fast; checked against libdwarf in the tests).
+    case builtin
+    /// libdwarf's DIE walk and line tables.
+    case libdwarf
+}
+
+/// Turns an ELF file (and its separate debug file, if any) into a symbol model and a `.csym` table.
+public enum ModuleConverter {
+    /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
+    /// `binary`) and function symbols from both.
+    public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
+                             threads: Int = 1) throws(FormatError) -> SymbolModel {
+        let identity = ModuleIdentity(
+            buildID: binary.buildID ?? debugFile?.buildID ?? [],
+            machine: binary.header.machine, is64Bit: binary.header.is64Bit,
+            name: baseName(binary.path))
+        var builder = ModelBuilder(module: identity)
+        let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
+        if dwarfFile.hasDWARF {
+            let sections = try DWARFSections(elf: dwarfFile)
+            switch decoder {
+            case .builtin: try DWARFReader.extract(sections, into: &builder, threads: threads)
+            case .libdwarf: try LibdwarfExtractor.extract(sections, into: &builder)
+            }
+        }
+        // Symbol order matters: among symbols of one size at one address the last one names the
+        // function, as in llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no
+        // `.symtab`). The debug file's table comes after, for functions the binary's lacks.
+        var seen = Set<SymbolKey>()
+        for file in [binary, debugFile].compactMap({ $0 }) {
+            let all = try file.symbols()
+            let statics = all.filter { !$0.isDynamic }
+            for symbol in (statics.isEmpty ? all : statics) where isCodeSymbol(symbol, in: file) {
+                guard seen.insert(SymbolKey(name: symbol.name, address: symbol.value)).inserted else { continue }
+                builder.addSymbol(name: symbol.name, address: symbol.value, size: symbol.size)
+            }
+        }
+        return builder.model
+    }
+
+    /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
+    public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
+                             threads: Int = 1) throws(FormatError) -> [UInt8] {
+        let model = try model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads)
+        return try SymbolTableWriter.write(model)
+    }
+
+    /// Symbols that name code: functions, IFUNCs and untyped labels in executable sections
+    /// (assembly), without compiler-local `.L` labels or ARM/AArch64 mapping symbols (`$x`, `$d`).
+    static func isCodeSymbol(_ symbol: ELFSymbol, in file: ELFFile) -> Bool {
+        let sectionIndex = Int(symbol.sectionIndex)
+        guard sectionIndex != 0, sectionIndex < 0xff00, !symbol.name.isEmpty else { return false }
+        switch symbol.type {
+        case 2, 10: // STT_FUNC, STT_GNU_IFUNC
+            break
+        case 0: // STT_NOTYPE
+            if symbol.name.hasPrefix(".L") || symbol.name.hasPrefix("$") { return false }
+            guard sectionIndex < file.sections.count,
+                  file.sections[sectionIndex].flags & 0x4 != 0 /* SHF_EXECINSTR */ else { return false }
+        default:
+            return false
+        }
+        return symbol.value != 0
+    }
+
+    static func baseName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+private struct SymbolKey: Hashable {
+    var name: String
+    var address: UInt64
+}

@@ -1,0 +1,62 @@
+import SymBytes
+import SymDemangle
+
+import SymELF
+import SymTable
+
+/// The symbols of one module, from a `.csym` table or converted on the fly from an ELF file, with
+/// the lookups the CLI, server and daemon share.
+public final class ModuleSymbols: Sendable {
+    /// The table answering lookups.
+    public let table: SymbolTable
+    private let demangler = Demangler()
+
+    /// Wraps an open table.
+    public init(table: SymbolTable) {
+        self.table = table
+    }
+
+    /// Opens `path`: a `.csym` table is memory-mapped; an ELF file is converted in memory (its
+    /// separate debug file found through `locator`).
+    public convenience init(path: String, locator: DebugFileLocator = DebugFileLocator(),
+                            decoder: DWARFDecoder = .builtin) throws(FormatError) {
+        let file = try MappedFile(path: path)
+        let bytes = file.bytes
+        if bytes.count >= 4 && bytes[0] == 0x7f && bytes[1] == 0x45 && bytes[2] == 0x4c && bytes[3] == 0x46 {
+            let binary = try ELFFile(file: file)
+            let debugFile = binary.hasDWARF ? nil : locator.locate(for: binary)
+            let tableBytes = try ModuleConverter.table(binary: binary, debugFile: debugFile, decoder: decoder, threads: 2)
+            self.init(table: try SymbolTable(bytes: tableBytes))
+        } else {
+            do {
+                self.init(table: try SymbolTable(file: file))
+            } catch {
+                throw error.at(path: path)
+            }
+        }
+    }
+
+    /// The frames at `address` (a module file virtual address), innermost first.
+    public func frames(at address: UInt64) throws(FormatError) -> [SymbolicatedFrame] {
+        var frames: [SymbolicatedFrame] = []
+        _ = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
+            let mangled = table.string(frame.function)
+            let directory = table.string(frame.directory)
+            let name = table.string(frame.file)
+            let path: String
+            if name.isEmpty {
+                path = ""
+            } else if directory.isEmpty || name.hasPrefix("/") {
+                path = name
+            } else {
+                path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            }
+            frames.append(SymbolicatedFrame(
+                function: mangled.isEmpty ? "??" : demangler.demangleOrSelf(mangled), mangled: mangled,
+                file: path, line: frame.line, column: frame.column, inlined: frame.isInlined,
+                symbolOnly: frame.isSymbolOnly))
+        }
+        return frames
+    }
+}
+

@@ -1,1 +1,0 @@
-// Symbolication: see ../shared/DESIGN.md.

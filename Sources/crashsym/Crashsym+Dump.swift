@@ -1,0 +1,114 @@
+import ArgumentParser
+import Symbolication
+import SymBytes
+
+/// Options shared by commands that read debug information.
+struct DebugOptions: ParsableArguments {
+    @Option(name: .customLong("debug-dir"),
+            help: ArgumentHelp("Directory searched for separate debug files: a .build-id/ tree or files named by .gnu_debuglink (repeatable; /usr/lib/debug is always searched last).",
+                               valueName: "dir"))
+    var debugDirectories: [String] = []
+
+    @Option(help: "DWARF decoder: builtin (fast) or libdwarf.")
+    var decoder: DWARFDecoder = .builtin
+
+    var locator: DebugFileLocator { DebugFileLocator(debugDirectories: debugDirectories) }
+}
+
+extension DWARFDecoder: ExpressibleByArgument {}
+
+/// Output format of data-producing commands.
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case text
+    case json
+}
+
+extension Crashsym {
+    /// `crashsym dump`: ELF files to `.csym` symbol tables.
+    struct Dump: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Convert ELF binaries and debug files into .csym symbol tables named by build-id.",
+            discussion: """
+                Every ELF file found under the given paths (recursively for directories) is converted to
+                <outdir>/<build-id>.csym. Non-ELF files inside directories are skipped quietly; broken ELF
+                files are reported and make the exit status 1. A stripped binary and its separate debug file
+                (found with --debug-dir, next to the binary through .gnu_debuglink, or among the inputs by
+                build-id) become one table.
+
+                Example:
+                  crashsym dump build/out -o symbols/
+                  crashsym dump app --debug-dir build/debug -o symbols/ --format json
+                """
+        )
+
+        @Argument(help: ArgumentHelp("ELF files or directories to convert.", valueName: "file-or-dir"))
+        var paths: [String]
+
+        @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Output directory.", valueName: "outdir"))
+        var output: String
+
+        @Option(help: "Output format: text (one line per module) or json (one object per line).")
+        var format: OutputFormat = .text
+
+        @Option(name: .shortAndLong, help: "Files converted in parallel (default: number of cores).")
+        var jobs: Int?
+
+        @OptionGroup var debug: DebugOptions
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        }
+
+        func run() throws {
+            var configuration = DumpConfiguration(outputDirectory: output, locator: debug.locator, decoder: debug.decoder)
+            if let jobs { configuration.jobs = jobs }
+            let (files, _) = Dumper.findELFFiles(paths)
+            let bar = ProgressBar(total: files.count, label: "dump")
+            let report: DumpReport
+            do {
+                report = try Dumper(configuration: configuration).run(paths: paths) { done, _ in bar.update(done) }
+            } catch {
+                FileOutput.standardError("crashsym: \(error)\n")
+                throw ExitCode.failure
+            }
+            for module in report.modules {
+                FileOutput.standardOutput(format == .json ? Self.json(module) + "\n" : Self.text(module) + "\n")
+            }
+            for failure in report.failures {
+                FileOutput.standardError("crashsym: \(failure.error)\n")
+            }
+            if report.modules.isEmpty && report.failures.isEmpty {
+                FileOutput.standardError("crashsym: no ELF files found\n")
+                throw ExitCode.failure
+            }
+            if !report.failures.isEmpty { throw ExitCode.failure }
+        }
+
+        static func text(_ module: DumpedModule) -> String {
+            let stats = module.statistics
+            let name = module.path.split(separator: "/").last.map(String.init) ?? module.path
+            return "\(module.buildID)  \(module.architecture)  \(name)  functions=\(stats.functions)"
+                + " lines=\(stats.lineRows) inlines=\(stats.inlinedScopes) size=\(stats.byteCount)"
+                + (module.hasDWARF ? "" : "  (symbol table only)")
+        }
+
+        static func json(_ module: DumpedModule) -> String {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("build_id", module.buildID)
+            writer.field("arch", module.architecture)
+            writer.field("name", module.path.split(separator: "/").last.map(String.init) ?? module.path)
+            writer.field("path", module.path)
+            if let debugFile = module.debugFilePath { writer.field("debug_file", debugFile) } else { writer.fieldNull("debug_file") }
+            writer.field("output", module.outputPath)
+            writer.field("dwarf", module.hasDWARF)
+            writer.field("functions", module.statistics.functions)
+            writer.field("line_rows", module.statistics.lineRows)
+            writer.field("inlines", module.statistics.inlinedScopes)
+            writer.field("symbols", module.statistics.symbols)
+            writer.field("size", module.statistics.byteCount)
+            writer.endObject()
+            return writer.text
+        }
+    }
+}

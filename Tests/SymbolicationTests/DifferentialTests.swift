@@ -1,0 +1,106 @@
+import Foundation
+import SymELF
+import SymTable
+import Testing
+@testable import Symbolication
+
+/// Symbolication compared with llvm-symbolizer (`--inlining --no-demangle`) on sampled addresses
+/// inside functions: the function name, file and line of every frame in the inline chain must agree.
+@Suite struct DifferentialTests {
+    struct Outcome {
+        var addresses = 0
+        var identical = 0
+        var explained: [String: Int] = [:]
+        var unexplained: [String] = []
+
+        var rate: Double { addresses == 0 ? 0 : Double(identical) / Double(addresses) }
+    }
+
+    /// Compares crashsym with llvm-symbolizer on `sampleCount` addresses of `path`.
+    static func compare(path: String, oraclePath: String? = nil, sampleCount: Int, seed: UInt64,
+                        decoder: DWARFDecoder = .builtin) throws -> Outcome {
+        let binary = try ELFFile(path: path)
+        let model = try ModuleConverter.model(binary: binary, decoder: decoder, threads: 2)
+        let symbols = ModuleSymbols(table: try SymbolTable(bytes: try SymbolTableWriter.write(model)))
+        let addresses = sampleAddresses(model, count: sampleCount, seed: seed)
+        let oracle = try LLVMSymbolizer.symbolize(object: oraclePath ?? path, addresses: addresses)
+        try #require(oracle.count == addresses.count, "llvm-symbolizer answered \(oracle.count) of \(addresses.count)")
+        var outcome = Outcome()
+        for (address, expected) in zip(addresses, oracle) {
+            outcome.addresses += 1
+            let ours = try symbols.frames(at: address).map {
+                LLVMSymbolizer.Frame(function: $0.mangled, file: $0.file, line: Int($0.line), column: Int($0.column))
+            }
+            if same(ours, expected) {
+                outcome.identical += 1
+            } else if let reason = explain(ours: ours, oracle: expected) {
+                outcome.explained[reason, default: 0] += 1
+            } else {
+                outcome.unexplained.append("0x\(String(address, radix: 16)): ours \(ours) llvm \(expected)")
+            }
+        }
+        return outcome
+    }
+
+    /// Equal on function, file and line for every frame (columns are compared by `explain`).
+    static func same(_ ours: [LLVMSymbolizer.Frame], _ oracle: [LLVMSymbolizer.Frame]) -> Bool {
+        guard ours.count == oracle.count else { return false }
+        return zip(ours, oracle).allSatisfy { $0.function == $1.function && $0.file == $1.file && $0.line == $1.line }
+    }
+
+    /// Known, understood differences; nil for anything else.
+    static func explain(ours: [LLVMSymbolizer.Frame], oracle: [LLVMSymbolizer.Frame]) -> String? {
+        nil
+    }
+
+    /// Addresses inside physical functions: every function's first byte, plus random bytes of
+    /// random ranges (seeded), sorted and unique.
+    static func sampleAddresses(_ model: SymbolModel, count: Int, seed: UInt64) -> [UInt64] {
+        var generator = SplitMix64(seed: seed)
+        let ranges = model.scopes.lazy.filter { !$0.isInlined }.flatMap { scope in
+            scope.rangeIndices.map { model.ranges[$0] }
+        }
+        let all = Array(ranges)
+        guard !all.isEmpty else { return [] }
+        var addresses = Set<UInt64>()
+        if all.count <= count / 2 {
+            for range in all { addresses.insert(range.start) }
+        }
+        var attempts = 0
+        while addresses.count < count && attempts < count * 4 {
+            attempts += 1
+            let range = all[Int(generator.next() % UInt64(all.count))]
+            addresses.insert(range.start + generator.next() % (range.end - range.start))
+        }
+        return addresses.sorted()
+    }
+
+    static func report(_ name: String, _ outcome: Outcome) {
+        var text = "differential \(name): \(outcome.identical)/\(outcome.addresses) identical ("
+            + String(format: "%.3f%%", outcome.rate * 100) + ")"
+        for (reason, count) in outcome.explained.sorted(by: { $0.key < $1.key }) {
+            text += "\n  explained (\(count)): \(reason)"
+        }
+        for line in outcome.unexplained.prefix(25) { text += "\n  UNEXPLAINED \(line)" }
+        print(text)
+    }
+
+    @Test("python3.11d (gcc 12, DWARF 5) agrees with llvm-symbolizer")
+    func python() throws {
+        let outcome = try Self.compare(path: Corpus.python, sampleCount: 4000, seed: 1)
+        Self.report("python3.11d", outcome)
+        #expect(outcome.addresses >= 3000)
+        #expect(outcome.rate >= 0.995)
+        #expect(outcome.unexplained.isEmpty)
+    }
+
+    @Test("libc's separate debug file (libc6-dbg) agrees with llvm-symbolizer")
+    func libc() throws {
+        let path = try #require(Corpus.libcDebugFile, "libc6-dbg is not installed")
+        let outcome = try Self.compare(path: path, sampleCount: 3000, seed: 2)
+        Self.report("libc.debug", outcome)
+        #expect(outcome.addresses >= 2000)
+        #expect(outcome.rate >= 0.995)
+        #expect(outcome.unexplained.isEmpty)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// Runs the toolchain's llvm-symbolizer, the project's oracle for symbolication.
+enum LLVMSymbolizer {
+    static let path = "/opt/swift/usr/bin/llvm-symbolizer"
+
+    /// One frame as llvm-symbolizer prints it in JSON.
+    struct Frame: Equatable, CustomStringConvertible {
+        var function: String
+        var file: String
+        var line: Int
+        var column: Int
+
+        var description: String { "\(function) \(file):\(line):\(column)" }
+    }
+
+    /// Symbolizes `addresses` in `object` with inlining and no demangling, in one process.
+    static func symbolize(object: String, addresses: [UInt64], extraArguments: [String] = []) throws -> [[Frame]] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--obj=\(object)", "--inlining", "--output-style=JSON", "--no-demangle"] + extraArguments
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let text = addresses.map { "0x" + String($0, radix: 16) }.joined(separator: "\n") + "\n"
+        // Write from another thread so a full output pipe cannot deadlock us.
+        let writer = Thread {
+            input.fileHandleForWriting.write(text.data(using: .utf8)!)
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        var results: [[Frame]] = []
+        for line in data.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
+            let object = try JSONSerialization.jsonObject(with: Data(line)) as! [String: Any]
+            let symbols = object["Symbol"] as? [[String: Any]] ?? []
+            results.append(symbols.map {
+                Frame(function: $0["FunctionName"] as? String ?? "", file: $0["FileName"] as? String ?? "",
+                      line: $0["Line"] as? Int ?? 0, column: $0["Column"] as? Int ?? 0)
+            })
+        }
+        return results
+    }
+}
+
+/// A seeded generator so sampled addresses reproduce.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Paths of committed fixtures and system corpora.
+enum Corpus {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static func fixture(_ relative: String) -> String { root.appendingPathComponent("Fixtures/elf/" + relative).path }
+    static let python = "/usr/bin/python3.11d"
+
+    /// libc's separate debug file from libc6-dbg, found through libc.so.6's build-id.
+    static var libcDebugFile: String? {
+        for candidate in ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"] {
+            guard let handle = FileHandle(forReadingAtPath: candidate) else { continue }
+            defer { try? handle.close() }
+            let data = handle.readDataToEndOfFile()
+            // NT_GNU_BUILD_ID note: namesz 4, descsz 20, type 3, "GNU\0".
+            let pattern = Data([4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 0x47, 0x4e, 0x55, 0])
+            guard let range = data.range(of: pattern) else { continue }
+            let id = data[range.upperBound..<range.upperBound + 20].map { String(format: "%02x", $0) }.joined()
+            let path = "/usr/lib/debug/.build-id/\(id.prefix(2))/\(id.dropFirst(2)).debug"
+            if FileManager.default.fileExists(atPath: path) { return path }
+        }
+        return nil
+    }
+}
