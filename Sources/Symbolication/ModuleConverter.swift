@@ -38,8 +38,10 @@ public enum ModuleConverter {
             let all = try file.symbols()
             let statics = all.filter { !$0.isDynamic }
             for symbol in (statics.isEmpty ? all : statics) where isCodeSymbol(symbol, in: file) {
-                guard seen.insert(SymbolKey(name: symbol.name, address: symbol.value)).inserted else { continue }
-                builder.addSymbol(name: symbol.name, address: symbol.value, size: symbol.size)
+                // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
+                let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
+                guard seen.insert(SymbolKey(name: symbol.name, address: address)).inserted else { continue }
+                builder.addSymbol(name: symbol.name, address: address, size: symbol.size)
             }
         }
         return builder.model

@@ -104,3 +104,32 @@ import Testing
         #expect(outcome.unexplained.isEmpty)
     }
 }
+
+/// Every committed fixture with DWARF, compared with llvm-symbolizer. llvm-symbolizer 21 reads
+/// neither zstd nor `.zdebug` sections, so those fixtures are compared with their uncompressed twin.
+@Suite struct FixtureDifferentialTests {
+    static let fixtures: [(path: String, oracle: String?)] = [
+        ("gcc-c-O0-dwarf2", nil), ("gcc-c-O0-dwarf3", nil), ("gcc-c-O0-dwarf4", nil), ("gcc-c-O0-dwarf5", nil),
+        ("gcc-c-O2-dwarf5", nil), ("gcc-c-O2-dwarf5-nopie", nil), ("gcc-cpp-O2-dwarf5", nil),
+        ("gcc-c-O2-dwarf5-zlib", nil), ("gcc-c-O2-dwarf5-zlib-gnu", "gcc-c-O2-dwarf5"),
+        ("gcc-c-O2-dwarf5-zstd", "gcc-c-O2-dwarf5"), ("clang-c-O0-dwarf4", nil), ("clang-c-O0-dwarf5", nil),
+        ("clang-c-O2-dwarf4", nil), ("clang-c-O2-dwarf5", nil), ("clang-c-O2-dwarf5-gz", nil),
+        ("clang-cpp-O0-dwarf5", nil), ("clang-cpp-O2-dwarf4", nil), ("clang-cpp-O2-dwarf5", nil),
+        ("clang-cpp-O2-dwarf5-zstd", "clang-cpp-O2-dwarf5"), ("swift-Onone", nil), ("swift-O", nil),
+        ("rust-O0", nil), ("rust-O2", nil), ("rust-O2-dwarf5-v0", nil), ("libgreet.so", nil), ("greet-app", nil),
+        ("aarch64-gcc-c-O2", nil), ("aarch64-clang-start-O2", nil), ("libnative-android21-aarch64.so", nil),
+        ("i386-clang-start-O2", nil), ("armv7-clang-start-O2", nil), ("riscv64-clang-start-O2", nil),
+        ("debuglink/prog.debug", nil),
+    ]
+
+    @Test("fixture agrees with llvm-symbolizer", arguments: fixtures.map(\.path))
+    func fixture(name: String) throws {
+        let oracle = Self.fixtures.first { $0.path == name }?.oracle.map(Corpus.fixture)
+        let outcome = try DifferentialTests.compare(path: Corpus.fixture(name), oraclePath: oracle, sampleCount: 600,
+                                                    seed: 3)
+        DifferentialTests.report(name, outcome)
+        #expect(outcome.addresses > 0)
+        #expect(outcome.rate >= 0.995)
+        #expect(outcome.unexplained.isEmpty)
+    }
+}
