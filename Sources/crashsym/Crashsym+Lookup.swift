@@ -32,9 +32,14 @@ extension Crashsym {
         @OptionGroup var debug: DebugOptions
 
         func validate() throws {
-            for address in addresses where LookupOutput.parseAddress(address) == nil {
+            for address in addresses where Self.parse(address) == nil {
                 throw ValidationError("not a hex address: '\(address)'")
             }
+        }
+
+        static func parse(_ text: String) -> UInt64? {
+            var copy = text
+            return copy.withUTF8 { FrameRenderer.parseAddress(UnsafeRawBufferPointer($0)) }
         }
 
         func run() throws {
@@ -45,51 +50,64 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
             }
+            var renderer = FrameRenderer(table: symbols.table, style: format == .json ? .json : .text)
+            var output: [UInt8] = []
+            output.reserveCapacity(1 << 17)
             var failed = false
-            var output = OutputBuffer()
-            func answer(_ text: String) {
-                guard let address = LookupOutput.parseAddress(text) else {
-                    output.flush()
-                    FileOutput.standardError("crashsym: not a hex address: '\(text)'\n")
+            func answer(_ line: UnsafeRawBufferPointer) {
+                guard let address = FrameRenderer.parseAddress(line) else {
+                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return }
+                    FileOutput.writeAll(output, to: STDOUT_FILENO)
+                    output.removeAll(keepingCapacity: true)
+                    FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
                     failed = true
                     return
                 }
                 do {
-                    let frames = try symbols.frames(at: address)
-                    output.write(format == .json
-                        ? LookupOutput.json(address: address, frames: frames) + "\n"
-                        : LookupOutput.text(address: address, frames: frames))
+                    try renderer.render(address, into: &output)
                 } catch {
-                    output.flush()
                     FileOutput.standardError("crashsym: \(path): \(error)\n")
                     failed = true
                 }
+                if output.count >= 1 << 16 {
+                    FileOutput.writeAll(output, to: STDOUT_FILENO)
+                    output.removeAll(keepingCapacity: true)
+                }
             }
             if addresses.isEmpty {
-                var status = stat()
-                let inputIsRegularFile = fstat(STDIN_FILENO, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
-                while let line = readLine() {
-                    if line.trimmingCharacters(in: " \t\r").isEmpty { continue }
-                    answer(line)
-                    // Answer each line at once unless reading a file: a partner on a pipe or a
-                    // terminal may wait for the answer before it writes the next address.
-                    if !inputIsRegularFile { output.flush() }
+                // Read standard input in chunks and answer every complete line of each chunk before
+                // the next read, so a partner on a pipe gets its answer without waiting for more input.
+                var pending: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 1 << 16)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    if count <= 0 { break }
+                    pending.append(contentsOf: chunk[0..<count])
+                    var lineStart = 0
+                    pending.withUnsafeBytes { bytes in
+                        var index = 0
+                        while index < bytes.count {
+                            if bytes[index] == 0x0a {
+                                answer(UnsafeRawBufferPointer(rebasing: bytes[lineStart..<index]))
+                                lineStart = index + 1
+                            }
+                            index += 1
+                        }
+                    }
+                    pending.removeFirst(lineStart)
+                    FileOutput.writeAll(output, to: STDOUT_FILENO)
+                    output.removeAll(keepingCapacity: true)
                 }
+                if !pending.isEmpty { pending.withUnsafeBytes { answer($0) } }
             } else {
-                for address in addresses { answer(address) }
+                for address in addresses {
+                    var copy = address
+                    copy.withUTF8 { answer(UnsafeRawBufferPointer($0)) }
+                }
             }
-            output.flush()
+            FileOutput.writeAll(output, to: STDOUT_FILENO)
             if failed { throw ExitCode.failure }
         }
-    }
-}
-
-extension String {
-    /// The string without leading and trailing characters from `set`.
-    func trimmingCharacters(in set: String) -> Substring {
-        let characters = Set(set)
-        guard let first = firstIndex(where: { !characters.contains($0) }) else { return self[endIndex...] }
-        let last = lastIndex(where: { !characters.contains($0) })!
-        return self[first...last]
     }
 }
