@@ -20,15 +20,36 @@ public struct FrameRenderer {
     private let style: Style
     private let demangler = Demangler()
     /// Demangled names (escaped for the style) by table reference.
-    private var functions: [StringRef: [UInt8]] = [:]
+    private var functions = ByteCache()
     /// Mangled names escaped for JSON, by table reference.
-    private var mangled: [StringRef: [UInt8]] = [:]
+    private var mangled = ByteCache()
     /// Joined source paths (escaped for the style) by (directory, file) references.
-    private var paths: [PathKey: [UInt8]] = [:]
+    private var paths = ByteCache()
 
-    private struct PathKey: Hashable {
-        var directory: StringRef
-        var file: StringRef
+    /// A direct-mapped cache of rendered bytes keyed by string-table positions: cheaper than a
+    /// `Dictionary` (no SipHash per frame); a collision only costs re-rendering.
+    struct ByteCache {
+        private var keys = [UInt64](repeating: UInt64.max, count: 1 << 15)
+        private var values = [[UInt8]](repeating: [], count: 1 << 15)
+
+        private static func slot(_ key: UInt64) -> Int {
+            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 49)
+        }
+
+        func value(_ key: UInt64) -> [UInt8]? {
+            let slot = Self.slot(key)
+            return keys[slot] == key ? values[slot] : nil
+        }
+
+        mutating func store(_ key: UInt64, _ value: [UInt8]) {
+            let slot = Self.slot(key)
+            keys[slot] = key
+            values[slot] = value
+        }
+    }
+
+    private static func key(_ reference: StringRef) -> UInt64 {
+        UInt64(reference.offset) << 32 | UInt64(reference.length)
     }
 
     /// Creates a renderer for one table.
@@ -90,7 +111,7 @@ public struct FrameRenderer {
     }
 
     private mutating func function(_ reference: StringRef) -> [UInt8] {
-        if let cached = functions[reference] { return cached }
+        if let cached = functions.value(Self.key(reference)) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
         let bytes: [UInt8]
@@ -101,22 +122,23 @@ public struct FrameRenderer {
         } else {
             bytes = escaped(raw)
         }
-        functions[reference] = bytes
+        functions.store(Self.key(reference), bytes)
         return bytes
     }
 
     private mutating func mangledName(_ reference: StringRef) -> [UInt8] {
-        if let cached = mangled[reference] { return cached }
+        if let cached = mangled.value(Self.key(reference)) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
         let bytes = escaped(raw)
-        mangled[reference] = bytes
+        mangled.store(Self.key(reference), bytes)
         return bytes
     }
 
     private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        let key = PathKey(directory: directory, file: file)
-        if let cached = paths[key] { return cached }
+        // Files are few: directory offset and file offset fit one key.
+        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
+        if let cached = paths.value(key) { return cached }
         var name: [UInt8] = [], folder: [UInt8] = []
         table.withUTF8(file) { name = Array($0) }
         table.withUTF8(directory) { folder = Array($0) }
@@ -129,7 +151,7 @@ public struct FrameRenderer {
             joined.append(contentsOf: name)
         }
         let bytes = escaped(joined)
-        paths[key] = bytes
+        paths.store(key, bytes)
         return bytes
     }
 
