@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Synchronization
 import SymBytes
 import SymELF
@@ -17,7 +17,7 @@ public struct DumpConfiguration: Sendable {
 
     /// Creates a configuration; `jobs` defaults to the number of cores.
     public init(outputDirectory: String, locator: DebugFileLocator = DebugFileLocator(),
-                decoder: DWARFDecoder = .builtin, jobs: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                decoder: DWARFDecoder = .builtin, jobs: Int = FileSystem.processorCount) {
         self.outputDirectory = outputDirectory
         self.locator = locator
         self.decoder = decoder
@@ -76,49 +76,28 @@ public struct Dumper: Sendable {
     public static func findELFFiles(_ paths: [String]) -> (files: [String], failures: [DumpFailure]) {
         var files: [String] = []
         var failures: [DumpFailure] = []
-        let manager = FileManager.default
         for path in paths {
-            var isDirectory: ObjCBool = false
-            guard manager.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            switch FileSystem.kind(of: path) {
+            case .missing:
                 failures.append(DumpFailure(path: path, error: FormatError(.io, "no such file or directory", path: path)))
-                continue
-            }
-            if !isDirectory.boolValue {
+            case .directory:
+                files.append(contentsOf: FileSystem.files(under: path).filter(isELF))
+            case .file, .other:
                 files.append(path)  // named explicitly: a non-ELF is reported when opened
-                continue
             }
-            guard let walker = manager.enumerator(atPath: path) else { continue }
-            var found: [String] = []
-            while let relative = walker.nextObject() as? String {
-                let full = path.hasSuffix("/") ? path + relative : path + "/" + relative
-                var isDir: ObjCBool = false
-                guard manager.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue,
-                      isELF(full) else { continue }
-                found.append(full)
-            }
-            files.append(contentsOf: found.sorted())
         }
         return (files, failures)
     }
 
     /// Whether the file starts with the ELF magic.
     public static func isELF(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        let magic = (try? handle.read(upToCount: 4)) ?? Data()
-        return magic == Data([0x7f, 0x45, 0x4c, 0x46])
+        FileSystem.prefix(of: path, count: 4) == [0x7f, 0x45, 0x4c, 0x46]
     }
 
     /// Converts every ELF file under `paths`; `progress(done, total)` is called after each file.
     public func run(paths: [String], progress: @Sendable (Int, Int) -> Void = { _, _ in }) throws(FormatError) -> DumpReport {
         let (files, findFailures) = Self.findELFFiles(paths)
-        do {
-            try FileManager.default.createDirectory(atPath: configuration.outputDirectory,
-                                                    withIntermediateDirectories: true)
-        } catch {
-            throw FormatError(.io, "cannot create the output directory: \(error.localizedDescription)",
-                              path: configuration.outputDirectory)
-        }
+        try FileSystem.createDirectory(configuration.outputDirectory)
         // Group inputs by build-id so that a stripped binary and its debug file become one table.
         var groups: [[Int]] = []
         var groupOfBuildID: [[UInt8]: Int] = [:]
@@ -192,7 +171,7 @@ public struct Dumper: Sendable {
                                                   decoder: configuration.decoder, threads: threads)
             let table = try SymbolTable(bytes: bytes)
             let output = configuration.outputDirectory + "/" + hex + ".csym"
-            try Self.writeAtomically(bytes, to: output)
+            try FileSystem.writeAtomically(bytes, to: output)
             return .success(DumpedModule(
                 path: binary.path, debugFilePath: debugFile?.path, buildID: hex,
                 architecture: binary.architectureName, statistics: table.statistics, outputPath: output,
@@ -202,12 +181,4 @@ public struct Dumper: Sendable {
         }
     }
 
-    /// Writes to a temporary file in the same directory, then renames: readers never see half a table.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(FormatError) {
-        do {
-            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw FormatError(.io, "cannot write: \(error.localizedDescription)", path: path)
-        }
-    }
 }
