@@ -2,7 +2,11 @@
 import PackageDescription
 
 // Layers (lower never imports higher), see ../shared/DESIGN.md:
-//   C shims -> SymBytes -> SymELF, SymTable -> SymDWARF -> SymDemangle -> Symbolication -> crashsym
+//   C shims -> SymBytes -> SymELF, SymTable -> SymDWARF -> SymDemangle -> Symbolication
+//   SymReport (crash-report model and parsers) -> Symbolication
+//   SymBundle (zip + manifest) -> SymClient (libcurl), SymServer (Hummingbird, GRDB) -> crashsym
+// The symbolication core (everything up to Symbolication and SymReport) has no Foundation, NIO or
+// Hummingbird in it, so its tests build in seconds.
 let package = Package(
     name: "crashsym",
     platforms: [.macOS(.v14)],
@@ -17,24 +21,26 @@ let package = Package(
         // System-library shims: a module map and one header each.
         .systemLibrary(name: "CDwarf", path: "Sources/CDwarf"),
         .systemLibrary(name: "CElf", path: "Sources/CElf", pkgConfig: "libelf"),
-        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib"),
+        .systemLibrary(name: "CLibz", path: "Sources/CLibz", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
 
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),
-        .target(name: "SymELF", dependencies: ["SymBytes", "CZlib", "CZstd"]),
+        .target(name: "SymELF", dependencies: ["SymBytes", "CLibz", "CZstd"]),
         .target(name: "SymTable", dependencies: ["SymBytes"]),
         .target(name: "SymDWARF", dependencies: ["SymBytes", "SymELF", "SymTable", "CDwarf"]),
         .target(name: "SymDemangle", dependencies: ["CDemangle"]),
+        .target(name: "SymReport", dependencies: ["SymBytes"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport"]
         ),
+
         .executableTarget(
             name: "crashsym",
             dependencies: [
-                "Symbolication",
+                "Symbolication", "SymReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -43,7 +49,8 @@ let package = Package(
         .testTarget(name: "SymTableTests", dependencies: ["SymTable", "SymBytes"]),
         .testTarget(name: "SymDWARFTests", dependencies: ["SymDWARF", "SymELF", "SymTable"]),
         .testTarget(name: "SymDemangleTests", dependencies: ["SymDemangle"]),
-        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymTable", "SymELF"]),
+        .testTarget(name: "SymReportTests", dependencies: ["SymReport"]),
+        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymReport", "SymTable", "SymELF"]),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,4 @@
-import CZlib
+import CLibz
 import SymBytes
 
 /// A `.gnu_debuglink` section: the separate debug file's name and the CRC of its contents.

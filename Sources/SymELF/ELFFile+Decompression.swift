@@ -1,4 +1,4 @@
-import CZlib
+import CLibz
 import CZstd
 import SymBytes
 

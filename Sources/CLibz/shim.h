@@ -1,0 +1,2 @@
+// Named CLibz, not CZlib: ZIPFoundation declares a module CZlib of its own.
+#include <zlib.h>
