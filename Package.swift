@@ -49,7 +49,7 @@ let package = Package(
         .target(
             name: "SymBundle",
             dependencies: [
-                "SymBytes", "SymTable",
+                "SymBytes", "SymELF", "SymTable",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -86,7 +86,14 @@ let package = Package(
         .testTarget(name: "SymReportTests", dependencies: ["SymReport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymReport", "SymTable", "SymELF"]),
         .testTarget(name: "SymBundleTests", dependencies: ["SymBundle", "SymTable"]),
-        .testTarget(name: "SymServerTests", dependencies: ["SymServer", "SymClient", "SymBundle"]),
+        .testTarget(
+            name: "SymServerTests",
+            dependencies: [
+                "SymServer", "SymClient", "SymBundle", "SymTable",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
     ],
     swiftLanguageModes: [.v6]
