@@ -191,6 +191,42 @@ struct ServerAPITests {
         #expect(server.terminate() == 0)
     }
 
+    @Test("SIGTERM lets an upload in flight finish with 201, then the server exits 0")
+    func gracefulShutdown() throws {
+        let server = try TestServer()
+        var generator = SeededGenerator(state: 42)
+        let module = try Bundles.synthetic(symbolCount: 20_000, into: server.scratch, using: &generator)
+        let bundle = server.scratch + "/bundle.zip"
+        try Bundles.bundle(to: bundle, appID: server.appID, version: "drain", modules: [module])
+        let size = try Bundles.size(bundle)
+        let status = server.scratch + "/status"
+        _ = FileManager.default.createFile(atPath: status, contents: nil)
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        // About three seconds on the wire.
+        curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--limit-rate", "\(max(1, size / 3 / 1024))k",
+                          "-H", "Authorization: Bearer \(server.key)", "--data-binary", "@" + bundle,
+                          server.base + "/api/v1/apps/\(server.appID)/symbols"]
+        curl.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: status))
+        try curl.run()
+        Thread.sleep(forTimeInterval: 1)
+        let exitStatus = server.terminate()
+        curl.waitUntilExit()
+        #expect(exitStatus == 0)
+        #expect((try? String(contentsOfFile: status, encoding: .utf8)) == "201")
+    }
+
+    @Test("an upload slower than --request-timeout gets 408")
+    func requestTimeout() throws {
+        let server = try TestServer(arguments: ["--request-timeout", "2"])
+        let body = server.scratch + "/slow.bin"
+        try Data(repeating: 1, count: 24_000).write(to: URL(fileURLWithPath: body))
+        let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/symbols", file: body, extra: ["--limit-rate", "4k"])
+        #expect(answer.status == 408, "\(answer.text)")
+        #expect(answer.errorCode == "timeout")
+        #expect(try server.leftovers().isEmpty)
+    }
+
     @Test("debuginfod-find fetches an uploaded debug file by build-id")
     func debuginfod() throws {
         let server = try TestServer()
