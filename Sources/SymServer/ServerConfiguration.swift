@@ -17,8 +17,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxBodyBytes: UInt64
     /// Uploads processed at once (429 above).
     public var maxConcurrentUploads: Int
-    /// Seconds an upload may take from first to last byte and through validation (408 above);
-    /// also the idle timeout of a connection.
+    /// Seconds allowed to receive an upload body (408 above); also how long a connection may
+    /// stay silent, in a request or between requests, before it is closed.
     public var requestTimeout: Double
     /// Limits applied while validating bundles.
     public var bundleLimits: BundleLimits

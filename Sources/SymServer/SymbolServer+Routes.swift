@@ -141,7 +141,18 @@ extension SymbolServer {
         defer { close(fd) }
         let deadline = ContinuousClock.now + .nanoseconds(Int64(configuration.requestTimeout * 1e9))
         var total: UInt64 = 0
-        for try await buffer in body {
+        var iterator = body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do {
+                next = try await iterator.next()
+            } catch {
+                // The connection failed or was closed for silence (the idle timeout is the request
+                // timeout): nobody is left to answer, but the log and the metrics say why.
+                metrics.rejected("incomplete-body")
+                throw ServerError(.badRequest, "the body ended early after \(total) bytes: \(error)")
+            }
+            guard let buffer = next else { break }
             total += UInt64(buffer.readableBytes)
             guard total <= configuration.maxBodyBytes else {
                 metrics.rejected("too-large")

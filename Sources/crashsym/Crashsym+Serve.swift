@@ -44,7 +44,7 @@ extension Crashsym {
         @Option(name: .customLong("max-concurrent-uploads"), help: "Uploads processed at once (default 4; 429 above).")
         var maxConcurrentUploads: Int?
 
-        @Option(name: .customLong("request-timeout"), help: "Seconds allowed to receive an upload body; also the connection idle timeout (default 600; 408 above).")
+        @Option(name: .customLong("request-timeout"), help: "Seconds allowed to receive an upload body (default 600; 408 above); a connection silent that long is closed.")
         var requestTimeout: Double?
 
         @Option(name: .customLong("max-entries"), help: "Most zip entries in a bundle (default 10000).")

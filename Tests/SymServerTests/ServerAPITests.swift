@@ -216,7 +216,7 @@ struct ServerAPITests {
         #expect((try? String(contentsOfFile: status, encoding: .utf8)) == "201")
     }
 
-    @Test("an upload slower than --request-timeout gets 408")
+    @Test("an upload slower than --request-timeout gets 408; a silent one is disconnected")
     func requestTimeout() throws {
         let server = try TestServer(arguments: ["--request-timeout", "2"])
         let body = server.scratch + "/slow.bin"
@@ -224,6 +224,24 @@ struct ServerAPITests {
         let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/symbols", file: body, extra: ["--limit-rate", "4k"])
         #expect(answer.status == 408, "\(answer.text)")
         #expect(answer.errorCode == "timeout")
+        // A client that stops sending altogether is disconnected after the same time (no chunk
+        // arrives to be answered 408): curl streams stdin, which never gets data.
+        let stalled = Process()
+        stalled.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        stalled.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-T", "-", "--max-time", "6",
+                             "-H", "Authorization: Bearer \(server.key)", server.base + "/api/v1/apps/\(server.appID)/symbols"]
+        let input = Pipe(), output = Pipe()
+        stalled.standardInput = input
+        stalled.standardOutput = output
+        try stalled.run()
+        input.fileHandleForWriting.write(Data("PK".utf8))
+        let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        stalled.waitUntilExit()
+        try input.fileHandleForWriting.close()
+        #expect(status == "000")
+        let metrics = try server.request("GET", "/metrics", key: .some(nil))
+        #expect(metrics.text.contains(#"crashsym_rejections_total{reason="incomplete-body"} 1"#), "\(metrics.text)")
+        #expect(metrics.text.contains(#"crashsym_rejections_total{reason="timeout"} 1"#))
         #expect(try server.leftovers().isEmpty)
     }
 
