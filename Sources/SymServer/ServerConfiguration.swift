@@ -65,20 +65,20 @@ public struct ServerConfiguration: Sendable, Equatable {
         func number<N: FixedWidthInteger>(_ name: String, _ fallback: N, minimum: N = 0) throws -> N {
             guard let text = value(name) else { return fallback }
             guard let parsed = N(text.trimmingCharacters(in: .whitespaces)), parsed >= minimum else {
-                throw ServerError(.badRequest, "\(name): \"\(text)\" is not an integer of at least \(minimum)")
+                throw ConfigurationError("\(name): \"\(text)\" is not an integer of at least \(minimum)")
             }
             return parsed
         }
         var configuration = ServerConfiguration()
         configuration.host = value("host") ?? configuration.host
         configuration.port = try number("port", configuration.port)
-        guard configuration.port <= 65535 else { throw ServerError(.badRequest, "port: \(configuration.port) is over 65535") }
+        guard configuration.port <= 65535 else { throw ConfigurationError("port: \(configuration.port) is over 65535") }
         configuration.dataDirectory = value("data-dir") ?? configuration.dataDirectory
         configuration.maxBodyBytes = try number("max-body-bytes", configuration.maxBodyBytes, minimum: 1)
         configuration.maxConcurrentUploads = try number("max-concurrent-uploads", configuration.maxConcurrentUploads, minimum: 1)
         if let text = value("request-timeout") {
             guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-                throw ServerError(.badRequest, "request-timeout: \"\(text)\" is not a positive number of seconds")
+                throw ConfigurationError("request-timeout: \"\(text)\" is not a positive number of seconds")
             }
             configuration.requestTimeout = seconds
         }
@@ -92,22 +92,35 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// A flat JSON object whose values are strings, numbers or booleans.
     private static func readConfigFile(_ path: String) throws -> [String: String] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServerError(.badRequest, "cannot read the config file \(path)")
+            throw ConfigurationError("cannot read the config file \(path)")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw ServerError(.badRequest, "\(path): not a JSON object")
+            throw ConfigurationError("\(path): not a JSON object")
         }
         var settings: [String: String] = [:]
         for (key, value) in object {
             guard settingNames.contains(key) else {
-                throw ServerError(.badRequest, "\(path): unknown setting \"\(key)\" (known: \(settingNames.joined(separator: ", ")))")
+                throw ConfigurationError("\(path): unknown setting \"\(key)\" (known: \(settingNames.joined(separator: ", ")))")
             }
             switch value {
             case let text as String: settings[key] = text
             case let number as NSNumber: settings[key] = number.stringValue
-            default: throw ServerError(.badRequest, "\(path): \(key) must be a string or a number")
+            default: throw ConfigurationError("\(path): \(key) must be a string or a number")
             }
         }
         return settings
     }
+}
+
+/// A setting that cannot be used, with the setting's name (or the config file) in the message.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One line saying which setting and why.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
 }

@@ -57,7 +57,10 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        let data = (try? JSONEncoder().encode(Body(error: .init(code: code.rawValue, message: message)))) ?? Data()
+        // Sorted keys: the same error gives the same bytes (a 401 must not tell its causes apart).
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(Body(error: .init(code: code.rawValue, message: message)))) ?? Data()
         return Response(status: code.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -36,7 +36,7 @@ extension Crashsym {
         }
 
         static func fail(_ error: any Error) -> ExitCode {
-            FileOutput.standardError("crashsym: \(error)\n")
+            FileOutput.standardError("crashsym: \((error as? ServerError)?.message ?? "\(error)")\n")
             return ExitCode.failure
         }
 

@@ -1,7 +1,6 @@
 import Foundation
 import SymBundle
 import SymBytes
-import SymServer
 import SymTable
 import Testing
 
@@ -139,30 +138,5 @@ struct BundleValidatorTests {
                 #expect(!error.message.isEmpty, "round \(round)")
             }
         }
-    }
-}
-
-@Suite("ServerConfiguration")
-struct ServerConfigurationTests {
-    @Test("flag > environment > config file > default")
-    func precedence() throws {
-        let directory = try Binary.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let file = directory + "/serve.json"
-        try Data(#"{"port": 9001, "host": "0.0.0.0", "max-ratio": 7, "data-dir": "/from/file"}"#.utf8).write(to: URL(fileURLWithPath: file))
-        let environment = ["CRASHSYM_PORT": "9002", "CRASHSYM_MAX_RATIO": "8"]
-        let resolved = try ServerConfiguration.resolve(flags: ["port": "9003"], environment: environment, configFile: file)
-        #expect(resolved.port == 9003)
-        #expect(resolved.bundleLimits.maxCompressionRatio == 8)
-        #expect(resolved.host == "0.0.0.0")
-        #expect(resolved.dataDirectory == "/from/file")
-        #expect(resolved.maxConcurrentUploads == ServerConfiguration().maxConcurrentUploads)
-        let fromEnvironmentFile = try ServerConfiguration.resolve(flags: [:], environment: ["CRASHSYM_CONFIG": file])
-        #expect(fromEnvironmentFile.port == 9001)
-        #expect(ServerConfiguration().host == "127.0.0.1")
-        #expect(throws: ServerError.self) { try ServerConfiguration.resolve(flags: ["port": "http"], environment: [:]) }
-        #expect(throws: ServerError.self) { try ServerConfiguration.resolve(flags: ["port": "70000"], environment: [:]) }
-        try Data(#"{"prot": 1}"#.utf8).write(to: URL(fileURLWithPath: file))
-        #expect(throws: ServerError.self) { try ServerConfiguration.resolve(flags: [:], environment: [:], configFile: file) }
     }
 }

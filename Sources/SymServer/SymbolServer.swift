@@ -5,7 +5,6 @@ import Metrics
 import NIOCore
 import ServiceLifecycle
 import SymBundle
-import Synchronization
 
 /// The `crashsym serve` application: the HTTP API of docs/http-api.md over a `SymbolStore`.
 ///
@@ -94,52 +93,3 @@ public struct SymbolServer: Sendable {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
-
-/// Counts uploads in progress and refuses those over the limit (429), rather than queueing them.
-final class UploadLimiter: Sendable {
-    private let state: Mutex<Int>
-    let limit: Int
-
-    init(limit: Int) {
-        self.limit = limit
-        state = Mutex(0)
-    }
-
-    /// Takes a slot; false when all are taken.
-    func acquire() -> Bool {
-        state.withLock { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-    }
-
-    func release() {
-        state.withLock { $0 -= 1 }
-    }
-}
-
-/// The server's own series in the registry.
-struct ServerMetrics: Sendable {
-    let registry: PrometheusRegistry
-
-    func request(method: String, status: Int) {
-        Counter(label: "crashsym_http_requests_total", dimensions: [("method", method), ("status", String(status))],
-                factory: registry).increment()
-    }
-
-    func received(bytes: Int) {
-        Counter(label: "crashsym_upload_bytes_total", factory: registry).increment(by: bytes)
-    }
-
-    func uploaded(stored: Int, alreadyPresent: Int) {
-        Counter(label: "crashsym_uploads_total", factory: registry).increment()
-        Counter(label: "crashsym_modules_stored_total", factory: registry).increment(by: stored)
-        Counter(label: "crashsym_modules_already_present_total", factory: registry).increment(by: alreadyPresent)
-    }
-
-    func rejected(_ reason: String) {
-        Counter(label: "crashsym_rejections_total", dimensions: [("reason", reason)], factory: registry).increment()
-    }
-}
-
