@@ -17,7 +17,8 @@ public struct ObjectStore: Sendable {
     /// Opens (creating as needed) the store under `root`.
     public init(root: String) throws {
         self.root = root
-        for directory in [root, root + "/objects", root + "/objects/sha256", temporaryDirectory] {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        for directory in [root + "/objects", root + "/objects/sha256", temporaryDirectory] {
             try Self.makeDirectory(directory)
         }
     }

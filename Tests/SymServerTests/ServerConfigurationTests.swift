@@ -26,3 +26,21 @@ struct ServerConfigurationTests {
         #expect(throws: ConfigurationError.self) { try ServerConfiguration.resolve(flags: [:], environment: [:], configFile: file) }
     }
 }
+
+@Suite("AppKey")
+struct AppKeyTests {
+    @Test("keys are 256 random bits; only the right key matches its hash; an unknown app never matches")
+    func matching() {
+        let key = AppKey.generate()
+        #expect(key.hasPrefix(AppKey.prefix) && key.utf8.count == AppKey.prefix.utf8.count + 64)
+        #expect(AppKey.generate() != key)
+        let stored = AppKey.hash(key)
+        #expect(stored.count == 32)
+        #expect(AppKey.matches(key, stored: stored))
+        #expect(!AppKey.matches(key + "0", stored: stored))
+        #expect(!AppKey.matches(String(key.dropLast()), stored: stored))
+        #expect(!AppKey.matches("", stored: stored))
+        #expect(!AppKey.matches(key, stored: nil))
+        #expect(!AppKey.matches(key, stored: Array(stored.dropLast())))
+    }
+}
