@@ -99,9 +99,14 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
                 throw ExitCode.failure
             }
-            try await server.run { port in
-                // One line on stdout, so scripts starting the server on port 0 learn the port.
-                FileOutput.standardOutput("listening on http://\(configuration.host):\(port)\n")
+            do {
+                try await server.run { port in
+                    // One line on stdout, so scripts starting the server on port 0 learn the port.
+                    FileOutput.standardOutput("listening on http://\(configuration.host):\(port)\n")
+                }
+            } catch {
+                FileOutput.standardError("crashsym: serving on \(configuration.host):\(configuration.port) failed: \(error)\n")
+                throw ExitCode.failure
             }
         }
     }
