@@ -61,6 +61,31 @@ struct BundleValidatorTests {
         }
     }
 
+    @Test("a table whose header is sound but whose range records are garbage is refused (read fully, not just opened)")
+    func corruptRecordsBehindAValidHeader() throws {
+        let (directory, _, modules) = try Self.validBundle()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var module = modules[1]
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: module.symbols)))
+        // Section directory at 88: (offset, size) pairs, UInt64 little-endian; section 2 holds the
+        // range records (docs/csym-format.md). Every scope field then points past the scope records.
+        func u64(_ offset: Int) -> Int { (0..<8).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        let (offset, size) = (u64(88 + 16 * 2), u64(88 + 16 * 2 + 8))
+        try #require(size > 0 && offset + size <= bytes.count)
+        bytes.replaceSubrange(offset..<(offset + size), with: repeatElement(0xFF, count: size))
+        _ = try SymbolTable(bytes: bytes)  // opening alone does not notice
+        module.symbols = directory + "/garbage-records.csym"
+        try Data(bytes).write(to: URL(fileURLWithPath: module.symbols))
+        let path = directory + "/garbage.zip"
+        try Bundles.bundle(to: path, appID: "demo", version: "1", modules: [module])
+        do {
+            _ = try Self.validate(path, in: directory)
+            Issue.record("a table with garbage records passed")
+        } catch {
+            #expect(error.code == .badTable, "\(error)")
+        }
+    }
+
     @Test("entry names: only manifest.json, symbols/<id>.csym, debug/<id>.debug")
     func entryNames() throws {
         let (directory, _, modules) = try Self.validBundle()
