@@ -156,18 +156,10 @@ enum BundleEntryName: Equatable {
         for (prefix, suffix, isSymbols) in [("symbols/", ".csym", true), ("debug/", ".debug", false)]
         where path.hasPrefix(prefix) && path.hasSuffix(suffix) && path.utf8.count > prefix.utf8.count + suffix.utf8.count {
             let id = String(path.dropFirst(prefix.count).dropLast(suffix.count))
-            guard isBuildIDHex(id) else { return nil }
+            guard BundleManifest.isBuildID(id) else { return nil }
             self = isSymbols ? .symbols(buildID: id) : .debug(buildID: id)
             return
         }
         return nil
     }
-}
-
-/// Whether `text` is a build-id in the canonical form: lowercase hex, an even number of digits,
-/// 2 to 128 of them (GNU build-ids are 8 to 64 bytes in practice: 20 for SHA-1, 16 for MD5).
-public func isBuildIDHex(_ text: String) -> Bool {
-    let utf8 = text.utf8
-    guard utf8.count >= 2, utf8.count <= 128, utf8.count % 2 == 0 else { return false }
-    return utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }
 }

@@ -166,32 +166,32 @@ public struct BundleValidator: Sendable {
         guard manifest.formatVersion == BundleManifest.currentFormatVersion else {
             throw fail("format_version \(manifest.formatVersion) is not supported (expected \(BundleManifest.currentFormatVersion))")
         }
-        guard isIdentifier(manifest.appID) else { throw fail("app_id is empty or has characters outside [A-Za-z0-9._-]") }
-        guard isVersion(manifest.version) else { throw fail("version is empty, longer than 128 bytes or has characters outside [A-Za-z0-9._+-]") }
+        guard BundleManifest.isIdentifier(manifest.appID) else { throw fail("app_id is empty or has characters outside [A-Za-z0-9._-]") }
+        guard BundleManifest.isVersion(manifest.version) else { throw fail("version is empty, longer than 128 bytes or has characters outside [A-Za-z0-9._+-]") }
         guard manifest.package.utf8.count <= 255, !manifest.package.contains(where: { $0.isNewline }) else { throw fail("package is longer than 255 bytes or has a line break") }
         guard ["linux", "android"].contains(manifest.platform) else { throw fail("platform must be linux or android, not \"\(manifest.platform)\"") }
         guard !manifest.modules.isEmpty else { throw fail("no modules") }
         var ids = Set<String>()
         for module in manifest.modules {
             let id = module.buildID
-            guard isBuildIDHex(id) else { throw fail("build_id \"\(id.prefix(140))\" is not lowercase hex") }
+            guard BundleManifest.isBuildID(id) else { throw fail("build_id \"\(id.prefix(140))\" is not lowercase hex") }
             guard ids.insert(id).inserted else { throw fail("build_id \(id) appears twice") }
             guard !module.name.isEmpty, module.name.utf8.count <= 255, !module.name.contains("/"),
                   !module.name.contains(where: { $0.isNewline }) else {
                 throw fail("module \(id): name must be a file name of 1 to 255 bytes")
             }
-            guard !module.arch.isEmpty, module.arch.utf8.count <= 32, isIdentifier(module.arch) else {
+            guard !module.arch.isEmpty, module.arch.utf8.count <= 32, BundleManifest.isIdentifier(module.arch) else {
                 throw fail("module \(id): arch must be 1 to 32 characters of [A-Za-z0-9._-]")
             }
             guard module.symbols.path == BundleManifest.symbolsPath(buildID: id) else {
                 throw fail("module \(id): symbols.path must be \(BundleManifest.symbolsPath(buildID: id))")
             }
-            guard isSHA256Hex(module.symbols.sha256) else { throw fail("module \(id): symbols.sha256 is not 64 lowercase hex digits") }
+            guard BundleManifest.isSHA256(module.symbols.sha256) else { throw fail("module \(id): symbols.sha256 is not 64 lowercase hex digits") }
             if let debug = module.debug {
                 guard debug.path == BundleManifest.debugPath(buildID: id) else {
                     throw fail("module \(id): debug.path must be \(BundleManifest.debugPath(buildID: id))")
                 }
-                guard isSHA256Hex(debug.sha256) else { throw fail("module \(id): debug.sha256 is not 64 lowercase hex digits") }
+                guard BundleManifest.isSHA256(debug.sha256) else { throw fail("module \(id): debug.sha256 is not 64 lowercase hex digits") }
             }
         }
         return manifest
@@ -287,29 +287,4 @@ public struct BundleValidator: Sendable {
         default: "\(error)"
         }
     }
-}
-
-/// Whether `text` is 1 to 128 characters of `[A-Za-z0-9._-]`, not starting with a dot.
-public func isIdentifier(_ text: String) -> Bool {
-    let utf8 = text.utf8
-    guard !utf8.isEmpty, utf8.count <= 128, utf8.first != UInt8(ascii: ".") else { return false }
-    return utf8.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
-}
-
-/// Whether `text` is a version: 1 to 128 characters of `[A-Za-z0-9._+-]`, not starting with a dot.
-public func isVersion(_ text: String) -> Bool {
-    let utf8 = text.utf8
-    guard !utf8.isEmpty, utf8.count <= 128, utf8.first != UInt8(ascii: ".") else { return false }
-    return utf8.allSatisfy {
-        isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+")
-    }
-}
-
-private func isAlphanumeric(_ byte: UInt8) -> Bool {
-    (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-}
-
-private func isSHA256Hex(_ text: String) -> Bool {
-    text.utf8.count == 64 && isBuildIDHex(text)
 }

@@ -50,14 +50,14 @@ extension SymbolServer {
         } catch {
             throw ServerError(.badRequest, "malformed request: \(Self.describe(error))")
         }
-        guard isVersion(query.version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+        guard BundleManifest.isVersion(query.version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
         let platform = query.platform ?? "linux"
         guard ["linux", "android"].contains(platform) else { throw ServerError(.badRequest, "platform must be linux or android") }
         var ids: [String] = []
         var seen = Set<String>()
         for module in query.modules {
             let id = module.buildID.lowercased()
-            guard isBuildIDHex(id) else { throw ServerError(.badRequest, "invalid build-id \"\(id.prefix(140))\"") }
+            guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id \"\(id.prefix(140))\"") }
             if seen.insert(id).inserted { ids.append(id) }
         }
         let (missing, present) = try await store.missing(appID: appID, version: query.version, package: query.package ?? "",
@@ -199,7 +199,7 @@ extension SymbolServer {
     /// `executable`: the uploaded file is the unstripped ELF).
     func debugFile(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("buildId").lowercased()
-        guard isBuildIDHex(id) else { throw ServerError(.badRequest, "invalid build-id") }
+        guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id") }
         guard let sha256 = try await store.debugFileObject(buildID: id) else {
             throw ServerError(.notFound, "no debug file for build-id \(id)")
         }

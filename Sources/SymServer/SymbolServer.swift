@@ -74,7 +74,7 @@ public struct SymbolServer: Sendable {
         let header = request.headers[.authorization] ?? ""
         let prefix = "Bearer "
         let key = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces) : ""
-        let stored = isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key")

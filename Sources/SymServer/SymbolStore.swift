@@ -93,7 +93,7 @@ public final class SymbolStore: Sendable {
     /// Creates an app and returns it with its key (the only time the key exists in clear).
     public func createApp(name: String, id: String? = nil) throws -> (app: App, key: String) {
         let id = id ?? Self.randomID()
-        guard isIdentifier(id) else { throw ServerError(.badRequest, "app id must be 1 to 128 characters of [A-Za-z0-9._-]") }
+        guard BundleManifest.isIdentifier(id) else { throw ServerError(.badRequest, "app id must be 1 to 128 characters of [A-Za-z0-9._-]") }
         let key = AppKey.generate()
         let app = App(id: id, name: name, created: timestamp())
         try database.write { db in

@@ -86,6 +86,22 @@ struct BundleValidatorTests {
         }
     }
 
+    @Test("identifier, version and build-id checks")
+    func valueChecks() {
+        #expect(BundleManifest.isBuildID("5c771a4c12922957af14eed671bebe0179a75f44"))
+        for bad in ["", "a", "5C77", "5c7g", "5c7", String(repeating: "ab", count: 65), "../5c"] {
+            #expect(!BundleManifest.isBuildID(bad), "\(bad)")
+        }
+        #expect(BundleManifest.isVersion("1.4.2+build.7-rc_1"))
+        for bad in ["", ".1", "1/2", "1 2", "..", String(repeating: "1", count: 129), "1\n2", "1%2f"] {
+            #expect(!BundleManifest.isVersion(bad), "\(bad)")
+        }
+        #expect(BundleManifest.isIdentifier("demo-app_1.x"))
+        for bad in ["", ".hidden", "a/b", "a+b", "é", "a b"] {
+            #expect(!BundleManifest.isIdentifier(bad), "\(bad)")
+        }
+    }
+
     @Test("entry names: only manifest.json, symbols/<id>.csym, debug/<id>.debug")
     func entryNames() throws {
         let (directory, _, modules) = try Self.validBundle()
