@@ -167,10 +167,14 @@ struct ServerAPITests {
                           "--data-binary", "@" + slowBody, server.base + "/api/v1/apps/\(server.appID)/symbols"]
         try slow.run()
         defer { slow.terminate(); slow.waitUntilExit() }
-        Thread.sleep(forTimeInterval: 1.5)
         let small = server.scratch + "/small.bin"
         try Data("not a zip".utf8).write(to: URL(fileURLWithPath: small))
-        let answer = try server.upload(small)
+        // Until the slow upload holds the only slot, a small one gets through (422: not a zip).
+        var answer = try server.upload(small)
+        for _ in 0..<40 where answer.status == 422 {
+            Thread.sleep(forTimeInterval: 0.1)
+            answer = try server.upload(small)
+        }
         #expect(answer.status == 429)
         #expect(answer.errorCode == "too-many-requests")
         #expect(Int(answer.headers["retry-after"] ?? "") != nil)
@@ -218,7 +222,11 @@ struct ServerAPITests {
                           server.base + "/api/v1/apps/\(server.appID)/symbols"]
         curl.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: status))
         try curl.run()
-        Thread.sleep(forTimeInterval: 1)
+        // SIGTERM only once the server has accepted the upload's connection.
+        for _ in 0..<50 where try server.establishedConnections() == 0 {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
         let exitStatus = server.terminate()
         curl.waitUntilExit()
         #expect(exitStatus == 0)

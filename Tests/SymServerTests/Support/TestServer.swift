@@ -171,6 +171,18 @@ final class TestServer {
         try client.upload(path, key: key, appID: appID)
     }
 
+    /// TCP connections in state ESTABLISHED on the server's port (from /proc/net/tcp).
+    func establishedConnections() throws -> Int {
+        let suffix = String(format: ":%04X", port)
+        var count = 0
+        for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            // Field 1 is the local address, field 3 the state (01: ESTABLISHED).
+            if fields.count > 3, fields[3] == "01", fields[1].hasSuffix(suffix) { count += 1 }
+        }
+        return count
+    }
+
     /// Files left in the scratch directory of the data directory.
     func leftovers() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: dataDirectory + "/tmp")
