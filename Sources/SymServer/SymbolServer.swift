@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import Logging
-import Metrics
 import NIOCore
 import ServiceLifecycle
 import SymBundle
