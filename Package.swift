@@ -16,6 +16,13 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // System-library shims: a module map and one header each.
@@ -24,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CLibz", path: "Sources/CLibz", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
 
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),
@@ -37,11 +45,37 @@ let package = Package(
             dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport"]
         ),
 
+        // Upload pipeline and server.
+        .target(
+            name: "SymBundle",
+            dependencies: [
+                "SymBytes", "SymELF", "SymTable",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "SymClient",
+            dependencies: ["CCurl", "SymBundle", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "SymServer",
+            dependencies: [
+                "SymBundle", "Symbolication", "SymTable",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "crashsym",
             dependencies: [
-                "Symbolication", "SymReport",
+                "Symbolication", "SymReport", "SymBundle", "SymClient", "SymServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -51,6 +85,15 @@ let package = Package(
         .testTarget(name: "SymDemangleTests", dependencies: ["SymDemangle"]),
         .testTarget(name: "SymReportTests", dependencies: ["SymReport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymReport", "SymTable", "SymELF"]),
+        .testTarget(name: "SymBundleTests", dependencies: ["SymBundle", "SymTable"]),
+        .testTarget(
+            name: "SymServerTests",
+            dependencies: [
+                "SymServer", "SymClient", "SymBundle", "SymTable",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
     ],
     swiftLanguageModes: [.v6]

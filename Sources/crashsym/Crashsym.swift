@@ -5,7 +5,7 @@ import Glibc
 
 /// The crashsym command-line tool.
 @main
-struct Crashsym: ParsableCommand {
+struct Crashsym: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crashsym",
         abstract: "Crash symbolication and debug-symbol tables for native code on Linux.",
@@ -13,14 +13,18 @@ struct Crashsym: ParsableCommand {
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self]
+        subcommands: [Dump.self, Lookup.self, Serve.self, Apps.self]
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
-    static func main() {
+    static func main() async {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
         } catch {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)

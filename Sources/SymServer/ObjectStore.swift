@@ -1,0 +1,84 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A content-addressed file store: `<root>/objects/sha256/ab/cdef…`, plus a scratch directory
+/// `<root>/tmp` on the same file system so that finished files are renamed into place.
+///
+/// A file enters the store in three durable steps: its bytes are fsynced, it is renamed to its
+/// digest's path (atomic), and the directory holding it is fsynced. A crash at any point leaves
+/// either nothing or a complete object; an object with no metadata row is harmless (a retry
+/// renames the same bytes over it).
+public struct ObjectStore: Sendable {
+    /// The data directory.
+    public let root: String
+
+    /// Opens (creating as needed) the store under `root`.
+    public init(root: String) throws {
+        self.root = root
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        for directory in [root + "/objects", root + "/objects/sha256", temporaryDirectory] {
+            try Self.makeDirectory(directory)
+        }
+    }
+
+    /// Scratch space for request bodies and inflated bundles.
+    public var temporaryDirectory: String { root + "/tmp" }
+
+    /// Removes what interrupted requests left in the scratch directory (run at startup only).
+    public func removeLeftovers() throws {
+        let fileManager = FileManager.default
+        for name in try fileManager.contentsOfDirectory(atPath: temporaryDirectory) {
+            try fileManager.removeItem(atPath: temporaryDirectory + "/" + name)
+        }
+    }
+
+    /// Path of the object with this SHA-256 (lowercase hex).
+    public func path(sha256: String) -> String {
+        let digest = Substring(sha256)
+        return root + "/objects/sha256/" + digest.prefix(2) + "/" + digest.dropFirst(2)
+    }
+
+    /// Whether the object exists.
+    public func contains(sha256: String) -> Bool {
+        FileManager.default.fileExists(atPath: path(sha256: sha256))
+    }
+
+    /// Moves the file at `source` (in the scratch directory, contents with digest `sha256`) into
+    /// the store durably; when the object is already there the source is removed instead.
+    public func insert(fileAt source: String, sha256: String) throws {
+        let destination = path(sha256: sha256)
+        let directory = String(destination[..<destination.lastIndex(of: "/")!])
+        if contains(sha256: sha256) {
+            try? FileManager.default.removeItem(atPath: source)
+            return
+        }
+        try Self.fsync(path: source, directory: false)
+        try Self.makeDirectory(directory)
+        guard rename(source, destination) == 0 else { throw Self.posixError("rename \(source) to \(destination)") }
+        try Self.fsync(path: directory, directory: true)
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) == 0 {
+            // Make the new directory entry itself durable.
+            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+            try fsync(path: parent.isEmpty ? "/" : parent, directory: true)
+            return
+        }
+        guard errno == EEXIST else { throw posixError("mkdir \(path)") }
+    }
+
+    /// fsync(2) of a file or directory by path.
+    static func fsync(path: String, directory: Bool) throws {
+        let fd = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("open \(path)") }
+        defer { close(fd) }
+        guard Glibc.fsync(fd) == 0 else { throw posixError("fsync \(path)") }
+    }
+
+    static func posixError(_ what: String) -> ServerError {
+        ServerError(.internal, "\(what): \(String(cString: strerror(errno)))")
+    }
+}

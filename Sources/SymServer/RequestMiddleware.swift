@@ -1,0 +1,42 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Gives every request an id (`X-Request-Id`, `crashsym.request_id` in logs), maps errors to the
+/// JSON error body of the API, logs one line per request and counts it.
+struct RequestMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let requestID = context.id
+        context.logger[metadataKey: "crashsym.request_id"] = "\(requestID)"
+        let logger = context.logger
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as ServerError {
+            if error.code == .internal { logger.error("request failed", metadata: ["error": "\(error)"]) }
+            response = error.response()
+        } catch let error as HTTPError {
+            let code: ServerError.Code = switch error.status.code {
+            case 404: .notFound
+            case 413: .tooLarge
+            case 408: .timeout
+            case 400..<500: .badRequest
+            default: .internal
+            }
+            let message = error.body ?? (code == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
+            response = ServerError(code, message).response()
+            response.status = error.status
+        } catch {
+            logger.error("request failed", metadata: ["error": "\(error)"])
+            response = ServerError(.internal, "internal error (request id \(requestID))").response()
+        }
+        response.headers[HTTPField.Name("X-Request-Id")!] = requestID
+        metrics.request(method: request.method.rawValue, status: response.status.code)
+        logger.info("\(request.method) \(request.uri.path) \(response.status.code)")
+        return response
+    }
+}

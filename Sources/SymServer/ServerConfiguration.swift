@@ -1,0 +1,126 @@
+import Foundation
+import SymBundle
+
+/// Everything `crashsym serve` can be told, with defaults.
+///
+/// Each setting comes from, in order of precedence: a command-line flag, an environment variable
+/// `CRASHSYM_<NAME>` (upper case, dashes as underscores), the JSON config file (`--config` or
+/// `CRASHSYM_CONFIG`, keys as the flag names), the default.
+public struct ServerConfiguration: Sendable, Equatable {
+    /// Address to bind; loopback unless told otherwise.
+    public var host: String
+    /// TCP port (0: any free port).
+    public var port: Int
+    /// The data directory (SQLite metadata and object store).
+    public var dataDirectory: String
+    /// Largest request body accepted (413 above).
+    public var maxBodyBytes: UInt64
+    /// Uploads processed at once (429 above).
+    public var maxConcurrentUploads: Int
+    /// Seconds allowed to receive an upload body (408 above); also how long a connection may
+    /// stay silent, in a request or between requests, before it is closed.
+    public var requestTimeout: Double
+    /// Limits applied while validating bundles.
+    public var bundleLimits: BundleLimits
+    /// swift-log level (`trace` … `critical`).
+    public var logLevel: String
+
+    /// Creates a configuration.
+    public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
+                maxBodyBytes: UInt64 = 2 << 30, maxConcurrentUploads: Int = 4, requestTimeout: Double = 600,
+                bundleLimits: BundleLimits = BundleLimits(), logLevel: String = "info") {
+        self.host = host
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.maxBodyBytes = maxBodyBytes
+        self.maxConcurrentUploads = maxConcurrentUploads
+        self.requestTimeout = requestTimeout
+        self.bundleLimits = bundleLimits
+        self.logLevel = logLevel
+    }
+
+    /// The setting names, as flags (`--max-body-bytes`), config-file keys and, upper-cased with
+    /// underscores, environment variables (`CRASHSYM_MAX_BODY_BYTES`).
+    public static let settingNames = [
+        "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
+        "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
+    ]
+
+    /// The environment variable of a setting.
+    public static func environmentName(_ setting: String) -> String {
+        "CRASHSYM_" + setting.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// Resolves the configuration from flags (setting name → value, only those given), the
+    /// environment and the config file (`configFile`, else `CRASHSYM_CONFIG`).
+    public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
+                               configFile: String? = nil) throws -> ServerConfiguration {
+        var file: [String: String] = [:]
+        if let path = configFile ?? environment["CRASHSYM_CONFIG"] {
+            file = try readConfigFile(path)
+        }
+        func value(_ name: String) -> String? {
+            flags[name] ?? environment[environmentName(name)] ?? file[name]
+        }
+        func number<N: FixedWidthInteger>(_ name: String, _ fallback: N, minimum: N = 0) throws -> N {
+            guard let text = value(name) else { return fallback }
+            guard let parsed = N(text.trimmingCharacters(in: .whitespaces)), parsed >= minimum else {
+                throw ConfigurationError("\(name): \"\(text)\" is not an integer of at least \(minimum)")
+            }
+            return parsed
+        }
+        var configuration = ServerConfiguration()
+        configuration.host = value("host") ?? configuration.host
+        configuration.port = try number("port", configuration.port)
+        guard configuration.port <= 65535 else { throw ConfigurationError("port: \(configuration.port) is over 65535") }
+        configuration.dataDirectory = value("data-dir") ?? configuration.dataDirectory
+        configuration.maxBodyBytes = try number("max-body-bytes", configuration.maxBodyBytes, minimum: 1)
+        configuration.maxConcurrentUploads = try number("max-concurrent-uploads", configuration.maxConcurrentUploads, minimum: 1)
+        if let text = value("request-timeout") {
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                throw ConfigurationError("request-timeout: \"\(text)\" is not a positive number of seconds")
+            }
+            configuration.requestTimeout = seconds
+        }
+        configuration.bundleLimits.maxEntries = try number("max-entries", configuration.bundleLimits.maxEntries, minimum: 1)
+        configuration.bundleLimits.maxUncompressedBytes = try number("max-uncompressed-bytes", configuration.bundleLimits.maxUncompressedBytes, minimum: 1)
+        configuration.bundleLimits.maxCompressionRatio = try number("max-ratio", configuration.bundleLimits.maxCompressionRatio, minimum: 1)
+        configuration.logLevel = value("log-level") ?? configuration.logLevel
+        return configuration
+    }
+
+    /// A flat JSON object whose values are strings, numbers or booleans.
+    private static func readConfigFile(_ path: String) throws -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("cannot read the config file \(path)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ConfigurationError("\(path): not a JSON object")
+        }
+        var settings: [String: String] = [:]
+        for (key, value) in object {
+            guard settingNames.contains(key) else {
+                throw ConfigurationError("\(path): unknown setting \"\(key)\" (known: \(settingNames.joined(separator: ", ")))")
+            }
+            switch value {
+            case let text as String: settings[key] = text
+            case let number as NSNumber: settings[key] = number.stringValue
+            default: throw ConfigurationError("\(path): \(key) must be a string or a number")
+            }
+        }
+        return settings
+    }
+}
+
+/// A setting that cannot be used, with the setting's name (or the config file) in the message.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One line saying which setting and why.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import SymBundle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension SymbolServer {
+    /// `POST /api/v1/apps/{appId}/symbols/missing` body.
+    struct MissingRequest: Decodable {
+        var version: String
+        var package: String?
+        var platform: String?
+        var modules: [Module]
+
+        struct Module: Decodable {
+            var buildID: String
+            enum CodingKeys: String, CodingKey { case buildID = "build_id" }
+        }
+    }
+
+    struct MissingAnswer: Encodable {
+        var missing: [String]
+        var present: [String]
+    }
+
+    struct UploadAnswer: Encodable {
+        var version: String
+        var stored: [String]
+        var alreadyPresent: [String]
+        enum CodingKeys: String, CodingKey { case version, stored, alreadyPresent = "already_present" }
+    }
+
+    /// Build-ids in, the ones the app lacks out; present ones are linked to the version.
+    func missing(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: 16 << 20)
+        } catch {
+            throw ServerError(.tooLarge, "the build-id list is over 16 MiB")
+        }
+        let query: MissingRequest
+        do {
+            query = try JSONDecoder().decode(MissingRequest.self, from: Data(buffer: body))
+        } catch {
+            throw ServerError(.badRequest, "malformed request: \(Self.describe(error))")
+        }
+        guard BundleManifest.isVersion(query.version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+        let platform = query.platform ?? "linux"
+        guard ["linux", "android"].contains(platform) else { throw ServerError(.badRequest, "platform must be linux or android") }
+        var ids: [String] = []
+        var seen = Set<String>()
+        for module in query.modules {
+            let id = module.buildID.lowercased()
+            guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id \"\(id.prefix(140))\"") }
+            if seen.insert(id).inserted { ids.append(id) }
+        }
+        let (missing, present) = try await store.missing(appID: appID, version: query.version, package: query.package ?? "",
+                                                        platform: platform, buildIDs: ids)
+        return Self.json(MissingAnswer(missing: missing, present: present))
+    }
+
+    /// Receives a bundle: streamed to disk, validated, files made durable, metadata committed,
+    /// and only then answered 201.
+    func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        guard uploads.acquire() else {
+            metrics.rejected("too-many-requests")
+            throw ServerError(.tooManyRequests, "\(uploads.limit) uploads are in progress; retry later", retryAfter: 2)
+        }
+        defer { uploads.release() }
+        if let length = request.headers[.contentLength].flatMap({ UInt64($0) }), length > configuration.maxBodyBytes {
+            metrics.rejected("too-large")
+            throw ServerError(.tooLarge, "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)")
+        }
+        let work = store.objects.temporaryDirectory + "/upload-" + UUID().uuidString
+        try ObjectStore.makeDirectory(work)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let bodyPath = work + "/body.zip"
+        let received = try await receive(request.body, to: bodyPath)
+        metrics.received(bytes: Int(received))
+        context.logger.info("bundle received", metadata: ["crashsym.app_id": "\(appID)", "crashsym.bytes": "\(received)"])
+
+        let staging = work + "/files"
+        try ObjectStore.makeDirectory(staging)
+        let validator = BundleValidator(limits: configuration.bundleLimits)
+        let outcome: Result<ValidatedBundle, BundleValidationError> = try await NIOThreadPool.singleton.runIfActive {
+            Result { () throws(BundleValidationError) in try validator.validate(zipAt: bodyPath, stagingDirectory: staging) }
+        }
+        let bundle: ValidatedBundle
+        switch outcome {
+        case .success(let validated): bundle = validated
+        case .failure(let error) where error.code == .io: throw ServerError(.internal, "cannot stage the bundle: \(error.message)")
+        case .failure(let error):
+            metrics.rejected("invalid-bundle")
+            context.logger.notice("bundle rejected", metadata: ["crashsym.reason": "\(error)"])
+            throw ServerError(.invalidBundle, error.description)
+        }
+        guard bundle.manifest.appID == appID else {
+            metrics.rejected("invalid-bundle")
+            throw ServerError(.invalidBundle, "manifest.json: app_id \(bundle.manifest.appID) is not the app of the URL (\(appID))")
+        }
+
+        let present = try await store.present(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
+        let objects = store.objects
+        let modules = try await NIOThreadPool.singleton.runIfActive {
+            try bundle.modules.map { module -> SymbolStore.StoredModule in
+                let entry = module.manifest
+                if !present.contains(entry.buildID) {
+                    try objects.insert(fileAt: module.symbolsPath, sha256: entry.symbols.sha256)
+                    if let debugPath = module.debugPath, let debug = entry.debug {
+                        try objects.insert(fileAt: debugPath, sha256: debug.sha256)
+                    }
+                }
+                return SymbolStore.StoredModule(
+                    buildID: entry.buildID, name: entry.name, arch: entry.arch, hasDWARF: entry.hasDWARF,
+                    symbolsSHA256: entry.symbols.sha256, symbolsSize: entry.symbols.size,
+                    debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size)
+            }
+        }
+        let (stored, alreadyPresent) = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
+        metrics.uploaded(stored: stored.count, alreadyPresent: alreadyPresent.count)
+        context.logger.info("bundle stored", metadata: [
+            "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
+            "crashsym.stored": "\(stored.count)", "crashsym.already_present": "\(alreadyPresent.count)",
+        ])
+        return Self.json(UploadAnswer(version: bundle.manifest.version, stored: stored, alreadyPresent: alreadyPresent),
+                         status: .created)
+    }
+
+    /// Writes the request body to a new file, counting bytes against the body limit and time
+    /// against the request timeout; never holds more than one chunk in memory.
+    private func receive(_ body: RequestBody, to path: String) async throws -> UInt64 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
+        defer { close(fd) }
+        let deadline = ContinuousClock.now + .nanoseconds(Int64(configuration.requestTimeout * 1e9))
+        var total: UInt64 = 0
+        var iterator = body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do {
+                next = try await iterator.next()
+            } catch {
+                // The connection failed or was closed for silence (the idle timeout is the request
+                // timeout): nobody is left to answer, but the log and the metrics say why.
+                metrics.rejected("incomplete-body")
+                throw ServerError(.badRequest, "the body ended early after \(total) bytes: \(error)")
+            }
+            guard let buffer = next else { break }
+            total += UInt64(buffer.readableBytes)
+            guard total <= configuration.maxBodyBytes else {
+                metrics.rejected("too-large")
+                throw ServerError(.tooLarge, "the body is over the limit of \(configuration.maxBodyBytes) bytes")
+            }
+            guard ContinuousClock.now < deadline else {
+                metrics.rejected("timeout")
+                throw ServerError(.timeout, "the body took longer than \(configuration.requestTimeout) s")
+            }
+            try buffer.withUnsafeReadableBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw ObjectStore.posixError("write \(path)")
+                    }
+                    offset += written
+                }
+            }
+        }
+        return total
+    }
+
+    /// The app's versions.
+    func versions(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        struct Answer: Encodable { var versions: [SymbolStore.VersionSummary] }
+        return Self.json(Answer(versions: try await store.versions(appID: appID)))
+    }
+
+    /// The modules of one version.
+    func modules(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        let version = try context.parameters.require("version")
+        guard let modules = try await store.modules(appID: appID, version: version) else {
+            throw ServerError(.notFound, "no version \(version)")
+        }
+        struct Answer: Encodable { var modules: [SymbolStore.ModuleSummary] }
+        return Self.json(Answer(modules: modules))
+    }
+
+    /// debuginfod: the uploaded debug file of a build-id (used for both `debuginfo` and
+    /// `executable`: the uploaded file is the unstripped ELF).
+    func debugFile(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let id = try context.parameters.require("buildId").lowercased()
+        guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id") }
+        guard let sha256 = try await store.debugFileObject(buildID: id) else {
+            throw ServerError(.notFound, "no debug file for build-id \(id)")
+        }
+        let path = store.objects.path(sha256: sha256)
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        let body = try await FileIO().loadFile(path: path, context: context)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/octet-stream"
+        if let size {
+            headers[.contentLength] = String(size)
+            headers[HTTPField.Name("X-Debuginfod-Size")!] = String(size)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "missing field \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.dataCorrupted: "not valid JSON"
+        default: "\(error)"
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SymBundle
+
+/// The `crashsym serve` application: the HTTP API of docs/http-api.md over a `SymbolStore`.
+///
+/// Runs as one `ServiceGroup`; SIGTERM and SIGINT stop accepting connections and let in-flight
+/// requests finish.
+public struct SymbolServer: Sendable {
+    /// The resolved configuration.
+    public let configuration: ServerConfiguration
+    /// Metadata and files.
+    public let store: SymbolStore
+    let logger: Logger
+    let metrics: ServerMetrics
+    let uploads: UploadLimiter
+
+    /// Opens the data directory (removing scratch files an interrupted run left) and prepares
+    /// the routes; `run()` starts serving.
+    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusRegistry = PrometheusRegistry()) throws {
+        self.configuration = configuration
+        self.logger = logger
+        store = try SymbolStore(dataDirectory: configuration.dataDirectory)
+        try store.objects.removeLeftovers()
+        self.metrics = ServerMetrics(registry: metrics)
+        uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains in-flight requests. `onListening` receives the
+    /// bound port (useful with port 0).
+    public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let idle = TimeAmount.nanoseconds(Int64(configuration.requestTimeout * 1e9))
+        let application = Application(
+            router: makeRouter(),
+            server: .http1(configuration: .init(idleTimeout: idle)),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "crashsym"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+        let group = ServiceGroup(configuration: .init(
+            services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestMiddleware(metrics: metrics))
+        router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
+        router.get("metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics.registry.render())))
+        }
+        let apps = router.group("api/v1/apps/:appId")
+        apps.post("symbols/missing") { request, context in try await missing(request, context) }
+        apps.post("symbols") { request, context in try await upload(request, context) }
+        apps.get("versions") { request, context in try await versions(request, context) }
+        apps.get("versions/:version/modules") { request, context in try await modules(request, context) }
+        router.get("buildid/:buildId/debuginfo") { request, context in try await debugFile(request, context) }
+        router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
+        return router
+    }
+
+    // MARK: Auth
+
+    /// The app id of the URL once the bearer key is checked; an unknown app and a wrong key both
+    /// get the same 401.
+    func authenticate(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+        let appID = try context.parameters.require("appId")
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        let key = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces) : ""
+        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        guard AppKey.matches(key, stored: stored) else {
+            metrics.rejected("unauthorized")
+            throw ServerError(.unauthorized, "missing or invalid app key")
+        }
+        return appID
+    }
+
+    // MARK: Helpers
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(value)) ?? Data()
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

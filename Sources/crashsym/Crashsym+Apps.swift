@@ -1,0 +1,149 @@
+import ArgumentParser
+import Symbolication
+import SymServer
+
+extension Crashsym {
+    /// `crashsym apps`: apps and keys of a server's data directory.
+    struct Apps: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Manage the apps of a symbol server and their upload keys.",
+            discussion: """
+                Works on the data directory of `crashsym serve` (the server may be running). A key is
+                printed once, when created or rotated; the server keeps only its SHA-256.
+
+                Example:
+                  crashsym apps create demo --data-dir /var/lib/crashsym
+                  crashsym apps list --data-dir /var/lib/crashsym
+                  crashsym apps rotate-key 3f9a0c1d2e4b5a69 --data-dir /var/lib/crashsym
+                """,
+            subcommands: [Create.self, List.self, RotateKey.self]
+        )
+
+        static func openStore(_ location: ServerLocationOptions) throws -> SymbolStore {
+            let configuration: ServerConfiguration
+            do {
+                configuration = try ServerConfiguration.resolve(flags: ["data-dir": location.dataDirectory].compactMapValues { $0 },
+                                                                configFile: location.config)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            do {
+                return try SymbolStore(dataDirectory: configuration.dataDirectory)
+            } catch {
+                FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+
+        static func fail(_ error: any Error) -> ExitCode {
+            FileOutput.standardError("crashsym: \((error as? ServerError)?.message ?? "\(error)")\n")
+            return ExitCode.failure
+        }
+
+        /// `crashsym apps create NAME`.
+        struct Create: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Create an app and print its id and key (shown once).")
+
+            @Argument(help: "Human-readable name of the app.")
+            var name: String
+
+            @Option(help: "App id (default: 16 random hex digits); [A-Za-z0-9._-], used in URLs and manifests.")
+            var id: String?
+
+            @Option(help: "Output format: text or json.")
+            var format: OutputFormat = .text
+
+            @OptionGroup var location: ServerLocationOptions
+
+            func run() throws {
+                let store = try Apps.openStore(location)
+                let (app, key): (SymbolStore.App, String)
+                do {
+                    (app, key) = try store.createApp(name: name, id: id)
+                } catch {
+                    throw Apps.fail(error)
+                }
+                if format == .json {
+                    var writer = JSONWriter()
+                    writer.beginObject()
+                    writer.field("id", app.id)
+                    writer.field("name", app.name)
+                    writer.field("key", key)
+                    writer.field("created", app.created)
+                    writer.endObject()
+                    FileOutput.standardOutput(writer.text + "\n")
+                } else {
+                    FileOutput.standardOutput("app \(app.name) created\n  id:  \(app.id)\n  key: \(key)\n"
+                        + "The key is shown only now: store it in your CI secrets (CRASHSYM_APP_KEY).\n")
+                }
+            }
+        }
+
+        /// `crashsym apps list`.
+        struct List: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List the apps (never their keys).")
+
+            @Option(help: "Output format: text or json.")
+            var format: OutputFormat = .text
+
+            @OptionGroup var location: ServerLocationOptions
+
+            func run() throws {
+                let store = try Apps.openStore(location)
+                let apps: [SymbolStore.App]
+                do {
+                    apps = try store.listApps()
+                } catch {
+                    throw Apps.fail(error)
+                }
+                for app in apps {
+                    if format == .json {
+                        var writer = JSONWriter()
+                        writer.beginObject()
+                        writer.field("id", app.id)
+                        writer.field("name", app.name)
+                        writer.field("created", app.created)
+                        writer.endObject()
+                        FileOutput.standardOutput(writer.text + "\n")
+                    } else {
+                        FileOutput.standardOutput("\(app.id)  \(app.created)  \(app.name)\n")
+                    }
+                }
+            }
+        }
+
+        /// `crashsym apps rotate-key ID`.
+        struct RotateKey: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "rotate-key", abstract: "Replace an app's key and print the new one (shown once); the old key stops working.")
+
+            @Argument(help: "The app id.")
+            var id: String
+
+            @Option(help: "Output format: text or json.")
+            var format: OutputFormat = .text
+
+            @OptionGroup var location: ServerLocationOptions
+
+            func run() throws {
+                let store = try Apps.openStore(location)
+                let key: String
+                do {
+                    key = try store.rotateKey(appID: id)
+                } catch {
+                    throw Apps.fail(error)
+                }
+                if format == .json {
+                    var writer = JSONWriter()
+                    writer.beginObject()
+                    writer.field("id", id)
+                    writer.field("key", key)
+                    writer.endObject()
+                    FileOutput.standardOutput(writer.text + "\n")
+                } else {
+                    FileOutput.standardOutput("new key for app \(id): \(key)\nThe old key no longer works; the new one is shown only now.\n")
+                }
+            }
+        }
+    }
+}

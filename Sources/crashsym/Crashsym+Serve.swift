@@ -1,0 +1,113 @@
+import ArgumentParser
+import Logging
+import Metrics
+import SymServer
+
+/// Where the data directory comes from: shared by `serve` and `apps`.
+struct ServerLocationOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Data directory: SQLite metadata and the object store (env CRASHSYM_DATA_DIR; default ./crashsym-data).", valueName: "dir"))
+    var dataDirectory: String?
+
+    @Option(help: ArgumentHelp("JSON config file whose keys are the option names, e.g. {\"port\": 8080} (env CRASHSYM_CONFIG).", valueName: "file"))
+    var config: String?
+}
+
+extension Crashsym {
+    /// `crashsym serve`: the symbol server.
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the symbol server: stores uploaded symbol bundles and serves them over HTTP.",
+            discussion: """
+                The HTTP API is described in docs/http-api.md. Metadata lives in SQLite and files in a
+                content-addressed store, both under the data directory; create apps and keys with
+                `crashsym apps create`. Each setting is taken from the flag, else the environment
+                variable CRASHSYM_<NAME> (e.g. CRASHSYM_MAX_BODY_BYTES), else the config file, else the
+                default. SIGTERM or SIGINT stops accepting connections and lets running requests finish.
+
+                Example:
+                  crashsym serve --data-dir /var/lib/crashsym --port 8080
+                  CRASHSYM_MAX_CONCURRENT_UPLOADS=8 crashsym serve --config /etc/crashsym/serve.json
+                """
+        )
+
+        @OptionGroup var location: ServerLocationOptions
+
+        @Option(help: "Address to bind (default 127.0.0.1: loopback only).")
+        var host: String?
+
+        @Option(help: "TCP port (default 8080; 0 picks a free port, printed on startup).")
+        var port: Int?
+
+        @Option(name: .customLong("max-body-bytes"), help: "Largest accepted upload in bytes (default 2 GiB; 413 above).")
+        var maxBodyBytes: UInt64?
+
+        @Option(name: .customLong("max-concurrent-uploads"), help: "Uploads processed at once (default 4; 429 above).")
+        var maxConcurrentUploads: Int?
+
+        @Option(name: .customLong("request-timeout"), help: "Seconds allowed to receive an upload body (default 600; 408 above); a connection silent that long is closed.")
+        var requestTimeout: Double?
+
+        @Option(name: .customLong("max-entries"), help: "Most zip entries in a bundle (default 10000).")
+        var maxEntries: Int?
+
+        @Option(name: .customLong("max-uncompressed-bytes"), help: "Most uncompressed bytes in a bundle (default 8 GiB).")
+        var maxUncompressedBytes: UInt64?
+
+        @Option(name: .customLong("max-ratio"), help: "Highest compression ratio of a bundle entry over 1 MiB (default 100).")
+        var maxRatio: UInt64?
+
+        @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+        var logLevel: String?
+
+        var flags: [String: String] {
+            var flags: [String: String] = [:]
+            flags["data-dir"] = location.dataDirectory
+            flags["host"] = host
+            flags["port"] = port.map(String.init)
+            flags["max-body-bytes"] = maxBodyBytes.map(String.init)
+            flags["max-concurrent-uploads"] = maxConcurrentUploads.map(String.init)
+            flags["request-timeout"] = requestTimeout.map { String($0) }
+            flags["max-entries"] = maxEntries.map(String.init)
+            flags["max-uncompressed-bytes"] = maxUncompressedBytes.map(String.init)
+            flags["max-ratio"] = maxRatio.map(String.init)
+            flags["log-level"] = logLevel
+            return flags
+        }
+
+        func run() async throws {
+            let configuration: ServerConfiguration
+            do {
+                configuration = try ServerConfiguration.resolve(flags: flags, configFile: location.config)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            guard let level = Logger.Level(rawValue: configuration.logLevel) else {
+                throw ValidationError("log-level: \"\(configuration.logLevel)\" is not a swift-log level")
+            }
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            let registry = PrometheusRegistry()
+            MetricsSystem.bootstrap(registry)
+            let logger = Logger(label: "crashsym.serve")
+            let server: SymbolServer
+            do {
+                server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry)
+            } catch {
+                FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
+                throw ExitCode.failure
+            }
+            do {
+                try await server.run { port in
+                    // One line on stdout, so scripts starting the server on port 0 learn the port.
+                    FileOutput.standardOutput("listening on http://\(configuration.host):\(port)\n")
+                }
+            } catch {
+                FileOutput.standardError("crashsym: serving on \(configuration.host):\(configuration.port) failed: \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+    }
+}

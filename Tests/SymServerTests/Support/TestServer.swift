@@ -1,0 +1,229 @@
+import Foundation
+
+/// The built `crashsym` binary, found like Tests/CrashsymTests/CLI.swift does.
+enum Binary {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    static var crashsym: String {
+        if let path = ProcessInfo.processInfo.environment["CRASHSYM_BINARY"] { return path }
+        let bundle = Bundle.main.bundleURL
+        for directory in [bundle, bundle.deletingLastPathComponent()] {
+            let candidate = directory.appendingPathComponent("crashsym").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return root.appendingPathComponent(".build/debug/crashsym").path
+    }
+
+    static func fixture(_ relative: String) -> String { root.appendingPathComponent("Fixtures/elf/" + relative).path }
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `executable` with `arguments` to completion.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let outPath = directory + "/out", errPath = directory + "/err"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        return Output(status: process.terminationStatus,
+                      stdout: String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self),
+                      stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
+    }
+
+    static func crashsym(_ arguments: [String], environment: [String: String] = [:]) throws -> Output {
+        try run(crashsym, arguments, environment: environment)
+    }
+
+    static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "crashsym-server-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// An HTTP answer as curl saw it.
+struct HTTPAnswer {
+    var status: Int
+    var body: Data
+    var headers: [String: String]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    /// The body as a JSON object.
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    /// `error.code` of an error body.
+    var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+}
+
+/// A real `crashsym serve` process on 127.0.0.1 with a kernel-chosen free port, over its own data
+/// directory, with one app created through `crashsym apps create`.
+final class TestServer {
+    let dataDirectory: String
+    let scratch: String
+    private(set) var port = 0
+    private(set) var process: Process?
+    let extraArguments: [String]
+    let appID: String
+    let key: String
+
+    init(arguments: [String] = []) throws {
+        scratch = try Binary.temporaryDirectory()
+        dataDirectory = scratch + "/data"
+        extraArguments = arguments
+        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", dataDirectory, "--format", "json"])
+        guard created.status == 0,
+              let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any],
+              let id = object["id"] as? String, let key = object["key"] as? String else {
+            throw TestFailure("apps create failed: \(created.stderr)")
+        }
+        appID = id
+        self.key = key
+        try start()
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts the server and waits for its "listening on" line.
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.crashsym)
+        process.arguments = ["serve", "--data-dir", dataDirectory, "--port", "0", "--log-level", "warning"] + extraArguments
+        let output = Pipe()
+        process.standardOutput = output
+        let log = scratch + "/server-\(UUID().uuidString).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+        self.process = process
+        var line = Data()
+        let reader = output.fileHandleForReading
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = reader.availableData
+            if chunk.isEmpty {
+                throw TestFailure("server exited before listening: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let portText = text.split(separator: ":").last?.split(separator: "\n").first, let port = Int(portText) else {
+            throw TestFailure("unexpected first line \(text)")
+        }
+        self.port = port
+    }
+
+    /// kill -9.
+    func crash() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// SIGTERM, then the exit status.
+    func terminate() -> Int32 {
+        guard let process else { return -1 }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    /// A Sendable client for this server's current port and app.
+    var client: HTTPClient { HTTPClient(base: base, appID: appID, key: key) }
+
+    /// One request with the curl CLI; `key` nil sends no Authorization header.
+    func request(_ method: String, _ path: String, key: String?? = .none, json: String? = nil, file: String? = nil,
+                 extra: [String] = []) throws -> HTTPAnswer {
+        try client.request(method, path, key: key, json: json, file: file, extra: extra)
+    }
+
+    /// Uploads the bundle at `path`.
+    func upload(_ path: String, key: String?? = .none, appID: String? = nil) throws -> HTTPAnswer {
+        try client.upload(path, key: key, appID: appID)
+    }
+
+    /// TCP connections in state ESTABLISHED on the server's port (from /proc/net/tcp).
+    func establishedConnections() throws -> Int {
+        let suffix = String(format: ":%04X", port)
+        var count = 0
+        for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            // Field 1 is the local address, field 3 the state (01: ESTABLISHED).
+            if fields.count > 3, fields[3] == "01", fields[1].hasSuffix(suffix) { count += 1 }
+        }
+        return count
+    }
+
+    /// Files left in the scratch directory of the data directory.
+    func leftovers() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dataDirectory + "/tmp")
+    }
+}
+
+/// Requests to a running server with the curl CLI.
+struct HTTPClient: Sendable {
+    var base: String
+    var appID: String
+    var key: String
+
+    /// One request with the curl CLI; `key` nil sends no Authorization header.
+    func request(_ method: String, _ path: String, key: String?? = .none, json: String? = nil, file: String? = nil,
+                 extra: [String] = []) throws -> HTTPAnswer {
+        let directory = try Binary.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var arguments = ["-sS", "-X", method, "-o", directory + "/body", "-D", directory + "/headers", "-w", "%{http_code}",
+                         "--max-time", "120"]
+        let key = key ?? self.key
+        if let key { arguments += ["-H", "Authorization: Bearer \(key)"] }
+        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
+        if let file { arguments += ["-H", "Content-Type: application/zip", "--data-binary", "@" + file] }
+        arguments += extra
+        arguments.append(base + path)
+        let result = try Binary.run("/usr/bin/curl", arguments)
+        guard let status = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw TestFailure("curl failed: \(result.stderr)")
+        }
+        var headers: [String: String] = [:]
+        let headerText = (try? String(contentsOfFile: directory + "/headers", encoding: .utf8)) ?? ""
+        for line in headerText.split(whereSeparator: \.isNewline) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return HTTPAnswer(status: status, body: FileManager.default.contents(atPath: directory + "/body") ?? Data(),
+                          headers: headers)
+    }
+
+    /// Uploads the bundle at `path`.
+    func upload(_ path: String, key: String?? = .none, appID: String? = nil) throws -> HTTPAnswer {
+        try request("POST", "/api/v1/apps/\(appID ?? self.appID)/symbols", key: key, file: path)
+    }
+}
