@@ -33,7 +33,7 @@ enum CLI {
         process.environment = env
         let output = Pipe(), stdin = Pipe()
         let errorPath = NSTemporaryDirectory() + "crashsym-stderr-" + UUID().uuidString
-        FileManager.default.createFile(atPath: errorPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
         defer { try? FileManager.default.removeItem(atPath: errorPath) }
         process.standardOutput = output
