@@ -13,11 +13,22 @@ struct Crashsym: ParsableCommand {
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self]
+        subcommands: [Dump.self, Lookup.self, Addr2line.self, LLVMSymbolizer.self]
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
     static func main() {
+        // Drop-in mode: run through a link named llvm-symbolizer or addr2line, act as that tool.
+        let program = CommandLine.arguments.first ?? ""
+        switch program.split(separator: "/").last.map(String.init) ?? "" {
+        case "llvm-symbolizer":
+            Glibc.exit(LLVMSymbolizer.serve(arguments: Array(CommandLine.arguments.dropFirst()), programName: program))
+        case "addr2line":
+            Addr2line.main(Array(CommandLine.arguments.dropFirst()))
+            Glibc.exit(0)
+        default:
+            break
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
