@@ -1,6 +1,10 @@
 import SymBytes
 import SymDemangle
 import SymTable
+import CDemangle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes llvm-symbolizer's answers (LLVM and JSON output styles, LLVM 21's `DIPrinter.cpp`)
 /// straight into bytes, like `FrameRenderer`: names and paths are rendered once per distinct
@@ -75,6 +79,10 @@ public struct SymbolizerRenderer {
                     name = symbolName(override, names: names)
                     if file.isEmpty, let stt = override.file { file = pathBytes(Array(stt.utf8)) }
                     start = override.address
+                } else if physical, location.isSymbolOnly, options.functions == .linkage, module.elfSymbols != nil {
+                    // Without DWARF llvm names code from the ELF symbol table alone; the table's
+                    // last symbol range reaches further than llvm's sized symbols do.
+                    name = []
                 }
                 frame(name: name, file: file, line: location.line, column: location.column, start: start,
                       inlined: index > 0, into: &output)
@@ -91,7 +99,7 @@ public struct SymbolizerRenderer {
         if isJSON {
             beginJSON(address: address, into: &output)
             output.append(contentsOf: Literal.jsonData)
-            appendJSONString(symbol?.name ?? "", to: &output)
+            if let symbol { output.append(contentsOf: displayName(Array(symbol.name.utf8), shortened: false)) }
             output.append(contentsOf: Literal.jsonSize)
             FrameRenderer.appendHex(symbol?.size ?? 0, to: &output)
             output.append(contentsOf: Literal.jsonStart)
@@ -103,7 +111,7 @@ public struct SymbolizerRenderer {
         }
         header(address, into: &output)
         if let symbol {
-            output.append(contentsOf: symbol.name.utf8)
+            output.append(contentsOf: displayName(Array(symbol.name.utf8), shortened: false))
         } else {
             output.append(contentsOf: Literal.unknown)
         }
@@ -125,8 +133,8 @@ public struct SymbolizerRenderer {
     /// (`message` set: JSON then carries it) or a line that is not a request (`address` nil).
     public mutating func renderUnknown(_ kind: SymbolizerRequest.Kind, address: UInt64?, moduleName: String,
                                        message: String? = nil, into output: inout [UInt8]) {
-        if kind == .data, let address {
-            renderData(address, module: nil, moduleName: moduleName, into: &output)
+        if kind == .data {
+            renderData(address ?? 0, module: nil, moduleName: moduleName, into: &output)
             return
         }
         if isJSON {
@@ -224,16 +232,31 @@ public struct SymbolizerRenderer {
 
     /// A name as printed: demangled (C++ and Rust; llvm-symbolizer leaves Swift names alone),
     /// shortened for `--functions=short`, escaped for JSON.
-    func displayName(_ raw: [UInt8]) -> [UInt8] {
+    func displayName(_ raw: [UInt8], shortened: Bool = true) -> [UInt8] {
         guard !raw.isEmpty else { return [] }
         var name = raw
         if options.demangle && FrameRenderer.mayBeMangled(raw) {
             let text = String(decoding: raw, as: UTF8.self)
-            if Demangler.scheme(of: text) != .swift, let demangled = demangler.demangle(text) {
-                name = Array(demangled.utf8)
+            switch Demangler.scheme(of: text) {
+            case .swift:
+                break
+            case .itanium:
+                if let demangled = ItaniumNames.demangleLLVMStyle(raw) { name = demangled }
+            case .rustLegacy:
+                // llvm-symbolizer reads legacy Rust names as plain Itanium ones (`$LT$`, hash kept).
+                if let demangled = ItaniumNames.rustLegacyAsItanium(raw) { name = demangled }
+            case .rustV0:
+                var head = raw[...], suffix: ArraySlice<UInt8> = []
+                if let dot = raw.firstIndex(of: UInt8(ascii: ".")) { head = raw[..<dot]; suffix = raw[dot...] }
+                if let demangled = demangler.demangle(String(decoding: head, as: UTF8.self)) {
+                    name = Array(demangled.utf8)
+                    if !suffix.isEmpty { name += Array(" (".utf8) + suffix + [UInt8(ascii: ")")] }
+                }
+            default:
+                if let demangled = demangler.demangle(text) { name = Array(demangled.utf8) }
             }
         }
-        if options.functions == .short { name = Self.shortName(name) }
+        if shortened && options.functions == .short { name = Self.shortName(name) }
         return isJSON ? Self.jsonEscaped(name) : name
     }
 
@@ -352,5 +375,78 @@ public struct SymbolizerRenderer {
         static let jsonError = Array("\"Error\":{\"Message\":\"".utf8)
         static let jsonErrorEnd = Array("\"},\"ModuleName\":\"".utf8)
         static let jsonObjectEnd = Array("\"}\n".utf8)
+    }
+}
+
+/// The C++ runtime's Itanium demangler called directly, with its output brought to LLVM's
+/// spelling where the two differ only in form (lambdas and unnamed types still read differently).
+enum ItaniumNames {
+    /// `raw` demangled as LLVM's demangler prints it: a `.suffix` (`.cold`, `.llvm.123`) as
+    /// ` (.suffix)`, nested template lists closed as `>>`, `operator<<T>` without a space.
+    static func demangleLLVMStyle(_ raw: [UInt8]) -> [UInt8]? {
+        var head = raw[...], suffix: ArraySlice<UInt8> = []
+        if let dot = raw.firstIndex(of: UInt8(ascii: ".")), dot > 0 {
+            head = raw[..<dot]
+            suffix = raw[dot...]
+        }
+        guard let demangled = demangle(Array(head)) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(demangled.utf8.count + suffix.count + 3)
+        for byte in demangled.utf8 {
+            if byte == UInt8(ascii: ">") || byte == UInt8(ascii: "<"), out.count >= 2,
+               out[out.count - 1] == UInt8(ascii: " "), out[out.count - 2] == byte {
+                out[out.count - 1] = byte
+            } else {
+                out.append(byte)
+            }
+        }
+        if !suffix.isEmpty {
+            out.append(contentsOf: " (".utf8)
+            out.append(contentsOf: suffix)
+            out.append(UInt8(ascii: ")"))
+        }
+        return out
+    }
+
+    /// A legacy Rust name (`_ZN` length-prefixed identifiers `E`, then an optional `.suffix`)
+    /// as LLVM's Itanium demangler prints it: identifiers joined by `::`, escapes and hash kept.
+    static func rustLegacyAsItanium(_ raw: [UInt8]) -> [UInt8]? {
+        var index = raw.starts(with: "__ZN".utf8) ? 4 : 3
+        guard raw.starts(with: "_ZN".utf8) || index == 4 else { return nil }
+        var out: [UInt8] = []
+        while index < raw.count, raw[index] != UInt8(ascii: "E") {
+            var length = 0
+            while index < raw.count, raw[index] >= UInt8(ascii: "0"), raw[index] <= UInt8(ascii: "9") {
+                length = length * 10 + Int(raw[index] - UInt8(ascii: "0"))
+                guard length <= raw.count else { return nil }
+                index += 1
+            }
+            guard length > 0, index + length <= raw.count else { return nil }
+            if !out.isEmpty { out.append(contentsOf: "::".utf8) }
+            out.append(contentsOf: raw[index..<(index + length)])
+            index += length
+        }
+        guard index < raw.count else { return nil }
+        index += 1
+        if index < raw.count {
+            guard raw[index] == UInt8(ascii: ".") else { return nil }
+            out.append(contentsOf: " (".utf8)
+            out.append(contentsOf: raw[index...])
+            out.append(UInt8(ascii: ")"))
+        }
+        return out
+    }
+
+    static func demangle(_ raw: [UInt8]) -> String? {
+        guard raw.count <= Demangler.maximumNameLength else { return nil }
+        var status: Int32 = 0
+        let result = (raw + [0]).withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                __cxa_demangle($0, nil, nil, &status)
+            }
+        }
+        guard let result else { return nil }
+        defer { free(result) }
+        return status == 0 ? String(cString: result) : nil
     }
 }

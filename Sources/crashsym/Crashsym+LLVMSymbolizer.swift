@@ -68,40 +68,41 @@ extension Crashsym {
                 switch parsed {
                 case .failure(let problem):
                     FileOutput.standardError("\(programName): error: '\(line)': \(problem.message)\n")
+                    // llvm-symbolizer answers a line it cannot parse as CODE, whatever its command.
                     renderer.renderUnknown(.code, address: nil, moduleName: problem.module, into: &output)
                     return
                 case .success(let parsedRequest):
                     request = parsedRequest
                 }
-                guard let address = request.address else {
-                    // A symbol name (`main+4`): not resolved here.
-                    renderer.renderUnknown(request.kind, address: nil, moduleName: request.module, into: &output)
-                    return
-                }
-                switch cache.module(at: request.path) {
-                case .failure(let error):
+                let opened = cache.module(at: request.path)
+                if case .failure(let error) = opened {
                     let message = Self.message(for: error)
                     if reported.insert(request.path).inserted {
                         FileOutput.standardError("\(programName): error: '\(request.path)': \(message)\n")
                     }
-                    renderer.renderUnknown(request.kind, address: address, moduleName: request.module,
+                    renderer.renderUnknown(request.kind, address: request.address, moduleName: request.module,
                                            message: message, into: &output)
-                case .success(let module):
-                    switch request.kind {
-                    case .data:
-                        renderer.renderData(address, module: module, moduleName: request.module, into: &output)
-                    case .code:
-                        do {
-                            try renderer.renderCode(address, module: module, moduleName: request.module, into: &output)
-                        } catch {
-                            FileOutput.standardError("\(programName): error: '\(request.path)': \(error.message)\n")
-                            renderer.renderUnknown(.code, address: address, moduleName: request.module,
-                                                   message: error.message, into: &output)
-                        }
-                    case .frame:
-                        // Frame (local variable) queries need DWARF locations the tables do not keep.
-                        renderer.renderUnknown(.code, address: address, moduleName: request.module, into: &output)
+                    return
+                }
+                guard case .success(let module) = opened, let address = request.address else {
+                    // A symbol name (`main+4`): not resolved here.
+                    renderer.renderUnknown(request.kind, address: nil, moduleName: request.module, into: &output)
+                    return
+                }
+                switch request.kind {
+                case .data:
+                    renderer.renderData(address, module: module, moduleName: request.module, into: &output)
+                case .code:
+                    do {
+                        try renderer.renderCode(address, module: module, moduleName: request.module, into: &output)
+                    } catch {
+                        FileOutput.standardError("\(programName): error: '\(request.path)': \(error.message)\n")
+                        renderer.renderUnknown(.code, address: address, moduleName: request.module,
+                                               message: error.message, into: &output)
                     }
+                case .frame:
+                    // Frame (local variable) queries need DWARF locations the tables do not keep.
+                    renderer.renderUnknown(.code, address: address, moduleName: request.module, into: &output)
                 }
             }
 
