@@ -112,7 +112,7 @@ public struct Addr2lineRenderer {
     }
 
     private mutating func function(_ reference: StringRef, physical: Bool) -> [UInt8] {
-        let key = UInt64(reference.offset) << 32 | UInt64(reference.length) | (physical ? 1 << 63 : 0)
+        let key = SymbolizerStrings.key(reference) | (physical ? 1 << 63 : 0)
         if let cached = functions.value(key) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
@@ -151,27 +151,15 @@ public struct Addr2lineRenderer {
     }
 
     private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
+        let key = SymbolizerStrings.key(directory, file)
         if let cached = paths.value(key) { return cached }
-        var name: [UInt8] = [], folder: [UInt8] = []
-        table.withUTF8(file) { name = Array($0) }
-        table.withUTF8(directory) { folder = Array($0) }
-        var joined: [UInt8] = []
-        if !name.isEmpty {
-            if !folder.isEmpty && name.first != UInt8(ascii: "/") {
-                joined = folder
-                if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
-            }
-            joined.append(contentsOf: name)
-        }
-        let bytes = pathBytes(joined)
+        let bytes = pathBytes(SymbolizerStrings.joinedPath(table, directory, file))
         paths.store(key, bytes)
         return bytes
     }
 
     private func pathBytes(_ path: [UInt8]) -> [UInt8] {
-        guard options.basenames, let slash = path.lastIndex(of: UInt8(ascii: "/")) else { return path }
-        return Array(path[(slash + 1)...])
+        options.basenames ? SymbolizerStrings.baseName(path) : path
     }
 
     /// binutils' `bfd_scan_vma(string, NULL, 16)`: leading white space, an optional `0x`, hex
@@ -211,84 +199,5 @@ public struct Addr2lineRenderer {
         static let unknownPretty = Array("?? ".utf8)
         static let unknownLine = Array("??\n".utf8)
         static let unknownLocation = Array("??:0\n".utf8)
-    }
-}
-
-/// An ELF symbol table searched the way BFD's `elf_find_function` does for `addr2line`.
-struct Addr2lineSymbols {
-    struct Symbol {
-        var name: String
-        var address: UInt64
-        var size: UInt64
-        var section: Int
-        var file: String?
-    }
-
-    /// Function-like symbols sorted by address; at one address the one BFD picks.
-    private let symbols: [Symbol]
-    /// `(start, end, index)` of allocated sections.
-    private let sections: [(start: UInt64, end: UInt64, index: Int)]
-
-    init(file: ELFFile) throws(FormatError) {
-        let all = try file.symbols()
-        let statics = all.filter { !$0.isDynamic }
-        let table = statics.isEmpty ? all : statics
-        var picked: [Symbol] = []
-        var fileName: String?
-        enum State { case nothingSeen, symbolSeen, fileAfterSymbolSeen }
-        var state = State.nothingSeen
-        for symbol in table {
-            if symbol.type == ELF.STT_FILE {
-                fileName = symbol.name
-                if state == .symbolSeen { state = .fileAfterSymbolSeen }
-                continue
-            }
-            defer { if state == .nothingSeen { state = .symbolSeen } }
-            let section = Int(symbol.sectionIndex)
-            guard section != 0, section < 0xff00, section < file.sections.count else { continue }
-            guard symbol.type != ELF.STT_SECTION, symbol.type != ELF.STT_OBJECT, symbol.type != ELF.STT_TLS else { continue }
-            // annobin's hidden local zero-sized labels are not functions.
-            if symbol.size == 0 && symbol.binding == ELF.STB_LOCAL && symbol.type == ELF.STT_NOTYPE
-                && symbol.other & 3 == 2 { continue }
-            let local = symbol.binding == ELF.STB_LOCAL
-            picked.append(Symbol(name: symbol.name, address: symbol.value, size: max(symbol.size, 1), section: section,
-                                 file: fileName != nil && (local || state != .fileAfterSymbolSeen) ? fileName : nil))
-        }
-        // BFD keeps the first symbol at an address unless a later one is strictly larger.
-        let order = picked.indices.sorted { left, right in
-            picked[left].address != picked[right].address ? picked[left].address < picked[right].address : left < right
-        }
-        var chosen: [Symbol] = []
-        for position in order {
-            let symbol = picked[position]
-            if let last = chosen.last, last.address == symbol.address, last.section == symbol.section {
-                if symbol.size > last.size { chosen[chosen.count - 1] = symbol }
-            } else {
-                chosen.append(symbol)
-            }
-        }
-        symbols = chosen
-        sections = file.sections.enumerated().compactMap { index, section in
-            guard section.flags & ELF.SHF_ALLOC != 0, section.size > 0 else { return nil }
-            let (end, overflow) = section.address.addingReportingOverflow(section.size)
-            return overflow ? nil : (section.address, end, index)
-        }
-    }
-
-    /// The function BFD names for `address`: the nearest symbol at or before it in the section
-    /// containing it.
-    func function(containing address: UInt64) -> Symbol? {
-        guard let section = sections.first(where: { $0.start <= address && address < $0.end })?.index else { return nil }
-        var low = 0, high = symbols.count
-        while low < high {
-            let middle = (low + high) / 2
-            if symbols[middle].address <= address { low = middle + 1 } else { high = middle }
-        }
-        var index = low - 1
-        while index >= 0 {
-            if symbols[index].section == section { return symbols[index] }
-            index -= 1
-        }
-        return nil
     }
 }

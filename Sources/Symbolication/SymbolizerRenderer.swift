@@ -1,10 +1,6 @@
 import SymBytes
 import SymDemangle
 import SymTable
-import CDemangle
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Writes llvm-symbolizer's answers (LLVM and JSON output styles, LLVM 21's `DIPrinter.cpp`)
 /// straight into bytes, like `FrameRenderer`: names and paths are rendered once per distinct
@@ -214,7 +210,7 @@ public struct SymbolizerRenderer {
     }
 
     private func function(_ reference: StringRef, table: SymbolTable, names: Names) -> [UInt8] {
-        let key = UInt64(reference.offset) << 32 | UInt64(reference.length)
+        let key = SymbolizerStrings.key(reference)
         if let cached = names.functions.value(key) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
@@ -241,10 +237,10 @@ public struct SymbolizerRenderer {
             case .swift:
                 break
             case .itanium:
-                if let demangled = ItaniumNames.demangleLLVMStyle(raw) { name = demangled }
+                if let demangled = SymbolizerDemangling.demangleLLVMStyle(raw) { name = demangled }
             case .rustLegacy:
                 // llvm-symbolizer reads legacy Rust names as plain Itanium ones (`$LT$`, hash kept).
-                if let demangled = ItaniumNames.rustLegacyAsItanium(raw) { name = demangled }
+                if let demangled = SymbolizerDemangling.rustLegacyAsItanium(raw) { name = demangled }
             case .rustV0:
                 var head = raw[...], suffix: ArraySlice<UInt8> = []
                 if let dot = raw.firstIndex(of: UInt8(ascii: ".")) { head = raw[..<dot]; suffix = raw[dot...] }
@@ -287,30 +283,16 @@ public struct SymbolizerRenderer {
     }
 
     private func path(_ directory: StringRef, _ file: StringRef, table: SymbolTable, names: Names) -> [UInt8] {
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
+        let key = SymbolizerStrings.key(directory, file)
         if let cached = names.paths.value(key) { return cached }
-        var name: [UInt8] = [], folder: [UInt8] = []
-        table.withUTF8(file) { name = Array($0) }
-        table.withUTF8(directory) { folder = Array($0) }
-        var joined: [UInt8] = []
-        if !name.isEmpty {
-            if !folder.isEmpty && name.first != UInt8(ascii: "/") {
-                joined = folder
-                if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
-            }
-            joined.append(contentsOf: name)
-        }
-        let bytes = pathBytes(joined)
+        let bytes = pathBytes(SymbolizerStrings.joinedPath(table, directory, file))
         names.paths.store(key, bytes)
         return bytes
     }
 
     /// A path as printed: its last component with `--basenames`, escaped for JSON.
     private func pathBytes(_ path: [UInt8]) -> [UInt8] {
-        var bytes = path
-        if options.basenames, let slash = bytes.lastIndex(of: UInt8(ascii: "/")) {
-            bytes = Array(bytes[(slash + 1)...])
-        }
+        let bytes = options.basenames ? SymbolizerStrings.baseName(path) : path
         return isJSON ? Self.jsonEscaped(bytes) : bytes
     }
 
@@ -320,7 +302,7 @@ public struct SymbolizerRenderer {
 
     /// JSON string contents as llvm's `json::OStream` writes them.
     static func jsonEscaped(_ text: [UInt8]) -> [UInt8] {
-        guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7f }) else {
+        guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
             return text
         }
         var out: [UInt8] = []
@@ -334,7 +316,7 @@ public struct SymbolizerRenderer {
             case UInt8(ascii: "\t"): out.append(contentsOf: "\\t".utf8)
             case 0x08: out.append(contentsOf: "\\b".utf8)
             case 0x0c: out.append(contentsOf: "\\f".utf8)
-            case 0..<0x20, 0x7f:
+            case 0..<0x20:
                 out.append(contentsOf: "\\u00".utf8)
                 out.append(hexDigits[Int(byte >> 4)])
                 out.append(hexDigits[Int(byte & 15)])
@@ -375,78 +357,5 @@ public struct SymbolizerRenderer {
         static let jsonError = Array("\"Error\":{\"Message\":\"".utf8)
         static let jsonErrorEnd = Array("\"},\"ModuleName\":\"".utf8)
         static let jsonObjectEnd = Array("\"}\n".utf8)
-    }
-}
-
-/// The C++ runtime's Itanium demangler called directly, with its output brought to LLVM's
-/// spelling where the two differ only in form (lambdas and unnamed types still read differently).
-enum ItaniumNames {
-    /// `raw` demangled as LLVM's demangler prints it: a `.suffix` (`.cold`, `.llvm.123`) as
-    /// ` (.suffix)`, nested template lists closed as `>>`, `operator<<T>` without a space.
-    static func demangleLLVMStyle(_ raw: [UInt8]) -> [UInt8]? {
-        var head = raw[...], suffix: ArraySlice<UInt8> = []
-        if let dot = raw.firstIndex(of: UInt8(ascii: ".")), dot > 0 {
-            head = raw[..<dot]
-            suffix = raw[dot...]
-        }
-        guard let demangled = demangle(Array(head)) else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(demangled.utf8.count + suffix.count + 3)
-        for byte in demangled.utf8 {
-            if byte == UInt8(ascii: ">") || byte == UInt8(ascii: "<"), out.count >= 2,
-               out[out.count - 1] == UInt8(ascii: " "), out[out.count - 2] == byte {
-                out[out.count - 1] = byte
-            } else {
-                out.append(byte)
-            }
-        }
-        if !suffix.isEmpty {
-            out.append(contentsOf: " (".utf8)
-            out.append(contentsOf: suffix)
-            out.append(UInt8(ascii: ")"))
-        }
-        return out
-    }
-
-    /// A legacy Rust name (`_ZN` length-prefixed identifiers `E`, then an optional `.suffix`)
-    /// as LLVM's Itanium demangler prints it: identifiers joined by `::`, escapes and hash kept.
-    static func rustLegacyAsItanium(_ raw: [UInt8]) -> [UInt8]? {
-        var index = raw.starts(with: "__ZN".utf8) ? 4 : 3
-        guard raw.starts(with: "_ZN".utf8) || index == 4 else { return nil }
-        var out: [UInt8] = []
-        while index < raw.count, raw[index] != UInt8(ascii: "E") {
-            var length = 0
-            while index < raw.count, raw[index] >= UInt8(ascii: "0"), raw[index] <= UInt8(ascii: "9") {
-                length = length * 10 + Int(raw[index] - UInt8(ascii: "0"))
-                guard length <= raw.count else { return nil }
-                index += 1
-            }
-            guard length > 0, index + length <= raw.count else { return nil }
-            if !out.isEmpty { out.append(contentsOf: "::".utf8) }
-            out.append(contentsOf: raw[index..<(index + length)])
-            index += length
-        }
-        guard index < raw.count else { return nil }
-        index += 1
-        if index < raw.count {
-            guard raw[index] == UInt8(ascii: ".") else { return nil }
-            out.append(contentsOf: " (".utf8)
-            out.append(contentsOf: raw[index...])
-            out.append(UInt8(ascii: ")"))
-        }
-        return out
-    }
-
-    static func demangle(_ raw: [UInt8]) -> String? {
-        guard raw.count <= Demangler.maximumNameLength else { return nil }
-        var status: Int32 = 0
-        let result = (raw + [0]).withUnsafeBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                __cxa_demangle($0, nil, nil, &status)
-            }
-        }
-        guard let result else { return nil }
-        defer { free(result) }
-        return status == 0 ? String(cString: result) : nil
     }
 }
