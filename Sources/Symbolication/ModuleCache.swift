@@ -51,6 +51,8 @@ public final class ModuleCache {
     /// The DWARF decoder for ELF files.
     public let decoder: DWARFDecoder
     private var modules: [String: Result<CachedModule, FormatError>] = [:]
+    /// The module asked for last: consecutive requests are mostly about one module.
+    private var last: (path: String, module: Result<CachedModule, FormatError>)?
 
     /// Creates an empty cache.
     public init(locator: DebugFileLocator = DebugFileLocator(), decoder: DWARFDecoder = .builtin) {
@@ -60,7 +62,11 @@ public final class ModuleCache {
 
     /// The module at `path`, opened (and converted) on first request.
     public func module(at path: String) -> Result<CachedModule, FormatError> {
-        if let known = modules[path] { return known }
+        if let last, last.path == path { return last.module }
+        if let known = modules[path] {
+            last = (path, known)
+            return known
+        }
         let result: Result<CachedModule, FormatError>
         do {
             let symbols = try ModuleSymbols(path: path, locator: locator, decoder: decoder)
@@ -69,6 +75,7 @@ public final class ModuleCache {
             result = .failure(error.at(path: path))
         }
         modules[path] = result
+        last = (path, result)
         return result
     }
 

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// llvm-symbolizer's command-line options, parsed its way (`--name`, `-name`, `--name=value`,
 /// `--name value`, grouped short flags) and tolerant: options that do not change our answers
 /// and options we do not know are skipped, since a sanitizer runtime or script passing them must
@@ -151,17 +155,12 @@ public struct SymbolizerRequest: Sendable, Equatable {
 
     /// What is asked.
     public var kind: Kind
-    /// The module path as written (quotes removed, an `:arch` suffix kept).
+    /// The module as written (quotes removed, an `:arch` suffix kept).
     public var module: String
+    /// The module's file path: `module` without a trailing `:arch` that names an architecture.
+    public var path: String
     /// The module offset; nil when the line names a symbol (`main+4`), which is answered unknown.
     public var address: UInt64?
-
-    /// The module's file path: `module` without a trailing `:arch` that names an architecture.
-    public var path: String {
-        guard let colon = module.lastIndex(of: ":") else { return module }
-        let suffix = module[module.index(after: colon)...]
-        return Self.architectures.contains(String(suffix)) ? String(module[..<colon]) : module
-    }
 
     static let architectures: Set<String> = [
         "x86_64", "x86_64h", "i386", "i486", "i586", "i686", "x86", "aarch64", "arm64", "arm64e", "arm",
@@ -170,79 +169,23 @@ public struct SymbolizerRequest: Sendable, Equatable {
         "loongarch64", "sparcv9", "wasm32", "wasm64",
     ]
 
-    /// Parses `line` (without its newline) given `--obj`'s value; a `Problem` when llvm-symbolizer
-    /// would report an error. An empty line is nil: it gets an unknown answer and no error.
-    public static func parse(_ line: Substring, object: String?) -> Result<SymbolizerRequest, Problem>? {
-        var rest = line
-        rest.removeAll { $0 == "\r" || $0 == "\n" }
-        if rest.isEmpty { return nil }
-        var kind = Kind.code
-        if rest.hasPrefix("CODE ") { rest = rest.dropFirst(5) }
-        else if rest.hasPrefix("DATA ") { kind = .data; rest = rest.dropFirst(5) }
-        else if rest.hasPrefix("FRAME ") { kind = .frame; rest = rest.dropFirst(6) }
-        var module = object ?? ""
-        var hasFilePrefix = false
-        while true {
-            rest = rest.drop { $0 == " " || $0 == "\t" }
-            if rest.hasPrefix("FILE:") {
-                if hasFilePrefix { return .failure(Problem(message: "duplicate input file specification prefix", module: module)) }
-                hasFilePrefix = true
-                rest = rest.dropFirst(5)
-                continue
-            }
-            break
-        }
-        if hasFilePrefix {
-            if rest.isEmpty { return .failure(Problem(message: "must be followed by an input file", module: module)) }
-            if object != nil { return .failure(Problem(message: "input file has already been specified", module: module)) }
-            guard let name = spaceDelimitedWord(&rest) else {
-                return .failure(Problem(message: "unbalanced quotes in input file name", module: module))
-            }
-            module = String(name)
-        } else if object == nil {
-            guard let name = spaceDelimitedWord(&rest), !name.isEmpty else {
-                return .failure(Problem(message: "no input filename has been specified", module: ""))
-            }
-            module = String(name)
-        }
-        rest = rest.drop { " \t\n\r\u{0B}\u{0C}".contains($0) }
-        while let last = rest.last, " \t\n\r\u{0B}\u{0C}".contains(last) { rest = rest.dropLast() }
-        if rest.isEmpty { return .failure(Problem(message: "no module offset has been specified", module: module)) }
-        let specification = rest.prefix { $0 != " " && $0 != "\n" && $0 != "\r" }
-        let address = parseInteger(specification)
-        if address == nil, let first = specification.first, first.isASCII, first.isNumber {
-            return .failure(Problem(message: "expected a number as module offset", module: module))
-        }
-        return .success(SymbolizerRequest(kind: kind, module: module, address: address))
-    }
-
-    /// llvm's `getSpaceDelimitedWord`: a word, or a quoted string without its quotes; nil for an
-    /// unbalanced quote.
-    static func spaceDelimitedWord(_ source: inout Substring) -> Substring? {
-        source = source.drop { $0 == " " || $0 == "\n" || $0 == "\r" }
-        if let quote = source.first, quote == "\"" || quote == "'" {
-            let body = source.dropFirst()
-            guard let end = body.firstIndex(of: quote) else { return nil }
-            source = body[body.index(after: end)...]
-            return body[..<end]
-        }
-        let word = source.prefix { $0 != " " && $0 != "\n" && $0 != "\r" }
-        source = source[word.endIndex...]
-        return word
-    }
-
     /// `StringRef::getAsInteger` with radix 0: `0x` hex, `0b` binary, `0o` or a leading `0` octal,
     /// else decimal; nil on any other character or on overflow.
-    static func parseInteger(_ text: Substring) -> UInt64? {
-        var digits = text
+    static func parseInteger(_ text: UnsafeRawBufferPointer) -> UInt64? {
+        var index = 0
         var radix: UInt64 = 10
-        if digits.hasPrefix("0x") || digits.hasPrefix("0X") { radix = 16; digits = digits.dropFirst(2) }
-        else if digits.hasPrefix("0b") || digits.hasPrefix("0B") { radix = 2; digits = digits.dropFirst(2) }
-        else if digits.hasPrefix("0o") { radix = 8; digits = digits.dropFirst(2) }
-        else if digits.count > 1 && digits.hasPrefix("0") { radix = 8; digits = digits.dropFirst() }
-        guard !digits.isEmpty else { return nil }
+        if text.count >= 2 && text[0] == UInt8(ascii: "0") {
+            switch text[1] {
+            case UInt8(ascii: "x"), UInt8(ascii: "X"): radix = 16; index = 2
+            case UInt8(ascii: "b"), UInt8(ascii: "B"): radix = 2; index = 2
+            case UInt8(ascii: "o"): radix = 8; index = 2
+            default: radix = 8; index = 1
+            }
+        }
+        guard index < text.count else { return nil }
         var value: UInt64 = 0
-        for byte in digits.utf8 {
+        while index < text.count {
+            let byte = text[index]
             let digit: UInt64
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
@@ -255,7 +198,126 @@ public struct SymbolizerRequest: Sendable, Equatable {
             let (sum, overflow2) = shifted.addingReportingOverflow(digit)
             if overflow1 || overflow2 { return nil }
             value = sum
+            index += 1
         }
         return value
+    }
+}
+
+/// Parses llvm-symbolizer input lines from bytes. Keeps the last module name it made, so a stream
+/// of lines about one module makes no `String` per line: the hot path of a sanitizer report or a
+/// batch of lookups.
+public struct SymbolizerLineParser {
+    /// `--obj`'s value: the module of lines that name none.
+    public let object: String?
+    private var lastModuleBytes: [UInt8] = []
+    private var lastModule = ""
+    private var lastPath = ""
+
+    /// Creates a parser.
+    public init(object: String?) {
+        self.object = object
+    }
+
+    /// Parses `line` (without its newline); a `Problem` when llvm-symbolizer would report an
+    /// error. An empty line is nil: it gets an unknown answer and no error.
+    public mutating func parse(_ line: UnsafeRawBufferPointer) -> Result<SymbolizerRequest, SymbolizerRequest.Problem>? {
+        // llvm-symbolizer drops every CR and LF of a line, wherever they are.
+        if line.contains(0x0d) || line.contains(0x0a) {
+            let kept = line.filter { $0 != 0x0d && $0 != 0x0a }
+            return kept.withUnsafeBytes { parseClean($0) }
+        }
+        return parseClean(line)
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0d).contains(byte)
+    }
+
+    private static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard bytes.count - start >= count else { return false }
+        return prefix.withUTF8Buffer { expected in
+            for offset in 0..<count where bytes[start + offset] != expected[offset] { return false }
+            return true
+        }
+    }
+
+    private mutating func parseClean(_ line: UnsafeRawBufferPointer) -> Result<SymbolizerRequest, SymbolizerRequest.Problem>? {
+        typealias Problem = SymbolizerRequest.Problem
+        if line.isEmpty { return nil }
+        var index = 0, end = line.count
+        var kind = SymbolizerRequest.Kind.code
+        if Self.hasPrefix(line, 0, "CODE ") { index = 5 }
+        else if Self.hasPrefix(line, 0, "DATA ") { kind = .data; index = 5 }
+        else if Self.hasPrefix(line, 0, "FRAME ") { kind = .frame; index = 6 }
+        var module = object ?? "", path = object ?? ""
+        var hasFilePrefix = false
+        while true {
+            while index < end && Self.isSpace(line[index]) { index += 1 }
+            if Self.hasPrefix(line, index, "FILE:") {
+                if hasFilePrefix { return .failure(Problem(message: "duplicate input file specification prefix", module: module)) }
+                hasFilePrefix = true
+                index += 5
+                continue
+            }
+            break
+        }
+        if hasFilePrefix || object == nil {
+            if hasFilePrefix && index == end { return .failure(Problem(message: "must be followed by an input file", module: module)) }
+            if hasFilePrefix && object != nil { return .failure(Problem(message: "input file has already been specified", module: module)) }
+            // llvm's getSpaceDelimitedWord: a quoted string without its quotes, or a word.
+            while index < end && (line[index] == 0x20 || line[index] == 0x0a || line[index] == 0x0d) { index += 1 }
+            var wordStart = index, wordEnd = index
+            if index < end && (line[index] == UInt8(ascii: "\"") || line[index] == UInt8(ascii: "'")) {
+                let quote = line[index]
+                wordStart = index + 1
+                var close = wordStart
+                while close < end && line[close] != quote { close += 1 }
+                guard close < end else {
+                    let message = hasFilePrefix ? "unbalanced quotes in input file name" : "no input filename has been specified"
+                    return .failure(Problem(message: message, module: module))
+                }
+                wordEnd = close
+                index = close + 1
+            } else {
+                while wordEnd < end && line[wordEnd] != 0x20 && line[wordEnd] != 0x0a && line[wordEnd] != 0x0d { wordEnd += 1 }
+                index = wordEnd
+            }
+            if wordStart == wordEnd && !hasFilePrefix {
+                return .failure(Problem(message: "no input filename has been specified", module: ""))
+            }
+            (module, path) = intern(UnsafeRawBufferPointer(rebasing: line[wordStart..<wordEnd]))
+        }
+        while index < end && Self.isSpace(line[index]) { index += 1 }
+        while end > index && Self.isSpace(line[end - 1]) { end -= 1 }
+        if index == end { return .failure(Problem(message: "no module offset has been specified", module: module)) }
+        var specificationEnd = index
+        while specificationEnd < end && line[specificationEnd] != 0x20 { specificationEnd += 1 }
+        let specification = UnsafeRawBufferPointer(rebasing: line[index..<specificationEnd])
+        let address = SymbolizerRequest.parseInteger(specification)
+        if address == nil, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(specification[0]) {
+            return .failure(Problem(message: "expected a number as module offset", module: module))
+        }
+        return .success(SymbolizerRequest(kind: kind, module: module, path: path, address: address))
+    }
+
+    /// The module name and its path (an architecture suffix removed), reusing the last ones when
+    /// the bytes are the same.
+    private mutating func intern(_ bytes: UnsafeRawBufferPointer) -> (String, String) {
+        let same = bytes.count == lastModuleBytes.count && lastModuleBytes.withUnsafeBytes { last in
+            bytes.isEmpty || memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+        }
+        if same { return (lastModule, lastPath) }
+        lastModuleBytes = Array(bytes)
+        lastModule = String(decoding: bytes, as: UTF8.self)
+        lastPath = lastModule
+        if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
+            let suffix = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[(colon + 1)...]), as: UTF8.self)
+            if SymbolizerRequest.architectures.contains(suffix) {
+                lastPath = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<colon]), as: UTF8.self)
+            }
+        }
+        return (lastModule, lastPath)
     }
 }

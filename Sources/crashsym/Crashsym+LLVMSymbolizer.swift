@@ -58,15 +58,16 @@ extension Crashsym {
             output.reserveCapacity(1 << 16)
             var reported = Set<String>()
 
+            var parser = SymbolizerLineParser(object: options.object)
             func answer(_ bytes: UnsafeRawBufferPointer) {
-                let line = Substring(String(decoding: bytes, as: UTF8.self))
-                guard let parsed = SymbolizerRequest.parse(line, object: options.object) else {
+                guard let parsed = parser.parse(bytes) else {
                     renderer.renderUnknown(.code, address: nil, moduleName: options.object ?? "", into: &output)
                     return
                 }
                 let request: SymbolizerRequest
                 switch parsed {
                 case .failure(let problem):
+                    let line = String(decoding: bytes.filter { $0 != 0x0d && $0 != 0x0a }, as: UTF8.self)
                     FileOutput.standardError("\(programName): error: '\(line)': \(problem.message)\n")
                     // llvm-symbolizer answers a line it cannot parse as CODE, whatever its command.
                     renderer.renderUnknown(.code, address: nil, moduleName: problem.module, into: &output)
