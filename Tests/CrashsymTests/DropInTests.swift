@@ -437,12 +437,14 @@ import Testing
 @Suite struct DropInSanitizerTests {
     static let source = CLI.root.appendingPathComponent("Fixtures/dropin/use-after-free.c").path
 
-    @Test func asanReportIsIdenticalWithCrashsymAsItsSymbolizer() throws {
+    /// Builds `source` with AddressSanitizer and returns its report with the toolchain's
+    /// llvm-symbolizer and with crashsym behind a link named llvm-symbolizer.
+    static func reports(of source: String) throws -> (expected: String, actual: String) {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let program = directory + "/use-after-free"
+        let program = directory + "/program"
         let build = try DropIn.run(DropIn.clang, ["-fsanitize=address", "-fuse-ld=lld", "-g", "-O1", "-Wl,--build-id=sha1",
-                                                  "-o", program, Self.source])
+                                                  "-o", program, source])
         try #require(build.status == 0, "\(build.stderr)")
         let (linkDirectory, link) = try DropIn.link(named: "llvm-symbolizer")
         defer { try? FileManager.default.removeItem(atPath: linkDirectory) }
@@ -456,8 +458,31 @@ import Testing
             return run.stderr.replacingOccurrences(of: #"==[0-9]+=="#, with: "==PID==", options: .regularExpression)
                 .replacingOccurrences(of: #"bp 0x[0-9a-f]+ sp 0x[0-9a-f]+"#, with: "bp BP sp SP", options: .regularExpression)
         }
-        let expected = try report(symbolizer: DropIn.llvmSymbolizer)
-        let actual = try report(symbolizer: link)
+        return (try report(symbolizer: DropIn.llvmSymbolizer), try report(symbolizer: link))
+    }
+
+    /// A global overflow: the runtime asks DATA for the global. llvm-symbolizer answers its
+    /// declaration from DWARF variables, which crashsym's tables do not keep (not done yet): the
+    /// reports may differ on that one line only, where we give the file from the symbol table.
+    @Test func asanGlobalOverflowReportDiffersOnlyInTheDeclarationLine() throws {
+        let source = CLI.root.appendingPathComponent("Fixtures/dropin/global-buffer-overflow.c").path
+        let (expected, actual) = try Self.reports(of: source)
+        #expect(expected.contains("global-buffer-overflow"))
+        #expect(expected.contains(" in read_at \(source):8:"))
+        let left = expected.split(separator: "\n"), right = actual.split(separator: "\n")
+        try #require(left.count == right.count)
+        var differing = 0
+        for (a, b) in zip(left, right) where a != b {
+            differing += 1
+            #expect(a.contains("global variable 'table' defined in '\(source):5'"), "\(a)")
+            // The STT_FILE symbol names the source as the compiler was given it; no line.
+            #expect(b.contains("global variable 'table' defined in '\(source)' ("), "\(b)")
+        }
+        #expect(differing == 1)
+    }
+
+    @Test func asanReportIsIdenticalWithCrashsymAsItsSymbolizer() throws {
+        let (expected, actual) = try Self.reports(of: Self.source)
         // The reference report is really symbolized: inlined frames, file:line:column, libc.
         #expect(expected.contains("heap-use-after-free"))
         #expect(expected.contains(" in read_id \(Self.source):25:"))
