@@ -41,6 +41,8 @@ public struct Addr2lineRenderer {
     private var paths = FrameRenderer.ByteCache()
     private var frames: [Frame] = []
     private let addressDigits: Int
+    /// Symbol addresses by name, for `symbol+offset` input; made on first use.
+    private var symbolAddresses: [String: UInt64]?
 
     /// Creates a renderer for one module.
     public init(module: CachedModule, options: Options) {
@@ -162,30 +164,95 @@ public struct Addr2lineRenderer {
         options.basenames ? SymbolizerStrings.baseName(path) : path
     }
 
-    /// binutils' `bfd_scan_vma(string, NULL, 16)`: leading white space, an optional `0x`, hex
-    /// digits up to the first other character; no digits gives 0, overflow gives all ones.
-    public static func parseAddress(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var index = 0
-        while index < bytes.count, bytes[index] == 0x20 || (0x09...0x0d).contains(bytes[index]) { index += 1 }
-        if index + 1 < bytes.count, bytes[index] == UInt8(ascii: "0"), bytes[index + 1] | 0x20 == UInt8(ascii: "x") {
+    /// The address a line of input names, as binutils 2.40 reads it: a hex number (white
+    /// space, `0x` when a hex digit follows, hex digits up to the first other character, all ones
+    /// on overflow); a line that starts with no hex digit or holds a `+` is read as
+    /// `symbol[+offset]` instead (the offset in C notation; 0 when no symbol has that name).
+    public mutating func address(of line: UnsafeRawBufferPointer) -> UInt64 {
+        var start = 0
+        while start < line.count, Self.isSpace(line[start]) { start += 1 }
+        var index = start
+        if index + 2 < line.count, line[index] == UInt8(ascii: "0"), line[index + 1] | 0x20 == UInt8(ascii: "x"),
+           Self.hexDigit(line[index + 2]) != nil {
             index += 2
         }
         var value: UInt64 = 0
-        var overflow = false
-        while index < bytes.count {
-            let byte = bytes[index]
-            let digit: UInt64
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt64(byte - UInt8(ascii: "A") + 10)
-            default: return overflow ? UInt64.max : value
-            }
+        var overflow = false, digits = false
+        while index < line.count, let digit = Self.hexDigit(line[index]) {
             if value >> 60 != 0 { overflow = true }
             value = value << 4 | digit
             index += 1
+            digits = true
         }
-        return overflow ? UInt64.max : value
+        if overflow { value = UInt64.max }
+        var plus = start
+        while plus < line.count && line[plus] != UInt8(ascii: "+") { plus += 1 }
+        // A symbol is looked up when the line starts with no hex digit or holds a `+`
+        // (`fibonacci` alone reads as 0xf, `fibonacci+0` as the symbol).
+        if digits && plus == line.count { return value }
+        // The name ends at white space or the `+`; an offset counts only right after the name.
+        var nameEnd = start
+        while nameEnd < plus, !Self.isSpace(line[nameEnd]) { nameEnd += 1 }
+        if nameEnd < plus { plus = line.count }
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<nameEnd]), as: UTF8.self)
+        if symbolAddresses == nil {
+            var addresses: [String: UInt64] = ["": 0]
+            if let binary = module.binary, let all = try? binary.symbols() {
+                let statics = all.filter { !$0.isDynamic }
+                for symbol in (statics.isEmpty ? all : statics) where symbol.type != ELF.STT_SECTION {
+                    if addresses[symbol.name] == nil { addresses[symbol.name] = symbol.value }
+                }
+            }
+            symbolAddresses = addresses
+        }
+        guard let base = symbolAddresses?[name] else { return 0 }
+        let offset = plus < line.count ? Self.scanUnsigned(UnsafeRawBufferPointer(rebasing: line[(plus + 1)...]), base: 0) : 0
+        return base &+ offset
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0d).contains(byte)
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt64? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt64(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt64(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt64(byte - UInt8(ascii: "A") + 10)
+        default: return nil
+        }
+    }
+
+    /// C's `strtoul` on 64 bits: white space, a sign (a minus negates), `0x` for base 16 or 0, a
+    /// leading `0` meaning octal for base 0; all ones on overflow; 0 without digits.
+    static func scanUnsigned(_ bytes: UnsafeRawBufferPointer, base: UInt64) -> UInt64 {
+        var index = 0
+        while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+        var negative = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            negative = bytes[index] == UInt8(ascii: "-")
+            index += 1
+        }
+        var radix = base
+        let hasHexPrefix = index + 2 < bytes.count && bytes[index] == UInt8(ascii: "0")
+            && bytes[index + 1] | 0x20 == UInt8(ascii: "x") && hexDigit(bytes[index + 2]) != nil
+        if (radix == 16 || radix == 0) && hasHexPrefix {
+            radix = 16
+            index += 2
+        } else if radix == 0 {
+            radix = index < bytes.count && bytes[index] == UInt8(ascii: "0") ? 8 : 10
+        }
+        var value: UInt64 = 0
+        var overflow = false
+        while index < bytes.count, let digit = hexDigit(bytes[index]), digit < radix {
+            let (shifted, carry1) = value.multipliedReportingOverflow(by: radix)
+            let (sum, carry2) = shifted.addingReportingOverflow(digit)
+            if carry1 || carry2 { overflow = true }
+            value = sum
+            index += 1
+        }
+        if overflow { return UInt64.max }
+        return negative ? 0 &- value : value
     }
 
     /// Output fragments as bytes, made once.

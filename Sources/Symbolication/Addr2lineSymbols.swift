@@ -33,6 +33,9 @@ struct Addr2lineSymbols {
             defer { if state == .nothingSeen { state = .symbolSeen } }
             let section = Int(symbol.sectionIndex)
             guard section != 0, section < 0xff00, section < file.sections.count else { continue }
+            // BFD keeps symbol values relative to their section: one placed before its section's
+            // start (`__bss_start` in `.bss`) wraps around and never covers an address.
+            guard symbol.value >= file.sections[section].address else { continue }
             guard symbol.type != ELF.STT_SECTION, symbol.type != ELF.STT_OBJECT, symbol.type != ELF.STT_TLS else { continue }
             // annobin's hidden local zero-sized labels are not functions.
             if symbol.size == 0 && symbol.binding == ELF.STB_LOCAL && symbol.type == ELF.STT_NOTYPE

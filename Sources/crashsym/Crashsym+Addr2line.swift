@@ -73,7 +73,7 @@ extension Crashsym {
             var failed = false
             func answer(_ line: UnsafeRawBufferPointer) {
                 do {
-                    try renderer.render(Addr2lineRenderer.parseAddress(line), into: &output)
+                    try renderer.render(renderer.address(of: line), into: &output)
                 } catch {
                     FileOutput.standardError("crashsym addr2line: \(file): \(error)\n")
                     failed = true

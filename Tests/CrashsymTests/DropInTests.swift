@@ -140,6 +140,41 @@ import Testing
         }
     }
 
+    /// Seeded random lines of hex-ish text: binutils reads each with `bfd_scan_vma` (white space,
+    /// optional 0x, hex digits up to the first other character, all ones on overflow).
+    @Test func randomLinesReadLikeBinutils() throws {
+        let path = CLI.fixture("gcc-c-O2-dwarf5")
+        // No `+`: binutils 2.40 reads `symbol+offset` lines, whose odd cases (`1+main`) it reads in
+        // ways not worth copying; the symbol forms are checked one by one below.
+        let tokens = ["0x", "0X", "1", "3", "9", "a", "F", "e0", "10e0", "1390", " ", "\t", "-", "z", "g", ":",
+                      "ffffffff", "0", "x", "\r", "main", "fibonacci"]
+        var random = DropInRandom(seed: 42)
+        var lines: [String] = []
+        for _ in 0..<300 {
+            var line = ""
+            for _ in 0..<Int.random(in: 0...6, using: &random) { line += tokens[Int.random(in: 0..<tokens.count, using: &random)] }
+            lines.append(line)
+        }
+        let input = lines.joined(separator: "\n") + "\n"
+        let expected = try DropIn.run(DropIn.binutilsAddr2line, ["-e", path, "-a", "-f"], input: input)
+        let actual = try CLI.run(["addr2line", "-e", path, "-a", "-f"], input: input)
+        #expect(actual.status == 0)
+        let wanted = Self.withoutDiscriminators(expected.stdout)
+        #expect(actual.stdout == wanted, "\(DropIn.differences(wanted.split(separator: "\n"), actual.stdout.split(separator: "\n")))")
+    }
+
+    /// `symbol[+offset]` input (binutils 2.40): a line starting with no hex digit, or holding a `+`.
+    @Test func symbolPlusOffsetLinesReadLikeBinutils() throws {
+        let path = CLI.fixture("gcc-c-O2-dwarf5")
+        let lines = ["main", "main+4", "main+0x4", "fibonacci+10", "fibonacci", "completed.0+1", "completed.0", "nosuch+4",
+                     "+9a", "+ 9", "-1", "main+-1", " main", "main ", "_init+0x10000", "__abi_tag", "x9", "main-4", "+e00"]
+        let input = lines.joined(separator: "\n") + "\n"
+        let expected = try DropIn.run(DropIn.binutilsAddr2line, ["-e", path, "-a", "-f", "-i"], input: input)
+        let actual = try CLI.run(["addr2line", "-e", path, "-a", "-f", "-i"], input: input)
+        #expect(actual.stdout == Self.withoutDiscriminators(expected.stdout))
+        #expect(actual.stdout.contains("0x00000000000010e4\nmain\n"))
+    }
+
     @Test func runThroughALinkNamedAddr2lineItIsAddr2line() throws {
         let (directory, link) = try DropIn.link(named: "addr2line")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -421,6 +456,23 @@ import Testing
             #expect(done.wait(timeout: .now() + 60) == .success, "no answer to \(address) while the pipe is open")
             #expect(received.text == expected)
         }
+    }
+
+    /// A truncated module never stops the protocol: every line still gets its answer.
+    @Test func truncatedModulesAreAnsweredUnknownOrFromWhatIsLeft() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: CLI.fixture("gcc-c-O2-dwarf5")))
+        var random = DropInRandom(seed: 99)
+        var lines: [String] = []
+        for cut in [0, 1, 52, 64, 1000, bytes.count / 3, bytes.count - 100] + (0..<8).map({ _ in Int.random(in: 1..<bytes.count, using: &random) }) {
+            let path = directory + "/cut-\(cut)"
+            try bytes.prefix(cut).write(to: URL(fileURLWithPath: path))
+            lines += ["CODE \(path) 0x1390", "DATA \(path) 0x4048", "CODE \(path) 0x10e0"]
+        }
+        let result = try CLI.run(["llvm-symbolizer"], input: lines.joined(separator: "\n") + "\n")
+        #expect(result.status == 0)
+        #expect(Self.answers(result.stdout).count == lines.count)
     }
 
     @Test func helpAndVersionAndTheSubcommandList() throws {
