@@ -140,6 +140,9 @@ extension Crashsym {
 /// next read, and `afterChunk` runs before blocking again, so a partner on a pipe that waits for
 /// each answer gets it.
 enum InputLines {
+    /// Longest line kept whole (1 MiB); no path and address come near it.
+    static let maximumLineLength = 1 << 20
+
     static func forEachLine(of descriptor: Int32, _ body: (UnsafeRawBufferPointer) -> Void,
                             afterChunk: () -> Void) {
         var pending: [UInt8] = []
@@ -161,6 +164,11 @@ enum InputLines {
                 }
             }
             pending.removeFirst(lineStart)
+            // A line without end cannot grow without bound: past the limit it is answered as it is.
+            if pending.count > maximumLineLength {
+                pending.withUnsafeBytes { body($0) }
+                pending.removeAll(keepingCapacity: true)
+            }
             afterChunk()
         }
         if !pending.isEmpty { pending.withUnsafeBytes { body($0) } }

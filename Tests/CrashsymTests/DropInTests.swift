@@ -475,6 +475,16 @@ import Testing
         #expect(Self.answers(result.stdout).count == lines.count)
     }
 
+    /// An endless line is answered in pieces rather than held in memory; the next line still gets
+    /// its answer.
+    @Test func aHugeLineDoesNotStopTheProtocol() throws {
+        let path = CLI.fixture("gcc-c-O2-dwarf5")
+        let input = String(repeating: "a", count: 3 << 20) + "\nCODE \(path) 0x1390\n"
+        let result = try CLI.run(["llvm-symbolizer"], input: input)
+        #expect(result.status == 0)
+        #expect(result.stdout.hasSuffix("\n\nmix\n/fixtures/src/c/checksum.h:18:11\nscramble\n/fixtures/src/c/table.c:7:51\n\n"))
+    }
+
     @Test func helpAndVersionAndTheSubcommandList() throws {
         #expect(try CLI.run(["--help"]).stdout.contains("llvm-symbolizer"))
         #expect(try CLI.run(["--help"]).stdout.contains("addr2line"))
