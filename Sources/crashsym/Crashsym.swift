@@ -24,17 +24,21 @@ struct Crashsym: ParsableCommand {
         case "llvm-symbolizer":
             Glibc.exit(LLVMSymbolizer.serve(arguments: Array(CommandLine.arguments.dropFirst()), programName: program))
         case "addr2line":
-            Addr2line.main(Array(CommandLine.arguments.dropFirst()))
-            Glibc.exit(0)
+            run(Addr2line.self, arguments: Array(CommandLine.arguments.dropFirst()))
         default:
-            break
+            run(Crashsym.self, arguments: nil)
         }
+    }
+
+    /// Parses and runs `root` (with the process arguments when `arguments` is nil), then exits.
+    private static func run<Root: ParsableCommand>(_ root: Root.Type, arguments: [String]?) -> Never {
         do {
-            var command = try parseAsRoot()
+            var command = try root.parseAsRoot(arguments)
             try command.run()
+            Glibc.exit(0)
         } catch {
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
+            let code = root.exitCode(for: error)
+            let message = root.fullMessage(for: error)
             if code == .validationFailure {
                 if !message.isEmpty { FileOutput.standardError(message + "\n") }
                 Glibc.exit(2)
