@@ -505,7 +505,8 @@ import Testing
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let program = directory + "/program"
-        let build = try DropIn.run(DropIn.clang, ["-fsanitize=address", "-fuse-ld=lld", "-g", "-O1", "-Wl,--build-id=sha1",
+        let compiler = source.hasSuffix(".cpp") ? DropIn.clangxx : DropIn.clang
+        let build = try DropIn.run(compiler, ["-fsanitize=address", "-fuse-ld=lld", "-g", "-O1", "-Wl,--build-id=sha1",
                                                   "-o", program, source])
         try #require(build.status == 0, "\(build.stderr)")
         let (linkDirectory, link) = try DropIn.link(named: "llvm-symbolizer")
@@ -521,6 +522,16 @@ import Testing
                 .replacingOccurrences(of: #"bp 0x[0-9a-f]+ sp 0x[0-9a-f]+"#, with: "bp BP sp SP", options: .regularExpression)
         }
         return (try report(symbolizer: DropIn.llvmSymbolizer), try report(symbolizer: link))
+    }
+
+    /// C++: templates, a lambda behind std::function, operator new; LLVM's demangler spelling.
+    @Test func asanCppReportIsIdenticalWithCrashsymAsItsSymbolizer() throws {
+        let source = CLI.root.appendingPathComponent("Fixtures/dropin/heap-overflow.cpp").path
+        let (expected, actual) = try Self.reports(of: source)
+        #expect(expected.contains("heap-buffer-overflow"))
+        #expect(expected.contains(" in app::run(int) \(source):19:"))
+        #expect(expected.contains("std::map<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char>>, int"))
+        #expect(actual == expected, "\(DropIn.differences(expected.split(separator: "\n"), actual.split(separator: "\n")))")
     }
 
     /// A global overflow: the runtime asks DATA for the global. llvm-symbolizer answers its
