@@ -55,8 +55,11 @@ import Testing
     ///   `is_linkage`), so its answer depends on query order; we always give the DWARF name;
     /// - binutils 2.40 resolves the file of some COMDAT functions' rows in this DWARF 5 unit to
     ///   `main.cpp` where the line table says `geometry.hpp`.
-    @Test func gccCppMatchesBinutilsOrTheOracle() throws {
-        let path = CLI.fixture("gcc-cpp-O2-dwarf5")
+    /// `debuglink/prog` is the same program stripped, its DWARF in `prog.debug` next to it
+    /// (found through `.gnu_debuglink` by all three tools).
+    @Test("gcc C++ like binutils, or like the oracle where binutils errs", arguments: ["gcc-cpp-O2-dwarf5", "debuglink/prog"])
+    func gccCppMatchesBinutilsOrTheOracle(fixture: String) throws {
+        let path = CLI.fixture(fixture)
         let addresses = try DropIn.functionAddresses(path)
         let input = addresses.map(DropIn.hex).joined(separator: "\n") + "\n"
         let flags = ["-a", "-f", "-i"]
