@@ -125,12 +125,32 @@ public struct SymbolizerRenderer {
         output.append(contentsOf: Literal.blankLine)
     }
 
+    /// Appends the answer to a FRAME request (the locals of the frames at `address`): the tables
+    /// keep no local variables, so it is llvm-symbolizer's answer for code without them.
+    public mutating func renderFrame(_ address: UInt64, moduleName: String, into output: inout [UInt8]) {
+        if isJSON {
+            beginJSON(address: address, into: &output)
+            output.append(contentsOf: Literal.jsonNoLocals)
+            appendJSONString(moduleName, to: &output)
+            output.append(contentsOf: Literal.jsonObjectEnd)
+            return
+        }
+        header(address, into: &output)
+        output.append(contentsOf: Literal.unknown)
+        output.append(contentsOf: Literal.newline)
+        output.append(contentsOf: Literal.blankLine)
+    }
+
     /// Appends the answer for a request that could not be answered: an unreadable module
     /// (`message` set: JSON then carries it) or a line that is not a request (`address` nil).
     public mutating func renderUnknown(_ kind: SymbolizerRequest.Kind, address: UInt64?, moduleName: String,
                                        message: String? = nil, into output: inout [UInt8]) {
         if kind == .data {
             renderData(address ?? 0, module: nil, moduleName: moduleName, into: &output)
+            return
+        }
+        if kind == .frame && !(isJSON && message != nil) {
+            renderFrame(address ?? 0, moduleName: moduleName, into: &output)
             return
         }
         if isJSON {
@@ -357,5 +377,6 @@ public struct SymbolizerRenderer {
         static let jsonError = Array("\"Error\":{\"Message\":\"".utf8)
         static let jsonErrorEnd = Array("\"},\"ModuleName\":\"".utf8)
         static let jsonObjectEnd = Array("\"}\n".utf8)
+        static let jsonNoLocals = Array("\"Frame\":[],\"ModuleName\":\"".utf8)
     }
 }

@@ -102,8 +102,7 @@ extension Crashsym {
                                                message: error.message, into: &output)
                     }
                 case .frame:
-                    // Frame (local variable) queries need DWARF locations the tables do not keep.
-                    renderer.renderUnknown(.code, address: address, moduleName: request.module, into: &output)
+                    renderer.renderFrame(address, moduleName: request.module, into: &output)
                 }
             }
 

@@ -375,6 +375,20 @@ import Testing
         #expect(crashes < 10)
     }
 
+    /// FRAME asks for the locals of a frame (HWASan): the tables keep no local variables, so
+    /// only the answer without locals is llvm-symbolizer's; with locals llvm lists them (not done).
+    @Test func frameRequestsWithoutLocalsAnswerLikeLLVMSymbolizer() throws {
+        let path = CLI.fixture("gcc-c-O2-dwarf5")
+        let input = "FRAME \(path) 0x99999\nFRAME \(path) 0x0\nFRAME /nonexistent 0x10\n"
+        for flags in [[], ["-a"], ["--output-style=JSON"]] {
+            let expected = try DropIn.run(DropIn.llvmSymbolizer, flags, input: input)
+            let actual = try CLI.run(["llvm-symbolizer"] + flags, input: input)
+            #expect(actual.stdout == expected.stdout, "\(flags)")
+        }
+        let withLocals = try CLI.run(["llvm-symbolizer"], input: "FRAME \(path) 0x10e0\n")
+        #expect(withLocals.stdout == "??\n\n")
+    }
+
     /// A regression case found by the test above: llvm-symbolizer 21 crashes (SIGSEGV) here.
     @Test func aMissingModuleAskedAgainWithAnArchitectureIsStillAnswered() throws {
         let result = try CLI.run(["llvm-symbolizer"], input: "1390 x\n1390:x86_64 x\n")
