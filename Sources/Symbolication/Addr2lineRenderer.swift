@@ -55,14 +55,16 @@ public struct Addr2lineRenderer {
 
     /// Appends the answer for `address`.
     public mutating func render(_ address: UInt64, into output: inout [UInt8]) throws(FormatError) {
+        // A 32-bit file has 32-bit addresses: binutils reads and prints the low 32 bits.
+        let address = addressDigits == 8 ? address & 0xffff_ffff : address
         if options.addresses {
             output.append(contentsOf: Literal.hexPrefix)
-            var digits: [UInt8] = []
-            FrameRenderer.appendHex(address, to: &digits)
-            if digits.count < addressDigits {
-                output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: addressDigits - digits.count))
+            // `bfd_printf_vma`: zero-padded to the address size (a wider value prints whole).
+            let digits = max(1, (64 - address.leadingZeroBitCount + 3) / 4)
+            if digits < addressDigits {
+                output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: addressDigits - digits))
             }
-            output.append(contentsOf: digits)
+            FrameRenderer.appendHex(address, to: &output)
             output.append(contentsOf: options.pretty ? Literal.colon : Literal.newline)
         }
         frames.removeAll(keepingCapacity: true)

@@ -7,8 +7,11 @@ import Testing
 /// is listed where it is tolerated, with its reason.
 @Suite struct DropInAddr2lineTests {
     /// gcc C fixtures, whose DWARF binutils reads fully (it drops inlined frames on clang DWARF 5).
+    /// Also a 32-bit file (8-digit `-a` addresses), an AArch64 one, and clang DWARF 4 without
+    /// inlining, which binutils reads fully too.
     static let gccC = ["gcc-c-O2-dwarf5", "gcc-c-O0-dwarf4", "gcc-c-O0-dwarf2", "gcc-c-O2-dwarf5-nopie",
-                       "gcc-c-O2-dwarf5-strip-debug", "gcc-c-O2-dwarf5-zlib"]
+                       "gcc-c-O2-dwarf5-strip-debug", "gcc-c-O2-dwarf5-zlib", "aarch64-gcc-c-O2", "i386-clang-start-O2",
+                       "clang-c-O0-dwarf4"]
     static let flagSets: [[String]] = [[], ["-f"], ["-f", "-i", "-C", "-a"], ["-f", "-i", "-p", "-a", "-s"],
                                        ["-i", "-p"], ["-a", "-f", "-i", "-s"], ["-fiCa"]]
 
