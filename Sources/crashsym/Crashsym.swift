@@ -13,21 +13,36 @@ struct Crashsym: AsyncParsableCommand {
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self, Serve.self, Apps.self]
+        subcommands: [Dump.self, Lookup.self, Addr2line.self, LLVMSymbolizer.self, Serve.self, Apps.self]
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
     static func main() async {
+        // Drop-in mode: run through a link named llvm-symbolizer or addr2line, act as that tool.
+        let program = CommandLine.arguments.first ?? ""
+        switch program.split(separator: "/").last.map(String.init) ?? "" {
+        case "llvm-symbolizer":
+            Glibc.exit(LLVMSymbolizer.serve(arguments: Array(CommandLine.arguments.dropFirst()), programName: program))
+        case "addr2line":
+            await run(Addr2line.self, arguments: Array(CommandLine.arguments.dropFirst()))
+        default:
+            await run(Crashsym.self, arguments: nil)
+        }
+    }
+
+    /// Parses and runs `root` (with the process arguments when `arguments` is nil), then exits.
+    private static func run<Root: ParsableCommand>(_ root: Root.Type, arguments: [String]?) async -> Never {
         do {
-            var command = try parseAsRoot()
+            var command = try root.parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+            Glibc.exit(0)
         } catch {
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
+            let code = root.exitCode(for: error)
+            let message = root.fullMessage(for: error)
             if code == .validationFailure {
                 if !message.isEmpty { FileOutput.standardError(message + "\n") }
                 Glibc.exit(2)

@@ -450,7 +450,7 @@ extension DWARFReaderTests {
     }
 
     @Test("one huge range list shared by many DIEs trips the work limit instead of taking quadratic time",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))  // generous: a loaded 2-core machine runs every suite at once
     func sharedHugeRangeList() {
         let abbreviations = DWARFReaderForge.abbreviations([
             (1, Code.compileUnit, true, [(Code.lowPC, Code.addr, nil)]),

@@ -1,0 +1,116 @@
+import Foundation
+
+/// Running the reference tools (binutils addr2line, the toolchain's llvm-symbolizer, clang) and
+/// crashsym side by side for the drop-in tests.
+enum DropIn {
+    static let llvmSymbolizer = "/opt/swift/usr/bin/llvm-symbolizer"
+    static let binutilsAddr2line = "/usr/bin/addr2line"
+    static let clang = "/opt/swift/usr/bin/clang"
+    static let clangxx = "/opt/swift/usr/bin/clang++"
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `executable` with `arguments`, feeding `input` from another thread (so a full output
+    /// pipe cannot deadlock), and collects both outputs.
+    static func run(_ executable: String, _ arguments: [String], input: String = "",
+                    environment: [String: String] = [:]) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let stdin = Pipe(), stdout = Pipe()
+        let errorPath = NSTemporaryDirectory() + "crashsym-dropin-stderr-" + UUID().uuidString
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = errors
+        try process.run()
+        let data = Data(input.utf8)
+        let writer = Thread {
+            stdin.fileHandleForWriting.write(data)
+            try? stdin.fileHandleForWriting.close()
+        }
+        writer.start()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try errors.close()
+        let errorData = FileManager.default.contents(atPath: errorPath) ?? Data()
+        return Output(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                      stderr: String(decoding: errorData, as: UTF8.self))
+    }
+
+    /// Addresses inside the `STT_FUNC` symbols of `path` (per `readelf -sW`), every `stride` bytes.
+    static func functionAddresses(_ path: String, stride: UInt64 = 3) throws -> [UInt64] {
+        let listing = try run("/usr/bin/readelf", ["-sW", path]).stdout
+        var addresses = Set<UInt64>()
+        for line in listing.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 8, fields[3] == "FUNC", fields[6] != "UND",
+                  let start = UInt64(fields[1], radix: 16) else { continue }
+            let sizeText = fields[2]
+            let size = sizeText.hasPrefix("0x") ? UInt64(sizeText.dropFirst(2), radix: 16) : UInt64(sizeText)
+            guard let size, size < 1 << 20 else { continue }
+            var address = start
+            while address < start + size {
+                addresses.insert(address)
+                address += stride
+            }
+        }
+        return addresses.sorted()
+    }
+
+    /// `path`'s data objects (`STT_OBJECT` with a size), as `(address, name)`.
+    static func dataObjects(_ path: String) throws -> [(UInt64, String)] {
+        let listing = try run("/usr/bin/readelf", ["-sW", path]).stdout
+        var objects: [(UInt64, String)] = []
+        for line in listing.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 8, fields[3] == "OBJECT", fields[6] != "UND", fields[2] != "0",
+                  let start = UInt64(fields[1], radix: 16) else { continue }
+            objects.append((start, String(fields[7])))
+        }
+        return objects
+    }
+
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+    /// Lines that differ, as a readable list (at most `limit`), for failure messages.
+    static func differences(_ expected: [Substring], _ actual: [Substring], limit: Int = 8) -> String {
+        var lines: [String] = []
+        if expected.count != actual.count { lines.append("line counts \(expected.count) vs \(actual.count)") }
+        for (index, (left, right)) in zip(expected, actual).enumerated() where left != right {
+            lines.append("line \(index + 1): expected \"\(left)\" got \"\(right)\"")
+            if lines.count >= limit { break }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A symbolic link named `name` to the crashsym binary, in a fresh directory.
+    static func link(named name: String) throws -> (directory: String, path: String) {
+        let directory = try CLI.temporaryDirectory()
+        let path = directory + "/" + name
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: CLI.binary)
+        return (directory, path)
+    }
+}
+
+/// A seeded generator so generated inputs reproduce.
+struct DropInRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
