@@ -1,0 +1,108 @@
+import SymBytes
+
+/// The crash-report formats crashsym reads.
+public enum ReportFormat: String, Sendable, CaseIterable {
+    /// ASan, UBSan, TSan, MSan and LSan reports printed with `symbolize=0`.
+    case sanitizer
+    /// The Swift runtime backtracer's JSON crash log (`SWIFT_BACKTRACE=…,format=json`).
+    case swiftJSON = "swift-json"
+    /// The Swift runtime backtracer's text report, with its "Images" section.
+    case swiftText = "swift-text"
+    /// Android tombstones and logcat crash dumps (debuggerd).
+    case tombstone
+    /// glibc `backtrace_symbols` / `backtrace_symbols_fd` output.
+    case glibc
+    /// `eu-stack -b -l` output (elfutils).
+    case euStack = "eu-stack"
+    /// crashsym's own JSON crash report (docs/crash-report.md).
+    case crashsymJSON = "crashsym-json"
+
+    /// Whether the format is text reprinted in place (the JSON formats are not).
+    public var isText: Bool { self != .swiftJSON && self != .crashsymJSON }
+
+    /// The longest line accepted: longer lines are refused with an error naming them.
+    public static let maximumLineLength = 1 << 20
+
+    /// Recognises the format of `text`, or nil when none fits.
+    public static func detect(_ text: String) -> ReportFormat? {
+        var lines = 0
+        var glibcLines = 0
+        for lineBytes in text.utf8.split(separator: 0x0a, maxSplits: 4000, omittingEmptySubsequences: true) {
+            let line = Substring(lineBytes)
+            lines += 1
+            if lines > 4000 { break }
+            if lines == 1 && line.first(where: { $0 != " " && $0 != "\t" && $0 != "\r" }) == "{" {
+                if let value = try? JSONValue.parse(text) {
+                    if value["threads"] != nil && value["images"] != nil { return .swiftJSON }
+                    if value["stacks"] != nil { return .crashsymJSON }
+                }
+                return nil
+            }
+            if line.utf8.count > 4096 { continue }
+            let trimmed = String(line).trimmed
+            if trimmed.hasPrefix("*** *** *** *** ***") || TombstoneParser.frameStart(in: line) != nil { return .tombstone }
+            if trimmed.hasPrefix("*** Program crashed:") || (trimmed.hasPrefix("Thread ") && trimmed.hasSuffix("crashed:")) {
+                return .swiftText
+            }
+            if (trimmed.hasPrefix("PID ") && trimmed.hasSuffix(" - process")) || trimmed.hasSuffix(" - process module memory map") {
+                return .euStack
+            }
+            if trimmed.contains("Sanitizer:") || trimmed.contains("runtime error:") || SanitizerParser.isFrameLine(trimmed) {
+                return .sanitizer
+            }
+            if GlibcBacktraceParser.frame(in: line) != nil { glibcLines += 1 }
+        }
+        return glibcLines > 0 ? .glibc : nil
+    }
+}
+
+extension CrashReport {
+    /// Parses `text` in `format`, or in the detected format when nil. Unknown or malformed input
+    /// gives an error naming the line; a frame line that cannot be read fully becomes a frame
+    /// with a `problem`.
+    public static func parse(_ text: String, format: ReportFormat? = nil) throws(FormatError) -> CrashReport {
+        guard let format = format ?? ReportFormat.detect(text) else {
+            let first = text.utf8.split(separator: 0x0a, maxSplits: 1, omittingEmptySubsequences: true).first.map { String(Substring($0)) } ?? ""
+            if first.isEmpty { throw FormatError(.invalidValue, "empty report") }
+            throw FormatError(.badMagic, "line 1: not a crash report crashsym knows (\(preview(first)))")
+        }
+        let report: CrashReport
+        switch format {
+        case .swiftJSON: report = try SwiftBacktraceParser.parseJSON(text)
+        case .crashsymJSON: report = try CrashsymJSONParser.parse(text)
+        default:
+            let lines = try splitLines(text)
+            switch format {
+            case .sanitizer: report = SanitizerParser.parse(lines)
+            case .glibc: report = GlibcBacktraceParser.parse(lines)
+            case .euStack: report = EuStackParser.parse(lines)
+            case .swiftText: report = SwiftBacktraceParser.parseText(lines)
+            case .tombstone: report = TombstoneParser.parse(lines)
+            case .swiftJSON, .crashsymJSON: fatalError("unreachable")
+            }
+        }
+        guard report.frameCount > 0 else {
+            throw FormatError(.invalidValue, "no stack frames found in the \(format.rawValue) report")
+        }
+        return report
+    }
+
+    /// The lines of `text` (without `\n` or a trailing `\r`); refuses lines over the limit.
+    static func splitLines(_ text: String) throws(FormatError) -> [Substring] {
+        var lines: [Substring] = []
+        for (number, lineBytes) in text.utf8.split(separator: 0x0a, omittingEmptySubsequences: false).enumerated() {
+            let line = Substring(lineBytes)
+            guard line.utf8.count <= ReportFormat.maximumLineLength else {
+                throw FormatError(.limitExceeded, "line \(number + 1) is longer than \(ReportFormat.maximumLineLength) bytes")
+            }
+            lines.append(line.utf8.last == 0x0d ? Substring(line.utf8.dropLast()) : line)
+        }
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        return lines
+    }
+
+    static func preview(_ line: String) -> String {
+        let printable = String(line.unicodeScalars.prefix(60).map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })
+        return "'" + printable + (line.unicodeScalars.count > 60 ? "…'" : "'")
+    }
+}

@@ -1,0 +1,131 @@
+/// Reads sanitizer reports (ASan, UBSan, TSan, MSan, LSan) printed with `symbolize=0`:
+/// `#3 0x55d0c2a1b2c4  (/path/prog+0x1b2c4) (BuildId: 5f0e…)`, several stacks per report.
+///
+/// Address convention: the sanitizer runtime already moves every caller address back into the
+/// call instruction before printing it (`StackTrace::GetPreviousInstructionPc`), and the offset
+/// is `pc - dlpi_addr`, a file virtual address; frames are therefore `.exact` offsets, never
+/// adjusted again.
+enum SanitizerParser {
+    /// Whether a trimmed line starts like a sanitizer frame (`#N 0x…` or `#N <null>`).
+    static func isFrameLine(_ trimmed: String) -> Bool {
+        var cursor = LineCursor(Substring(trimmed))
+        guard cursor.skip("#"), cursor.decimal() != nil, cursor.skipSpaces() > 0 else { return false }
+        return cursor.looking(at: "0x") || cursor.looking(at: "<null>")
+    }
+
+    static func parse(_ lines: [Substring]) -> CrashReport {
+        var report = CrashReport(format: .sanitizer, lines: lines)
+        var header: String?
+        var inStack = false
+        for (number, line) in lines.enumerated() {
+            var cursor = LineCursor(line)
+            cursor.skipSpaces()
+            if cursor.skip("#"), let index = cursor.decimal(), cursor.skipSpaces() > 0 {
+                if !inStack || index == 0 {
+                    let name = header
+                    report.stacks.append(ReportStack(name: name, thread: name.flatMap(thread(in:)),
+                                                     crashed: report.stacks.isEmpty))
+                    inStack = true
+                }
+                var frame = parseFrame(&cursor, index: index, line: number, report: &report)
+                frame.line = number
+                report.stacks[report.stacks.count - 1].frames.append(frame)
+                continue
+            }
+            inStack = false
+            let text = String(line).trimmed
+            guard !text.isEmpty else { continue }
+            header = text.hasSuffix(":") ? String(text.dropLast()) : text
+            readHeadline(text, into: &report)
+        }
+        return report
+    }
+
+    /// `==123==ERROR: AddressSanitizer: heap-use-after-free on address …`, `WARNING:
+    /// ThreadSanitizer: data race (pid=1)`, `file.c:3:5: runtime error: …`.
+    private static func readHeadline(_ text: String, into report: inout CrashReport) {
+        if report.signal == nil, let range = text.firstRange(of: "Sanitizer: ") {
+            let kind = text[range.upperBound...].prefix(while: { $0 != " " })
+            report.signal = String(kind)
+            // From the tool's name on: "AddressSanitizer: heap-use-after-free on address …".
+            let toolStart = text[..<range.lowerBound].lastIndex(of: " ").map { text.index(after: $0) } ?? text.startIndex
+            report.reason = String(text[toolStart...])
+            report.metadata.append(ReportMetadata("sanitizer", String(text[toolStart..<range.lowerBound]) + "Sanitizer"))
+            if text.hasPrefix("=="), let end = text.dropFirst(2).firstIndex(of: "=") {
+                report.metadata.append(ReportMetadata("pid", String(text[text.index(text.startIndex, offsetBy: 2)..<end])))
+            }
+        } else if report.signal == nil, let range = text.firstRange(of: "runtime error: ") {
+            report.signal = "runtime-error"
+            report.reason = String(text[range.upperBound...])
+            report.metadata.append(ReportMetadata("location", String(text[..<range.lowerBound]).trimmed.trimmingColon))
+        } else if text.hasPrefix("SUMMARY: ") {
+            report.metadata.append(ReportMetadata("summary", String(text.dropFirst(9))))
+        }
+    }
+
+    /// The thread named by a stack header (`… thread T0 …`, `Thread T1 (tid=…) created by…`).
+    private static func thread(in header: String) -> String? {
+        let words = header.split(separator: " ")
+        for (position, word) in words.enumerated() where (word == "thread" || word == "Thread") && position + 1 < words.count {
+            let next = words[position + 1]
+            if next.hasPrefix("T") { return String(next.prefix(while: { $0 != "," && $0 != ":" })) }
+        }
+        return nil
+    }
+
+    /// The part of a frame line after `#N `: address, optional `in function`, then
+    /// `(module+0xoffset)` and `(BuildId: …)`.
+    private static func parseFrame(_ cursor: inout LineCursor, index: Int, line: Int,
+                                   report: inout CrashReport) -> ReportFrame {
+        var frame = ReportFrame(index: index, convention: .exact, line: line)
+        frame.address = cursor.hexNumber()
+        if frame.address == nil { _ = cursor.skip("<null>") }
+        let afterAddress = cursor.index
+        // The build-id group is last; the module group is the last `(…+0x…)` before it.
+        var end = cursor.bytes.count
+        var buildID: String?
+        if let start = cursor.findLast("(BuildId: ") {
+            var inner = LineCursor(Substring(cursor.text((start + 10)..<cursor.bytes.count)))
+            if let text = inner.take(until: UInt8(ascii: ")")), LineCursor.isBuildID(text) { buildID = text.lowercased() }
+            end = start
+        }
+        let head = LineCursor(Substring(cursor.text(afterAddress..<end)))
+        var moduleGroup: (path: String, offset: UInt64)?
+        if let close = head.bytes.lastIndex(of: UInt8(ascii: ")")),
+           let plus = head.bytes[..<close].lastIndex(of: UInt8(ascii: "+")),
+           let open = head.bytes[..<plus].lastIndex(of: UInt8(ascii: "(")) {
+            var offsetCursor = LineCursor(Substring(head.text((plus + 1)..<close)))
+            if let offset = offsetCursor.hexNumber(), offsetCursor.atEnd {
+                moduleGroup = (head.text((open + 1)..<plus), offset)
+                var name = LineCursor(Substring(head.text(0..<open)))
+                name.skipSpaces()
+                if name.skip("in ") { frame.function = name.rest().trimmed }
+            }
+        }
+        if let moduleGroup, !moduleGroup.path.isEmpty {
+            frame.module = report.moduleIndex(path: moduleGroup.path, buildID: buildID)
+            frame.moduleOffset = moduleGroup.offset
+            frame.offsetBase = .virtualAddress
+        } else {
+            var rest = LineCursor(Substring(head.text(0..<head.bytes.count)))
+            rest.skipSpaces()
+            if rest.skip("in ") {
+                // Already symbolized (`in main /src/a.c:3:5`): nothing to look up.
+                frame.function = rest.rest().trimmed
+                frame.problem = "the frame names no module"
+            } else if rest.looking(at: "(<unknown module>)") {
+                frame.problem = "the sanitizer found no module for this address"
+            } else {
+                frame.problem = "cannot read '(module+0xoffset)' on this frame line"
+            }
+        }
+        if frame.address == nil && frame.moduleOffset == nil {
+            frame.problem = "no address on this frame line"
+        }
+        return frame
+    }
+}
+
+extension String {
+    var trimmingColon: String { hasSuffix(":") ? String(dropLast()) : self }
+}

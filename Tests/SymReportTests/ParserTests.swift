@@ -1,0 +1,157 @@
+import Foundation
+import SymBytes
+import Testing
+@testable import SymReport
+
+/// Each parser over its real report, checked against an independent reading of the same text.
+@Suite struct ParserTests {
+    @Test("formats are detected", arguments: [
+        ("asan-use-after-free.txt", ReportFormat.sanitizer),
+        ("glibc-backtrace.txt", .glibc),
+    ])
+    func detection(name: String, format: ReportFormat) throws {
+        #expect(ReportFormat.detect(try Reports.text(name)) == format)
+    }
+
+    @Test func asanReportHasItsThreeStacksInOrder() throws {
+        let text = try Reports.text("asan-use-after-free.txt")
+        let report = try CrashReport.parse(text)
+        #expect(report.format == .sanitizer)
+        #expect(report.signal == "heap-use-after-free")
+        #expect(report.reason?.hasPrefix("AddressSanitizer: heap-use-after-free on address 0x") == true)
+        #expect(report.stacks.map(\.frames.count) == [5, 4, 4])
+        #expect(report.stacks[0].name?.hasPrefix("READ of size 1 at 0x") == true)
+        #expect(report.stacks[1].name == "freed by thread T0 here")
+        #expect(report.stacks[2].name == "previously allocated by thread T0 here")
+        #expect(report.stacks.map(\.thread) == ["T0", "T0", "T0"])
+        #expect(report.stacks.map(\.crashed) == [true, false, false])
+
+        // An independent reading of every frame line: index, pc, module, offset, build-id.
+        let lines = try Reports.matches(
+            #"^\s*#(\d+) 0x([0-9a-f]+)  \(([^+()]+)\+0x([0-9a-f]+)\)(?: \(BuildId: ([0-9a-f]+)\))?$"#, in: text)
+        let frames = report.stacks.flatMap(\.frames)
+        try #require(lines.count == frames.count)
+        for (expected, frame) in zip(lines, frames) {
+            #expect(frame.index == Int(expected[1]))
+            #expect(frame.address == UInt64(expected[2], radix: 16))
+            #expect(frame.moduleOffset == UInt64(expected[4], radix: 16))
+            #expect(frame.convention == .exact)
+            #expect(frame.offsetBase == .virtualAddress)
+            #expect(frame.problem == nil)
+            let module = report.modules[try #require(frame.module)]
+            #expect(module.path == expected[3])
+            if !expected[5].isEmpty { #expect(module.buildID == expected[5]) }
+        }
+        // prog, libfault, libc and the ASan runtime: four modules, three with build-ids.
+        #expect(report.modules.count == 4)
+        #expect(Set(report.modules.compactMap(\.buildID)).count == 3)
+    }
+
+    @Test func glibcBacktraceFramesAreReturnAddresses() throws {
+        let text = try Reports.text("glibc-backtrace.txt")
+        let report = try CrashReport.parse(text)
+        #expect(report.format == .glibc)
+        let lines = try Reports.matches(#"^(\S+)\(([^+)]*)\+0x([0-9a-f]+)\)\[0x([0-9a-f]+)\]$"#, in: text)
+        let frames = try #require(report.stacks.first).frames
+        try #require(lines.count == frames.count && frames.count == 7)
+        for (position, (expected, frame)) in zip(lines, frames).enumerated() {
+            #expect(frame.index == position)
+            #expect(frame.convention == .returnAddress)
+            #expect(frame.address == UInt64(expected[4], radix: 16))
+            #expect(frame.moduleOffset == UInt64(expected[3], radix: 16))
+            #expect(frame.symbol == (expected[2].isEmpty ? nil : expected[2]))
+            #expect(report.modules[try #require(frame.module)].path == expected[1])
+        }
+    }
+
+    @Test func aSymbolizedSanitizerLineIsAFrameWithoutModule() throws {
+        let report = try CrashReport.parse("""
+            ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
+                #0 0x55d0c2a1b2c4 in main /src/a.c:3:5
+                #1 0x55d0c2a1b2d0  (/bin/prog+0x1b2d0) (BuildId: 5f0e5f0e5f0e)
+            """)
+        let frames = report.stacks[0].frames
+        #expect(frames.count == 2)
+        #expect(frames[0].function == "main /src/a.c:3:5")
+        #expect(frames[0].module == nil)
+        #expect(frames[0].problem != nil)
+        #expect(frames[1].module != nil && frames[1].problem == nil)
+        #expect(report.modules[frames[1].module!].buildID == "5f0e5f0e5f0e")
+    }
+
+    // MARK: Malformed input
+
+    @Test func garbageIsRefusedNamingTheLine() throws {
+        do {
+            _ = try CrashReport.parse("hello\nworld\n")
+            Issue.record("garbage was accepted")
+        } catch {
+            #expect(error.code == .badMagic)
+            #expect(error.message.hasPrefix("line 1:"))
+        }
+        #expect(throws: FormatError.self) { try CrashReport.parse("") }
+    }
+
+    @Test func aHugeLineIsRefusedNamingTheLine() throws {
+        let text = "==1==ERROR: AddressSanitizer: SEGV\n" + String(repeating: "A", count: ReportFormat.maximumLineLength + 1)
+            + "\n    #0 0x1 (/a+0x1)\n"
+        do {
+            _ = try CrashReport.parse(text, format: .sanitizer)
+            Issue.record("a huge line was accepted")
+        } catch {
+            #expect(error.code == .limitExceeded)
+            #expect(error.message.hasPrefix("line 2 "))
+        }
+    }
+
+    @Test func aFrameLineCutShortIsFlagged() throws {
+        let report = try CrashReport.parse("""
+            ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
+                #0 0x7fcda185a237  (/tmp/libfault.so+0x2237) (BuildId: e3ae0ff073c26f50bba089c0323f76a4f9493774)
+                #1 0x56269a441404  (/tmp/prog+0x24
+            """)
+        let frames = report.stacks[0].frames
+        #expect(frames.count == 2)
+        #expect(frames[0].problem == nil)
+        #expect(frames[1].problem != nil)
+        #expect(frames[1].line == 2)
+    }
+
+    @Test("every truncation of every report parses or throws, never traps", arguments: [
+        "asan-use-after-free.txt", "glibc-backtrace.txt",
+    ])
+    func truncation(name: String) throws {
+        let bytes = Array(try Reports.text(name).utf8)
+        let full = try CrashReport.parse(String(decoding: bytes, as: UTF8.self))
+        for cut in 0..<bytes.count {
+            let prefix = String(decoding: bytes[0..<cut], as: UTF8.self)
+            if let report = try? CrashReport.parse(prefix) {
+                #expect(report.frameCount <= full.frameCount)
+                #expect(report.frameCount > 0)
+            }
+        }
+    }
+
+    @Test func randomInputNeverTraps() {
+        var generator = SplitMix64(seed: 0x5EED_2026)
+        let pieces = ["#", "#0 ", "0x", "7f", "(", ")", "+0x", " ", "\n", "[0x", "]", "(BuildId: ", "ab", "==1==ERROR: ",
+                      "Sanitizer: ", "/lib/x.so", "\u{0}", "\u{FFFD}", "{", "\"", "pc ", "*** *** *** *** ***"]
+        for _ in 0..<3000 {
+            var text = ""
+            for _ in 0..<Int(generator.next() % 60) { text += pieces[Int(generator.next() % UInt64(pieces.count))] }
+            for format in [nil] + ReportFormat.allCases.map(Optional.some) {
+                _ = try? CrashReport.parse(text, format: format)
+            }
+        }
+        for _ in 0..<300 {
+            let bytes = (0..<Int(generator.next() % 400)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            _ = try? CrashReport.parse(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    @Test func deeplyNestedJSONIsRefused() {
+        let text = String(repeating: "[", count: 100_000)
+        #expect(throws: FormatError.self) { try JSONValue.parse(text) }
+        #expect(throws: FormatError.self) { try CrashReport.parse(text, format: .crashsymJSON) }
+    }
+}

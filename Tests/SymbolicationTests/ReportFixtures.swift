@@ -1,0 +1,66 @@
+import Foundation
+import SymReport
+@testable import Symbolication
+
+/// The crash reports and fixture programs of Fixtures/reports (see its README).
+enum ReportFixtures {
+    static func path(_ name: String) -> String { Corpus.root.appendingPathComponent("Fixtures/reports/" + name).path }
+    static var binaries: String { path("src") }
+
+    static func text(_ name: String) throws -> String { try String(contentsOfFile: path(name), encoding: .utf8) }
+
+    /// Sources that see only the committed fixture binaries: no module paths, no system debug
+    /// directory, no cache — so results do not depend on this machine.
+    static func isolatedSources(_ searchPaths: [String] = [binaries], cache: String? = nil,
+                                debugDirectories: [String] = []) -> SymbolSources {
+        SymbolSources(searchPaths: searchPaths, useModulePaths: false,
+                      locator: DebugFileLocator(debugDirectories: debugDirectories, includeSystemDirectory: false),
+                      cacheDirectory: cache)
+    }
+
+    /// Fixture modules: frames in these are compared with llvm-symbolizer.
+    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift"]
+
+    /// Defined function symbols of an ELF file, from llvm-nm (name to value).
+    static func functionSymbols(_ file: String) throws -> [String: UInt64] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/llvm-nm")
+        process.arguments = ["--defined-only", file]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var result: [String: UInt64] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 3, "tTwW".contains(parts[1]), let value = UInt64(parts[0], radix: 16) {
+                result[String(parts[2])] = value
+            }
+        }
+        return result
+    }
+
+    /// Runs a tool and returns its exit status.
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "crashsym-symbolicate-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+extension LLVMSymbolizer.Frame {
+    init(_ location: SourceLocation) {
+        self.init(function: location.mangled, file: location.file, line: Int(location.line), column: Int(location.column))
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import SymReport
+import Testing
+@testable import Symbolication
+
+/// The Symbolicator over real reports, checked against llvm-symbolizer on the same module and
+/// address, and against the producing tool's own symbolized output.
+@Suite struct SymbolicatorTests {
+    /// Every frame of `result` in a fixture module, with the address llvm-symbolizer must be
+    /// asked for (worked out by the caller from the format's own convention).
+    static func compareWithOracle(_ result: SymbolicatedReport,
+                                  oracleAddress: (ReportFrame, ReportModule) throws -> UInt64) throws -> Int {
+        var compared = 0
+        for (s, stack) in result.report.stacks.enumerated() {
+            for (f, frame) in stack.frames.enumerated() {
+                let module = result.report.modules[try #require(frame.module)]
+                let resolution = result.frames[s][f]
+                guard ReportFixtures.fixtureModules.contains(module.name) else {
+                    // Isolated sources: nothing outside the fixture binaries can resolve.
+                    #expect(resolution.status == .noSymbols, "\(module.name) #\(frame.index)")
+                    continue
+                }
+                let address = try oracleAddress(frame, module)
+                #expect(resolution.lookupAddress == address, "\(module.name) #\(frame.index)")
+                let expected = try LLVMSymbolizer.symbolize(
+                    object: ReportFixtures.binaries + "/" + module.name, addresses: [address])[0]
+                #expect(resolution.status == .ok)
+                #expect(resolution.locations.map(LLVMSymbolizer.Frame.init) == expected, "\(module.name) #\(frame.index)")
+                compared += 1
+            }
+        }
+        return compared
+    }
+
+    @Test func asanReportMatchesLLVMSymbolizerAtThePrintedOffsets() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // Sanitizers print caller addresses already moved into the call: the offset is looked up as is.
+        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        #expect(compared == 7)
+        // The access happened in an inlined helper: two frames, innermost first.
+        #expect(result.frames[0][0].locations.map(\.function) == ["checksum", "fault_use_after_free"])
+    }
+
+    @Test func asanReportMatchesASanOwnSymbolization() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // ASan's own run with llvm-symbolizer prints one `#N 0x… in function file:line:column` per
+        // frame, inlined frames included.
+        let own = try ReportFixtures.text("asan-use-after-free.symbolized.txt")
+        var theirs: [String] = []
+        for line in own.split(separator: "\n") {
+            guard line.trimmingCharacters(in: .whitespaces).hasPrefix("#"), let range = line.range(of: " in "),
+                  line.contains("/fixtures-reports/") else { continue }
+            theirs.append(String(line[range.upperBound...]))
+        }
+        var ours: [String] = []
+        for stack in result.frames {
+            for resolution in stack {
+                for location in resolution.locations where location.file.hasPrefix("/fixtures-reports/") {
+                    ours.append("\(location.function) \(location.file):\(location.line):\(location.column)")
+                }
+            }
+        }
+        #expect(ours.count == 10)
+        #expect(ours == theirs)
+    }
+
+    @Test func glibcBacktraceLooksUpTheCallBeforeEachReturnAddress() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("glibc-backtrace.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        var symbolCache: [String: [String: UInt64]] = [:]
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            let offset = try #require(frame.moduleOffset)
+            guard let symbol = frame.symbol else { return offset - 1 }
+            let file = ReportFixtures.binaries + "/" + module.name
+            if symbolCache[file] == nil { symbolCache[file] = try ReportFixtures.functionSymbols(file) }
+            return try #require(symbolCache[file]?[symbol]) + offset - 1
+        }
+        #expect(compared == 5)
+        // Frame 0 is inside the inlined print_backtrace; frames 1 and 2 are the recursive calls.
+        #expect(result.frames[0][0].locations.map(\.function) == ["print_backtrace", "fault_backtrace"])
+    }
+
+    @Test func aRebuiltModuleIsFlaggedNeverUsed() throws {
+        // The report of another build of libfault-asan.so: same path, another build-id.
+        let text = try ReportFixtures.text("asan-use-after-free.txt")
+            .replacingOccurrences(of: "e3ae0ff073c26f50bba089c0323f76a4f9493774", with: "0123456789abcdef0123456789abcdef01234567")
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(try CrashReport.parse(text))
+        let access = result.frames[0]
+        #expect(access[0].status == .buildIDMismatch)
+        #expect(access[0].locations.isEmpty)
+        #expect(access[0].reason?.contains("libfault-asan.so has build-id e3ae0ff0") == true)
+        #expect(access[1].status == .ok)  // prog-asan is unchanged
+    }
+
+    @Test func missingSymbolsAreFlaggedWithWhatWasTried() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(report)
+        #expect(result.unresolvedCount == report.frameCount)
+        let first = result.frames[0][0]
+        #expect(first.status == .noSymbols)
+        #expect(first.reason == "no symbols found for libfault-asan.so (build-id e3ae0ff073c26f50bba089c0323f76a4f9493774)")
+        #expect(first.explanation.contains { $0.hasPrefix("--symbols \(empty): no file with build-id e3ae0ff0") })
+    }
+
+    @Test func aSeparateDebugFileIsFoundByBuildID() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let id = "e3ae0ff073c26f50bba089c0323f76a4f9493774"
+        let library = ReportFixtures.binaries + "/libfault-asan.so"
+        try FileManager.default.createDirectory(atPath: directory + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/debug/.build-id/e3", withIntermediateDirectories: true)
+        let debugFile = directory + "/debug/.build-id/e3/" + id.dropFirst(2) + ".debug"
+        try #require(try ReportFixtures.run("/usr/bin/objcopy", ["--only-keep-debug", library, debugFile]) == 0)
+        try #require(try ReportFixtures.run("/usr/bin/objcopy", ["--strip-all", library, directory + "/bin/libfault-asan.so"]) == 0)
+
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let stripped = Symbolicator(sources: ReportFixtures.isolatedSources([directory + "/bin"])).symbolicate(report)
+        #expect(stripped.frames[0][0].status == .noSymbols || stripped.frames[0][0].locations.count == 1)
+
+        let sources = ReportFixtures.isolatedSources([directory + "/bin"], debugDirectories: [directory + "/debug"])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        #expect(result.frames[0][0].source == debugFile)
+        let expected = try LLVMSymbolizer.symbolize(object: library, addresses: [0x2237])[0]
+        #expect(result.frames[0][0].locations.map(LLVMSymbolizer.Frame.init) == expected)
+        #expect(expected.count == 2)
+    }
+
+    @Test func convertedTablesAreCachedByBuildIDAndReused() throws {
+        let cache = try ReportFixtures.temporaryDirectory() + "/nested/cache"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let first = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
+        let files = try FileManager.default.contentsOfDirectory(atPath: cache).sorted()
+        #expect(files == ["4be26ceb3a483e56ab3cec1084cf06ee74f72c74.csym", "e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"])
+
+        // Without any --symbols path, the cache alone answers, with the same frames.
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let second = Symbolicator(sources: ReportFixtures.isolatedSources([empty], cache: cache)).symbolicate(report)
+        #expect(second.frames[0][0].source == cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym")
+        #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
+    }
+
+    @Test func wrongAddressesAreFlaggedNotTrusted() throws {
+        let text = """
+            ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
+                #0 0x7fcda185a237  (/tmp/crashsym-reports/libfault-asan.so+0xfffff00) (BuildId: e3ae0ff073c26f50bba089c0323f76a4f9493774)
+                #1 0x56269a441404  (/tmp/crashsym-reports/prog-asan+0x24
+                #2 0x56269a441404  (/tmp/crashsym-reports/prog-asan+0x0) (BuildId: 4be26ceb3a483e56ab3cec1084cf06ee74f72c74)
+            """
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(try CrashReport.parse(text))
+        #expect(result.frames[0].map(\.status) == [.notInFunction, .malformed, .notInFunction])
+    }
+}
