@@ -209,8 +209,17 @@ public final class Symbolicator: Sendable {
                     }
                 }
             case .file:
-                if expected != nil || ReportModule.fileName(of: path) == module.name {
+                // A single file serves the module with its build-id; with another build-id it is a
+                // mismatch only when it bears the module's name (else it is another module's file).
+                guard let identity = Self.identify(path) else {
+                    result.explanation.append("--symbols \(path): neither an ELF file nor a .csym table")
+                    continue
+                }
+                let sameName = identity.name == module.name || ReportModule.fileName(of: path) == module.name
+                if (expected != nil && identity.buildID == expected) || sameName {
                     if consider(path, via: "--symbols") { return result }
+                } else {
+                    result.explanation.append("--symbols \(path): \(identity.name) with build-id \(identity.buildID ?? "none"), another module")
                 }
             default:
                 result.explanation.append("--symbols \(path): not found")
@@ -325,6 +334,17 @@ public final class Symbolicator: Sendable {
         describe(binary, into: &result)
     }
 
+    /// The build-id and module name of an ELF file or `.csym` table; nil for other files.
+    static func identify(_ path: String) -> (buildID: String?, name: String)? {
+        guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { return nil }
+        if prefix == [0x7f, 0x45, 0x4c, 0x46] {
+            guard let file = try? ELFFile(path: path) else { return nil }
+            return (file.buildIDHex, ReportModule.fileName(of: path))
+        }
+        guard path.hasSuffix(".csym"), let table = try? ModuleSymbols(path: path) else { return nil }
+        return (hexString(table.table.module.buildID), table.table.module.name)
+    }
+
     // MARK: Directory indexes
 
     /// ELF files and tables under one `--symbols` directory, by build-id and by file name.
@@ -338,22 +358,12 @@ public final class Symbolicator: Sendable {
         if let known = directories.withLock({ $0[directory] }) { return known }
         var index = DirectoryIndex()
         for path in FileSystem.files(under: directory) {
-            guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { continue }
-            var id: String?
-            var name = ReportModule.fileName(of: path)
-            if prefix == [0x7f, 0x45, 0x4c, 0x46] {
-                id = (try? ELFFile(path: path))?.buildIDHex
-            } else if path.hasSuffix(".csym"), let table = try? ModuleSymbols(path: path) {
-                id = hexString(table.table.module.buildID)
-                name = table.table.module.name
-            } else {
-                continue
-            }
-            if let id {
+            guard let identity = Self.identify(path) else { continue }
+            if let id = identity.buildID {
                 index.byBuildID[id, default: []].append(path)
                 index.buildIDs[path] = id
             }
-            index.byName[name, default: []].append(path)
+            index.byName[identity.name, default: []].append(path)
         }
         directories.withLock { $0[directory] = index }
         return index

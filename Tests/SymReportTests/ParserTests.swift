@@ -8,6 +8,11 @@ import Testing
     @Test("formats are detected", arguments: [
         ("asan-use-after-free.txt", ReportFormat.sanitizer),
         ("glibc-backtrace.txt", .glibc),
+        ("eu-stack.txt", .euStack),
+        ("swift-backtrace.json", .swiftJSON),
+        ("swift-backtrace.txt", .swiftText),
+        ("tombstone-arm64.txt", .tombstone),
+        ("logcat-crash.txt", .tombstone),
     ])
     func detection(name: String, format: ReportFormat) throws {
         #expect(ReportFormat.detect(try Reports.text(name)) == format)
@@ -61,6 +66,122 @@ import Testing
             #expect(frame.moduleOffset == UInt64(expected[3], radix: 16))
             #expect(frame.symbol == (expected[2].isEmpty ? nil : expected[2]))
             #expect(report.modules[try #require(frame.module)].path == expected[1])
+        }
+    }
+
+    @Test func euStackFramesCarryTheirAdjustedOffsets() throws {
+        let text = try Reports.text("eu-stack.txt")
+        let report = try CrashReport.parse(text)
+        #expect(report.format == .euStack)
+        let maps = try Reports.matches(#"^0x([0-9a-f]+)-0x([0-9a-f]+) (.+)\n  \[([0-9a-f]+)\]"#, in: text)
+        #expect(report.modules.count == maps.count)
+        for map in maps {
+            let module = try #require(report.modules.first { $0.name == map[3] })
+            #expect(module.loadAddress == UInt64(map[1], radix: 16))
+            #expect(module.buildID == map[4])
+        }
+        let frames = try Reports.matches(#"^#(\d+)\s+0x([0-9a-f]+) .*\n\s+\[([0-9a-f]+)\]@0x([0-9a-f]+)\+0x([0-9a-f]+)$"#, in: text)
+        let stack = try #require(report.stacks.first)
+        #expect(report.stacks.count == 1)
+        #expect(stack.thread == report.metadata("pid"))
+        try #require(stack.frames.count == frames.count && frames.count == 7)
+        for (expected, frame) in zip(frames, stack.frames) {
+            #expect(frame.index == Int(expected[1]))
+            #expect(frame.address == UInt64(expected[2], radix: 16))
+            #expect(frame.moduleOffset == UInt64(expected[5], radix: 16))
+            #expect(frame.offsetBase == .mappingStart)
+            #expect(frame.convention == .exact)
+            #expect(report.modules[try #require(frame.module)].buildID == expected[3])
+        }
+    }
+
+    @Test func swiftJSONFramesMarkReturnAddresses() throws {
+        let text = try Reports.text("swift-backtrace.json")
+        let report = try CrashReport.parse(text)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let images = try #require(json["images"] as? [[String: Any]])
+        #expect(report.modules.map(\.name) == images.map { $0["name"] as? String ?? "" })
+        #expect(report.modules.map(\.buildID) == images.map { $0["buildId"] as? String })
+        let thread = try #require((json["threads"] as? [[String: Any]])?.first)
+        let frames = (thread["frames"] as? [[String: String]] ?? []).filter { $0["address"] != nil }
+        let stack = try #require(report.stacks.first)
+        #expect(stack.crashed && stack.name == "crash-swift")
+        try #require(stack.frames.count == frames.count && frames.count == 5)
+        for (expected, frame) in zip(frames, stack.frames) {
+            #expect(frame.address == UInt64(expected["address"]!.dropFirst(2), radix: 16))
+            #expect(frame.convention == (expected["kind"] == "returnAddress" ? .returnAddress : .exact))
+            #expect(frame.module != nil)
+        }
+        #expect(report.signal == "Illegal instruction")
+    }
+
+    @Test func swiftTextFramesAndImagesAgreeWithTheJSONForm() throws {
+        let report = try CrashReport.parse(try Reports.text("swift-backtrace.txt"))
+        #expect(report.format == .swiftText)
+        #expect(report.signal == "Illegal instruction")
+        #expect(report.modules.map(\.name) == ["crash-swift", "libswiftCore.so"])
+        #expect(report.modules.map(\.buildID) == ["77815f0adec7e2f60fb984eeb951ebcad59a1f2f", "b521f25fdeacf504eca83d97c7308e8fc11be729"])
+        let stack = try #require(report.stacks.first)
+        #expect(stack.crashed && stack.name == "crash-swift" && stack.thread == "0")
+        #expect(stack.frames.map(\.index) == [0, 1, 2, 3, 4])
+        #expect(stack.frames.map(\.convention) == [.exact, .returnAddress, .returnAddress, .returnAddress, .returnAddress])
+        #expect(stack.frames.map { $0.module.map { report.modules[$0].name } } == ["libswiftCore.so", "libswiftCore.so", "crash-swift", "crash-swift", "crash-swift"])
+    }
+
+    @Test func tombstoneThreadsAPKPathsAndNamesAreRead() throws {
+        let report = try CrashReport.parse(try Reports.text("tombstone-arm64.txt"))
+        #expect(report.format == .tombstone)
+        #expect(report.signal == "SIGSEGV")
+        #expect(report.reason == "null pointer dereference")
+        #expect(report.metadata("abi") == "arm64")
+        #expect(report.metadata("pid") == "4242")
+        #expect(report.stacks.map(\.thread) == ["4242", "4261"])
+        #expect(report.stacks.map(\.name) == ["example.fixture", "RenderThread"])
+        #expect(report.stacks.map(\.crashed) == [true, false])
+        #expect(report.stacks.map(\.frames.count) == [4, 2])
+        let crash = report.stacks[0].frames[0]
+        #expect(crash.moduleOffset == 0x408 && crash.convention == .exact && crash.offsetBase == .virtualAddress)
+        #expect(crash.function == "Java_com_example_fixture_NativeLib_crash")
+        #expect(report.stacks[0].frames[3].function == "art::ArtMethod::Invoke(art::Thread*, unsigned int*, unsigned int, art::JValue*, char const*)")
+        let apkFrame = report.stacks[1].frames[0]
+        let apk = report.modules[try #require(apkFrame.module)]
+        #expect(apk.name == "libnative.so")
+        #expect(apk.path.hasSuffix("/base.apk!libnative.so"))
+        #expect(apk.fileOffset == 0x8000)
+        #expect(apk.buildID == "e03ccdafa43863f9af2ce1fae1ad807221129774")
+        #expect(apkFrame.function == "Java_com_example_fixture_NativeLib_compute")
+        #expect(apkFrame.moduleOffset == 0x3d4)
+    }
+
+    @Test func logcatPrefixesAreSkipped() throws {
+        let report = try CrashReport.parse(try Reports.text("logcat-crash.txt"))
+        #expect(report.signal == "SIGSEGV")
+        #expect(report.metadata("abi") == "arm64")
+        #expect(report.stacks.count == 1)
+        #expect(report.stacks[0].thread == "4242")
+        #expect(report.stacks[0].frames.map(\.moduleOffset) == [0x408, 0x2d6e30, 0x2c0264, 0x33e114])
+    }
+
+    @Test func crashsymJSONIsReadAndItsErrorsNamed() throws {
+        let report = try CrashReport.parse("""
+            {"modules":[{"name":"prog","path":"/bin/prog","build_id":"ABCDEF0123","load_address":"0x1000","size":"0x100"}],
+             "stacks":[{"name":"main","thread":"1","crashed":true,"frames":[
+               {"index":0,"module":"prog","module_offset":"0x10"},
+               {"index":1,"address":"0x1020","address_kind":"return-address"}]}]}
+            """)
+        #expect(report.format == .crashsymJSON)
+        #expect(report.modules[0].buildID == "abcdef0123")
+        let frames = report.stacks[0].frames
+        #expect(frames[0].module == 0 && frames[0].moduleOffset == 0x10 && frames[0].offsetBase == .virtualAddress)
+        #expect(frames[1].module == 0 && frames[1].convention == .returnAddress && frames[1].offsetBase == .mappingStart)
+        #expect(throws: FormatError.self) {
+            try CrashReport.parse(#"{"stacks":[{"frames":[{"module":7,"module_offset":"0x1"}]}]}"#)
+        }
+        do {
+            _ = try CrashReport.parse("{\"stacks\": [1,\n 2,,]}", format: .crashsymJSON)
+            Issue.record("bad JSON was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("line 2, column 4:"))
         }
     }
 
@@ -118,7 +239,8 @@ import Testing
     }
 
     @Test("every truncation of every report parses or throws, never traps", arguments: [
-        "asan-use-after-free.txt", "glibc-backtrace.txt",
+        "asan-use-after-free.txt", "glibc-backtrace.txt", "eu-stack.txt", "swift-backtrace.json",
+        "swift-backtrace.txt", "tombstone-arm64.txt", "logcat-crash.txt",
     ])
     func truncation(name: String) throws {
         let bytes = Array(try Reports.text(name).utf8)

@@ -19,7 +19,12 @@ enum ReportFixtures {
     }
 
     /// Fixture modules: frames in these are compared with llvm-symbolizer.
-    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift"]
+    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift", "libnative.so"]
+
+    /// The committed file of a fixture module.
+    static func object(for name: String) -> String {
+        name == "libnative.so" ? Corpus.fixture("libnative-android21-aarch64.so") : binaries + "/" + name
+    }
 
     /// Defined function symbols of an ELF file, from llvm-nm (name to value).
     static func functionSymbols(_ file: String) throws -> [String: UInt64] {

@@ -23,7 +23,7 @@ import Testing
                 let address = try oracleAddress(frame, module)
                 #expect(resolution.lookupAddress == address, "\(module.name) #\(frame.index)")
                 let expected = try LLVMSymbolizer.symbolize(
-                    object: ReportFixtures.binaries + "/" + module.name, addresses: [address])[0]
+                    object: ReportFixtures.object(for: module.name), addresses: [address])[0]
                 #expect(resolution.status == .ok)
                 #expect(resolution.locations.map(LLVMSymbolizer.Frame.init) == expected, "\(module.name) #\(frame.index)")
                 compared += 1
@@ -80,6 +80,67 @@ import Testing
         #expect(compared == 5)
         // Frame 0 is inside the inlined print_backtrace; frames 1 and 2 are the recursive calls.
         #expect(result.frames[0][0].locations.map(\.function) == ["print_backtrace", "fault_backtrace"])
+    }
+
+    @Test func euStackOffsetsAreAlreadyAdjusted() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("eu-stack.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // prog and libfault.so are PIE/DSO with their first PT_LOAD at 0: the printed offset from
+        // the module start is the file virtual address, already moved into the call.
+        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        #expect(compared == 3)
+        // eu-stack names the physical function from the symbol table: ours is the same.
+        for (frame, resolution) in zip(report.stacks[0].frames, result.frames[0]) where resolution.status == .ok {
+            #expect(resolution.locations.last?.mangled == frame.function)
+        }
+    }
+
+    @Test("Swift backtraces look up pc - 1 for [ra] frames only", arguments: ["swift-backtrace.json", "swift-backtrace.txt"])
+    func swiftBacktrace(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            let offset = try #require(frame.address) - (try #require(module.loadAddress))
+            return frame.convention == .returnAddress ? offset - 1 : offset
+        }
+        #expect(compared == 3)
+        // The backtracer's own symbolicated run (symbolicate=full) gives the same file:line:column.
+        let own = try ReportFixtures.text("swift-backtrace.symbolized.txt")
+        let theirs = own.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains(" in crash-swift at "), let at = line.range(of: " at ") else { return nil }
+            return String(line[at.upperBound...])
+        }
+        let ours = result.frames[0].compactMap { resolution -> String? in
+            guard let location = resolution.locations.first, location.file.hasPrefix("/fixtures-reports/") else { return nil }
+            return "\(location.file):\(location.line):\(location.column)"
+        }
+        #expect(theirs.count == 3)
+        #expect(ours == theirs)
+    }
+
+    @Test("tombstones: relative pcs looked up as printed", arguments: ["tombstone-arm64.txt", "logcat-crash.txt"])
+    func tombstone(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let sources = ReportFixtures.isolatedSources([Corpus.fixture("libnative-android21-aarch64.so")])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        #expect(compared == (name == "logcat-crash.txt" ? 1 : 2))
+        // The base.apk!libnative.so frame resolves by build-id to the same library, with its inline chain.
+        if name == "tombstone-arm64.txt" {
+            #expect(result.frames[1][0].locations.map(\.function) == ["scale", "accumulate", "Java_com_example_fixture_NativeLib_compute"])
+        }
+    }
+
+    @Test func theSymbolicatedJSONReadsBackAsAReport() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("glibc-backtrace.txt"))
+        let symbolicator = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let first = symbolicator.symbolicate(report)
+        let again = try CrashReport.parse(ReportWriter.json(first))
+        #expect(again.format == .crashsymJSON)
+        let second = symbolicator.symbolicate(again)
+        #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
+        #expect(second.frames.map { $0.map(\.status) } == first.frames.map { $0.map(\.status) })
+        #expect(second.frames.map { $0.map(\.lookupAddress) } == first.frames.map { $0.map(\.lookupAddress) })
     }
 
     @Test func aRebuiltModuleIsFlaggedNeverUsed() throws {
