@@ -45,7 +45,11 @@ enum SanitizerParser {
     /// ThreadSanitizer: data race (pid=1)`, `file.c:3:5: runtime error: …`.
     private static func readHeadline(_ text: String, into report: inout CrashReport) {
         if report.signal == nil, let range = text.firstRange(of: "Sanitizer: ") {
-            let kind = text[range.upperBound...].prefix(while: { $0 != " " })
+            // The kind runs to " on " (ASan), " (" (TSan) or the end (LSan).
+            var kind = text[range.upperBound...]
+            for stop in [" on ", " ("] {
+                if let cut = kind.firstRange(of: stop) { kind = kind[..<cut.lowerBound] }
+            }
             report.signal = String(kind)
             // From the tool's name on: "AddressSanitizer: heap-use-after-free on address …".
             let toolStart = text[..<range.lowerBound].lastIndex(of: " ").map { text.index(after: $0) } ?? text.startIndex
@@ -65,6 +69,7 @@ enum SanitizerParser {
 
     /// The thread named by a stack header (`… thread T0 …`, `Thread T1 (tid=…) created by…`).
     private static func thread(in header: String) -> String? {
+        if header.contains("by main thread") { return "main" }
         let words = header.split(separator: " ")
         for (position, word) in words.enumerated() where (word == "thread" || word == "Thread") && position + 1 < words.count {
             let next = words[position + 1]

@@ -13,6 +13,9 @@ import Testing
         ("swift-backtrace.txt", .swiftText),
         ("tombstone-arm64.txt", .tombstone),
         ("logcat-crash.txt", .tombstone),
+        ("ubsan-overflow.txt", .sanitizer),
+        ("tsan-data-race.txt", .sanitizer),
+        ("lsan-leak.txt", .sanitizer),
     ])
     func detection(name: String, format: ReportFormat) throws {
         #expect(ReportFormat.detect(try Reports.text(name)) == format)
@@ -50,6 +53,28 @@ import Testing
         // prog, libfault, libc and the ASan runtime: four modules, three with build-ids.
         #expect(report.modules.count == 4)
         #expect(Set(report.modules.compactMap(\.buildID)).count == 3)
+    }
+
+    @Test func otherSanitizersAreRead() throws {
+        let ubsan = try CrashReport.parse(try Reports.text("ubsan-overflow.txt"))
+        #expect(ubsan.signal == "runtime-error")
+        #expect(ubsan.reason?.hasPrefix("signed integer overflow: ") == true)
+        #expect(ubsan.metadata("location") == "sanitizers.c:10:18")
+        #expect(ubsan.stacks.map(\.frames.count) == [5])
+
+        let tsan = try CrashReport.parse(try Reports.text("tsan-data-race.txt"))
+        #expect(tsan.signal == "data race")
+        #expect(tsan.stacks.count == 3)
+        #expect(tsan.stacks.map(\.thread) == ["main", "T1", "main"])  // T1 was created by frames on the main thread
+        // TSan prints no address with symbolize=0 and names modules without a path.
+        let first = tsan.stacks[0].frames[0]
+        #expect(first.address == nil && first.moduleOffset != nil && first.problem == nil)
+        #expect(tsan.modules[try #require(first.module)].path == "sanitizers-tsan")
+
+        let lsan = try CrashReport.parse(try Reports.text("lsan-leak.txt"))
+        #expect(lsan.signal == "detected memory leaks")
+        #expect(lsan.stacks.count == 1)
+        #expect(lsan.stacks[0].name?.hasPrefix("Direct leak of 7 byte(s) in 1 object(s) allocated from") == true)
     }
 
     @Test func glibcBacktraceFramesAreReturnAddresses() throws {
@@ -240,7 +265,8 @@ import Testing
 
     @Test("every truncation of every report parses or throws, never traps", arguments: [
         "asan-use-after-free.txt", "glibc-backtrace.txt", "eu-stack.txt", "swift-backtrace.json",
-        "swift-backtrace.txt", "tombstone-arm64.txt", "logcat-crash.txt",
+        "swift-backtrace.txt", "tombstone-arm64.txt", "logcat-crash.txt", "ubsan-overflow.txt", "tsan-data-race.txt",
+        "lsan-leak.txt",
     ])
     func truncation(name: String) throws {
         let bytes = Array(try Reports.text(name).utf8)

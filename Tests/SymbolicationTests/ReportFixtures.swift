@@ -19,7 +19,8 @@ enum ReportFixtures {
     }
 
     /// Fixture modules: frames in these are compared with llvm-symbolizer.
-    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift", "libnative.so"]
+    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift", "libnative.so",
+                                                   "sanitizers-ubsan", "sanitizers-tsan", "sanitizers-asan"]
 
     /// The committed file of a fixture module.
     static func object(for name: String) -> String {

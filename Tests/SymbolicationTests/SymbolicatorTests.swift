@@ -32,27 +32,35 @@ import Testing
         return compared
     }
 
-    @Test func asanReportMatchesLLVMSymbolizerAtThePrintedOffsets() throws {
-        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+    /// Sanitizer reports and how many of their frames lie in fixture modules.
+    static let sanitizerReports: [(String, Int)] = [
+        ("asan-use-after-free.txt", 7), ("ubsan-overflow.txt", 3), ("tsan-data-race.txt", 5), ("lsan-leak.txt", 3),
+    ]
+
+    @Test("sanitizer offsets are looked up as printed", arguments: sanitizerReports)
+    func sanitizerMatchesLLVMSymbolizer(name: String, fixtureFrames: Int) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
         let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
         // Sanitizers print caller addresses already moved into the call: the offset is looked up as is.
         let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
-        #expect(compared == 7)
-        // The access happened in an inlined helper: two frames, innermost first.
-        #expect(result.frames[0][0].locations.map(\.function) == ["checksum", "fault_use_after_free"])
+        #expect(compared == fixtureFrames)
+        if name.hasPrefix("asan") {
+            // The access happened in an inlined helper: two frames, innermost first.
+            #expect(result.frames[0][0].locations.map(\.function) == ["checksum", "fault_use_after_free"])
+        }
     }
 
-    @Test func asanReportMatchesASanOwnSymbolization() throws {
-        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+    @Test("sanitizer reports match the sanitizer's own symbolized run", arguments: sanitizerReports.map(\.0))
+    func sanitizerMatchesItsOwnSymbolization(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
         let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
-        // ASan's own run with llvm-symbolizer prints one `#N 0x… in function file:line:column` per
-        // frame, inlined frames included.
-        let own = try ReportFixtures.text("asan-use-after-free.symbolized.txt")
-        var theirs: [String] = []
-        for line in own.split(separator: "\n") {
-            guard line.trimmingCharacters(in: .whitespaces).hasPrefix("#"), let range = line.range(of: " in "),
-                  line.contains("/fixtures-reports/") else { continue }
-            theirs.append(String(line[range.upperBound...]))
+        // The same run with symbolize=1 (llvm-symbolizer behind the runtime) prints one frame per
+        // line, inlined frames included: `#N 0x… in f file:l:c` (TSan: `#N f file:l:c (module+0x…)`).
+        let own = try ReportFixtures.text(name.replacingOccurrences(of: ".txt", with: ".symbolized.txt"))
+        let regex = try NSRegularExpression(pattern: #"^\s*#\d+ (?:0x[0-9a-f]+ in )?(\S+) (/fixtures-reports/\S+)"#,
+                                            options: [.anchorsMatchLines])
+        let theirs = regex.matches(in: own, range: NSRange(own.startIndex..., in: own)).map { match in
+            (own as NSString).substring(with: match.range(at: 1)) + " " + (own as NSString).substring(with: match.range(at: 2))
         }
         var ours: [String] = []
         for stack in result.frames {
@@ -62,7 +70,7 @@ import Testing
                 }
             }
         }
-        #expect(ours.count == 10)
+        #expect(ours.count >= 3)
         #expect(ours == theirs)
     }
 
