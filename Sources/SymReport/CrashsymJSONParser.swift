@@ -45,27 +45,34 @@ enum CrashsymJSONParser {
                 case "return-address": parsed.convention = .returnAddress
                 case let other?: throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].address_kind '\(other)' is not exact or return-address")
                 }
-                switch frame["module"] {
-                case .string(let name)?:
-                    let id = frame["build_id"]?.string.flatMap { LineCursor.isBuildID($0) ? $0.lowercased() : nil }
-                    if let known = report.modules.firstIndex(where: { $0.name == name || $0.path == name }) {
-                        parsed.module = known
-                    } else {
-                        report.modules.append(ReportModule(path: name, buildID: id))
-                        parsed.module = report.modules.count - 1
-                    }
-                case .number?:
-                    guard let index = frame["module"]?.unsigned, index < UInt64(report.modules.count) else {
-                        throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module is not an index into \"modules\"")
+                if let index = frame["module_index"]?.unsigned {
+                    guard index < UInt64(report.modules.count) else {
+                        throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module_index is not an index into \"modules\"")
                     }
                     parsed.module = Int(index)
-                default:
-                    if let address = parsed.address {
-                        parsed.module = report.modules.firstIndex { module in
-                            guard let start = module.loadAddress, let size = module.size, address >= start else { return false }
-                            return address - start < size
+                } else {
+                    switch frame["module"] {
+                    case .string(let name)?:
+                        let id = frame["build_id"]?.string.flatMap { LineCursor.isBuildID($0) ? $0.lowercased() : nil }
+                        if let known = report.modules.firstIndex(where: { $0.name == name || $0.path == name }) {
+                            parsed.module = known
+                        } else {
+                            report.modules.append(ReportModule(path: name, buildID: id))
+                            parsed.module = report.modules.count - 1
                         }
-                        if parsed.module != nil, parsed.moduleOffset == nil { parsed.offsetBase = .mappingStart }
+                    case .number?:
+                        guard let index = frame["module"]?.unsigned, index < UInt64(report.modules.count) else {
+                            throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module is not an index into \"modules\"")
+                        }
+                        parsed.module = Int(index)
+                    default:
+                        if let address = parsed.address {
+                            parsed.module = report.modules.firstIndex { module in
+                                guard let start = module.loadAddress, let size = module.size, address >= start else { return false }
+                                return address - start < size
+                            }
+                            if parsed.module != nil, parsed.moduleOffset == nil { parsed.offsetBase = .mappingStart }
+                        }
                     }
                 }
                 if parsed.address == nil && parsed.moduleOffset == nil {

@@ -110,6 +110,7 @@ public enum ReportWriter {
                 json.number("index", frame.index)
                 let module = frame.module.flatMap { $0 < report.modules.count ? report.modules[$0] : nil }
                 json.string("module", module?.name)
+                if let index = frame.module, module != nil { json.number("module_index", index) } else { json.null("module_index") }
                 json.string("build_id", module?.buildID)
                 json.string("address", frame.address.map(hex))
                 json.string("module_offset", resolution.moduleAddress.map(hex))
