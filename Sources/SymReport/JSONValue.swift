@@ -206,47 +206,95 @@ private struct JSONParser {
     }
 }
 
-/// Appends JSON text: keys in the order written (documented formats fix the order).
+/// Appends JSON text as UTF-8 bytes: keys in the order written (documented formats fix the
+/// order); strings without characters to escape are copied whole.
 struct JSONText {
-    private(set) var text = ""
+    var bytes: [UInt8] = []
     private var needsComma: [Bool] = [false]
 
-    private mutating func separator(_ key: String?) {
-        if needsComma[needsComma.count - 1] { text += "," }
+    init(reserving capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    private mutating func separator(_ key: StaticString?) {
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
         needsComma[needsComma.count - 1] = true
-        if let key { Self.appendQuoted(key, to: &text); text += ":" }
+        if let key {
+            bytes.append(UInt8(ascii: "\""))
+            key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        }
     }
 
-    mutating func beginObject(_ key: String? = nil) { separator(key); text += "{"; needsComma.append(false) }
-    mutating func endObject() { needsComma.removeLast(); text += "}" }
-    mutating func beginArray(_ key: String? = nil) { separator(key); text += "["; needsComma.append(false) }
-    mutating func endArray() { needsComma.removeLast(); text += "]" }
-    mutating func string(_ key: String?, _ value: String?) {
+    mutating func beginObject(_ key: StaticString? = nil) { separator(key); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
+    mutating func endObject() { needsComma.removeLast(); bytes.append(UInt8(ascii: "}")) }
+    mutating func beginArray(_ key: StaticString? = nil) { separator(key); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
+    mutating func endArray() { needsComma.removeLast(); bytes.append(UInt8(ascii: "]")) }
+
+    mutating func string(_ key: StaticString?, _ value: String?) {
         separator(key)
-        if let value { Self.appendQuoted(value, to: &text) } else { text += "null" }
+        guard var value else { bytes.append(contentsOf: Self.null); return }
+        value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
     }
-    mutating func number(_ key: String?, _ value: some BinaryInteger) { separator(key); text += "\(value)" }
-    mutating func bool(_ key: String?, _ value: Bool) { separator(key); text += value ? "true" : "false" }
-    mutating func null(_ key: String?) { separator(key); text += "null" }
 
-    static func appendQuoted(_ value: String, to text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let digits = String(scalar.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-                } else {
-                    text.unicodeScalars.append(scalar)
+    /// A member whose key is only known at run time (metadata).
+    mutating func member(_ key: String, _ value: String) {
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
+        needsComma[needsComma.count - 1] = true
+        var key = key, value = value
+        key.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+        bytes.append(UInt8(ascii: ":"))
+        value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+    }
+
+    mutating func number(_ key: StaticString?, _ value: some BinaryInteger) {
+        separator(key)
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    /// A `"0x…"` string member (or null), written without an intermediate `String`.
+    mutating func hex(_ key: StaticString?, _ value: UInt64?) {
+        separator(key)
+        guard let value else { bytes.append(contentsOf: Self.null); return }
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "0"), UInt8(ascii: "x")])
+        if value == 0 {
+            bytes.append(UInt8(ascii: "0"))
+        } else {
+            var shift = (63 - value.leadingZeroBitCount) / 4 * 4
+            while shift >= 0 {
+                bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 15)])
+                shift -= 4
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func bool(_ key: StaticString?, _ value: Bool) { separator(key); bytes.append(contentsOf: value ? Self.true : Self.false) }
+    mutating func null(_ key: StaticString?) { separator(key); bytes.append(contentsOf: Self.null) }
+
+    private static let null = Array("null".utf8), `true` = Array("true".utf8), `false` = Array("false".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func appendQuoted(_ value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        if !value.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: value)
+        } else {
+            for byte in value {
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x0a: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0d: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0..<0x20:
+                    bytes.append(contentsOf: Array("\\u00".utf8))
+                    bytes.append(hexDigits[Int(byte >> 4)])
+                    bytes.append(hexDigits[Int(byte & 15)])
+                default: bytes.append(byte)
                 }
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 }

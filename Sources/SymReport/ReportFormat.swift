@@ -27,32 +27,47 @@ public enum ReportFormat: String, Sendable, CaseIterable {
     public static func detect(_ text: String) -> ReportFormat? {
         var lines = 0
         var glibcLines = 0
-        for lineBytes in text.utf8.split(separator: 0x0a, maxSplits: 4000, omittingEmptySubsequences: true) {
-            let line = Substring(lineBytes)
+        var found: ReportFormat?
+        forEachLine(of: text) { line in
+            if line.isEmpty { return true }
             lines += 1
-            if lines > 4000 { break }
+            if lines > 4000 { return false }
             if lines == 1 && line.first(where: { $0 != " " && $0 != "\t" && $0 != "\r" }) == "{" {
                 if let value = try? JSONValue.parse(text) {
-                    if value["threads"] != nil && value["images"] != nil { return .swiftJSON }
-                    if value["stacks"] != nil { return .crashsymJSON }
+                    if value["threads"] != nil && value["images"] != nil { found = .swiftJSON }
+                    if value["stacks"] != nil { found = .crashsymJSON }
                 }
-                return nil
+                return false
             }
-            if line.utf8.count > 4096 { continue }
+            if line.utf8.count > 4096 { return true }
+            let cursor = LineCursor(line)
             let trimmed = String(line).trimmed
-            if trimmed.hasPrefix("*** *** *** *** ***") || TombstoneParser.frameStart(in: line) != nil { return .tombstone }
-            if trimmed.hasPrefix("*** Program crashed:") || (trimmed.hasPrefix("Thread ") && trimmed.hasSuffix("crashed:")) {
-                return .swiftText
+            if trimmed.hasPrefix("*** *** *** *** ***") || TombstoneParser.frameStart(in: line) != nil {
+                found = .tombstone
+            } else if trimmed.hasPrefix("*** Program crashed:") || (trimmed.hasPrefix("Thread ") && trimmed.hasSuffix("crashed:")) {
+                found = .swiftText
+            } else if (trimmed.hasPrefix("PID ") && trimmed.hasSuffix(" - process")) || trimmed.hasSuffix(" - process module memory map") {
+                found = .euStack
+            } else if cursor.find("Sanitizer:") != nil || cursor.find("runtime error:") != nil || SanitizerParser.isFrameLine(trimmed) {
+                found = .sanitizer
+            } else if GlibcBacktraceParser.frame(in: line) != nil {
+                glibcLines += 1
             }
-            if (trimmed.hasPrefix("PID ") && trimmed.hasSuffix(" - process")) || trimmed.hasSuffix(" - process module memory map") {
-                return .euStack
-            }
-            if trimmed.contains("Sanitizer:") || trimmed.contains("runtime error:") || SanitizerParser.isFrameLine(trimmed) {
-                return .sanitizer
-            }
-            if GlibcBacktraceParser.frame(in: line) != nil { glibcLines += 1 }
+            return found == nil
         }
-        return glibcLines > 0 ? .glibc : nil
+        return found ?? (glibcLines > 0 ? .glibc : nil)
+    }
+
+    /// Calls `body` with each line of `text` (without its `\n`) until it returns false.
+    static func forEachLine(of text: String, _ body: (Substring) -> Bool) {
+        let utf8 = text.utf8
+        var start = utf8.startIndex
+        while start < utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: 0x0a) ?? utf8.endIndex
+            guard body(Substring(utf8[start..<end])) else { return }
+            guard end < utf8.endIndex else { return }
+            start = utf8.index(after: end)
+        }
     }
 }
 
@@ -90,14 +105,16 @@ extension CrashReport {
     /// The lines of `text` (without `\n` or a trailing `\r`); refuses lines over the limit.
     static func splitLines(_ text: String) throws(FormatError) -> [Substring] {
         var lines: [Substring] = []
-        for (number, lineBytes) in text.utf8.split(separator: 0x0a, omittingEmptySubsequences: false).enumerated() {
-            let line = Substring(lineBytes)
+        var failure: FormatError?
+        ReportFormat.forEachLine(of: text) { line in
             guard line.utf8.count <= ReportFormat.maximumLineLength else {
-                throw FormatError(.limitExceeded, "line \(number + 1) is longer than \(ReportFormat.maximumLineLength) bytes")
+                failure = FormatError(.limitExceeded, "line \(lines.count + 1) is longer than \(ReportFormat.maximumLineLength) bytes")
+                return false
             }
             lines.append(line.utf8.last == 0x0d ? Substring(line.utf8.dropLast()) : line)
+            return true
         }
-        if lines.last?.isEmpty == true { lines.removeLast() }
+        if let failure { throw failure }
         return lines
     }
 

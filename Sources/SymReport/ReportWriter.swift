@@ -1,34 +1,53 @@
 /// Prints symbolicated reports: a text report in place, line for line, or the JSON model of
-/// docs/crash-report.md.
+/// docs/crash-report.md. Output is built as UTF-8 bytes (the `String` forms wrap them).
 public enum ReportWriter {
-    /// The report as text. A text input is reprinted line for line, each frame line completed
-    /// with ` in function file:line:column` and one extra line per enclosing (inlining) frame
-    /// right under it; every other line is untouched. A JSON input is printed as a listing.
-    /// With `explain`, each unresolved frame gets lines saying what was tried.
+    /// The report as text (see `writeText`).
     public static func text(_ result: SymbolicatedReport, explain: Bool = false) -> String {
+        var bytes: [UInt8] = []
+        writeText(result, explain: explain, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The report as JSON (see `writeJSON`).
+    public static func json(_ result: SymbolicatedReport, explain: Bool = false) -> String {
+        var bytes: [UInt8] = []
+        writeJSON(result, explain: explain, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the report as text. A text input is reprinted line for line, each frame line
+    /// completed with ` in function file:line:column` and one `inlined into …` line per enclosing
+    /// frame right under it; every other line is untouched. A JSON input is printed as a listing.
+    /// With `explain`, each unresolved frame gets one `tried:` line per source tried.
+    public static func writeText(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
         let report = result.report
-        var output = ""
         if report.format.isText && !report.lines.isEmpty {
-            var byLine: [Int: (stack: Int, frame: Int)] = [:]
+            // Frame lines in order: walk them alongside the report's lines.
+            var frameLines: [(line: Int, stack: Int, frame: Int)] = []
             for (s, stack) in report.stacks.enumerated() {
                 for (f, frame) in stack.frames.enumerated() {
-                    if let line = frame.line, byLine[line] == nil { byLine[line] = (s, f) }
+                    if let line = frame.line { frameLines.append((line, s, f)) }
                 }
             }
+            frameLines.sort { $0.line < $1.line }
+            var next = 0
             for (number, line) in report.lines.enumerated() {
-                output += line
-                if let (s, f) = byLine[number] {
-                    appendResolution(result.frames[s][f], indent: indentation(of: line), explain: explain, to: &output)
+                output.append(contentsOf: line.utf8)
+                while next < frameLines.count && frameLines[next].line < number { next += 1 }
+                if next < frameLines.count && frameLines[next].line == number {
+                    let entry = frameLines[next]
+                    appendResolution(result.frames[entry.stack][entry.frame], indent: indentation(of: line),
+                                     explain: explain, to: &output)
                 } else {
-                    output += "\n"
+                    output.append(0x0a)
                 }
             }
-            return output
+            return
         }
         for (s, stack) in report.stacks.enumerated() {
-            if s > 0 { output += "\n" }
-            output += stack.name ?? stack.thread.map { "Thread \($0)" } ?? "Stack \(s)"
-            output += stack.crashed ? " (crashed):\n" : ":\n"
+            if s > 0 { output.append(0x0a) }
+            output.append(contentsOf: (stack.name ?? stack.thread.map { "Thread \($0)" } ?? "Stack \(s)").utf8)
+            output.append(contentsOf: (stack.crashed ? " (crashed):\n" : ":\n").utf8)
             for (f, frame) in stack.frames.enumerated() {
                 var line = "    #\(frame.index)"
                 if let address = frame.address { line += " " + hex(address) }
@@ -37,53 +56,87 @@ public enum ReportWriter {
                     if let offset = frame.moduleOffset { line += "+" + hex(offset) }
                     line += ")"
                 }
-                output += line
+                output.append(contentsOf: line.utf8)
                 appendResolution(result.frames[s][f], indent: "    ", explain: explain, to: &output)
             }
         }
-        return output
     }
 
-    private static func appendResolution(_ resolution: FrameResolution, indent: String, explain: Bool,
-                                         to output: inout String) {
+    private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
+                                         to output: inout [UInt8]) {
         if resolution.status == .ok, let first = resolution.locations.first {
-            output += " in " + describe(first) + "\n"
+            output.append(contentsOf: Literal.in)
+            describe(first, to: &output)
             for location in resolution.locations.dropFirst() {
-                output += indent + "    inlined into " + describe(location) + "\n"
+                output.append(contentsOf: indent.utf8)
+                output.append(contentsOf: Literal.inlinedInto)
+                describe(location, to: &output)
             }
         } else {
-            output += "  [crashsym: \(resolution.status.rawValue)"
-            if let reason = resolution.reason { output += ": " + reason }
-            output += "]\n"
+            output.append(contentsOf: Literal.flagOpen)
+            output.append(contentsOf: resolution.status.rawValue.utf8)
+            if let reason = resolution.reason {
+                output.append(contentsOf: Literal.colon)
+                output.append(contentsOf: reason.utf8)
+            }
+            output.append(contentsOf: Literal.flagClose)
         }
         if explain && resolution.status != .ok {
-            for step in resolution.explanation { output += indent + "    tried: " + step + "\n" }
+            for step in resolution.explanation {
+                output.append(contentsOf: indent.utf8)
+                output.append(contentsOf: Literal.tried)
+                output.append(contentsOf: step.utf8)
+                output.append(0x0a)
+            }
         }
     }
 
-    private static func describe(_ location: SourceLocation) -> String {
-        var text = location.function
+    /// `function file:line:column` and a newline.
+    private static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
+        output.append(contentsOf: location.function.utf8)
         if !location.file.isEmpty || location.line != 0 {
-            text += " " + (location.file.isEmpty ? "??" : location.file) + ":\(location.line)"
-            if location.column != 0 { text += ":\(location.column)" }
+            output.append(0x20)
+            if location.file.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: location.file.utf8) }
+            output.append(UInt8(ascii: ":"))
+            appendDecimal(UInt64(location.line), to: &output)
+            if location.column != 0 {
+                output.append(UInt8(ascii: ":"))
+                appendDecimal(UInt64(location.column), to: &output)
+            }
         }
-        return text
+        output.append(0x0a)
     }
 
-    private static func indentation(of line: Substring) -> String {
-        String(line.prefix(while: { $0 == " " || $0 == "\t" }))
+    private static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
+        if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
+        output.append(contentsOf: String(value).utf8)
     }
 
-    /// The report as JSON (docs/crash-report.md), one document ending in a newline.
-    public static func json(_ result: SymbolicatedReport, explain: Bool = false) -> String {
+    private static func indentation(of line: Substring) -> Substring {
+        line.prefix(while: { $0 == " " || $0 == "\t" })
+    }
+
+    private enum Literal {
+        static let `in` = Array(" in ".utf8)
+        static let inlinedInto = Array("    inlined into ".utf8)
+        static let flagOpen = Array("  [crashsym: ".utf8)
+        static let colon = Array(": ".utf8)
+        static let flagClose = Array("]\n".utf8)
+        static let tried = Array("    tried: ".utf8)
+        static let unknown = Array("??".utf8)
+    }
+
+    /// Appends the report as one JSON document (docs/crash-report.md) and a newline.
+    public static func writeJSON(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
         let report = result.report
         var json = JSONText()
+        swap(&json.bytes, &output)
         json.beginObject()
         json.string("format", report.format.rawValue)
         json.string("signal", report.signal)
         json.string("reason", report.reason)
         json.beginObject("metadata")
-        for entry in report.metadata { json.string(entry.key, entry.value) }
+        for entry in report.metadata { json.member(entry.key, entry.value) }
         json.endObject()
         json.beginArray("modules")
         for module in report.modules {
@@ -91,9 +144,9 @@ public enum ReportWriter {
             json.string("name", module.name)
             json.string("path", module.path)
             json.string("build_id", module.buildID)
-            json.string("load_address", module.loadAddress.map(hex))
-            json.string("size", module.size.map(hex))
-            if let offset = module.fileOffset { json.string("file_offset", hex(offset)) }
+            json.hex("load_address", module.loadAddress)
+            json.hex("size", module.size)
+            if let offset = module.fileOffset { json.hex("file_offset", offset) }
             json.endObject()
         }
         json.endArray()
@@ -112,12 +165,12 @@ public enum ReportWriter {
                 json.string("module", module?.name)
                 if let index = frame.module, module != nil { json.number("module_index", index) } else { json.null("module_index") }
                 json.string("build_id", module?.buildID)
-                json.string("address", frame.address.map(hex))
-                json.string("module_offset", resolution.moduleAddress.map(hex))
+                json.hex("address", frame.address)
+                json.hex("module_offset", resolution.moduleAddress)
                 json.string("address_kind", frame.convention.rawValue)
                 json.string("status", resolution.status.rawValue)
                 json.string("reason", resolution.reason)
-                if explain { 
+                if explain {
                     json.beginArray("tried")
                     for step in resolution.explanation { json.string(nil, step) }
                     json.endArray()
@@ -140,6 +193,7 @@ public enum ReportWriter {
         }
         json.endArray()
         json.endObject()
-        return json.text + "\n"
+        json.bytes.append(0x0a)
+        swap(&json.bytes, &output)
     }
 }

@@ -44,7 +44,14 @@ enum SanitizerParser {
     /// `==123==ERROR: AddressSanitizer: heap-use-after-free on address …`, `WARNING:
     /// ThreadSanitizer: data race (pid=1)`, `file.c:3:5: runtime error: …`.
     private static func readHeadline(_ text: String, into report: inout CrashReport) {
-        if report.signal == nil, let range = text.firstRange(of: "Sanitizer: ") {
+        // Cheap byte search first: most lines are neither.
+        let cursor = LineCursor(Substring(text))
+        let isHeadline = cursor.find("Sanitizer: ") != nil, isRuntimeError = cursor.find("runtime error: ") != nil
+        if !isHeadline && !isRuntimeError {
+            if text.hasPrefix("SUMMARY: ") { report.metadata.append(ReportMetadata("summary", String(text.dropFirst(9)))) }
+            return
+        }
+        if report.signal == nil, isHeadline, let range = text.firstRange(of: "Sanitizer: ") {
             // The kind runs to " on " (ASan), " (" (TSan) or the end (LSan).
             var kind = text[range.upperBound...]
             for stop in [" on ", " ("] {
@@ -69,7 +76,7 @@ enum SanitizerParser {
 
     /// The thread named by a stack header (`… thread T0 …`, `Thread T1 (tid=…) created by…`).
     private static func thread(in header: String) -> String? {
-        if header.contains("by main thread") { return "main" }
+        if LineCursor(Substring(header)).find("by main thread") != nil { return "main" }
         let words = header.split(separator: " ")
         for (position, word) in words.enumerated() where (word == "thread" || word == "Thread") && position + 1 < words.count {
             let next = words[position + 1]
@@ -85,38 +92,40 @@ enum SanitizerParser {
         var frame = ReportFrame(index: index, convention: .exact, line: line)
         frame.address = cursor.hexNumber()
         if frame.address == nil { _ = cursor.skip("<null>") }
+        let bytes = cursor.bytes
         let afterAddress = cursor.index
         // The build-id group is last; the module group is the last `(…+0x…)` before it.
-        var end = cursor.bytes.count
+        var end = bytes.count
         var buildID: String?
         if let start = cursor.findLast("(BuildId: ") {
-            var inner = LineCursor(Substring(cursor.text((start + 10)..<cursor.bytes.count)))
-            if let text = inner.take(until: UInt8(ascii: ")")), LineCursor.isBuildID(text) { buildID = text.lowercased() }
+            if let close = bytes[(start + 10)...].firstIndex(of: UInt8(ascii: ")")) {
+                let text = cursor.text((start + 10)..<close)
+                if LineCursor.isBuildID(text) { buildID = text.lowercased() }
+            }
             end = start
         }
-        let head = LineCursor(Substring(cursor.text(afterAddress..<end)))
-        var moduleGroup: (path: String, offset: UInt64)?
-        if let close = head.bytes.lastIndex(of: UInt8(ascii: ")")),
-           let plus = head.bytes[..<close].lastIndex(of: UInt8(ascii: "+")),
-           let open = head.bytes[..<plus].lastIndex(of: UInt8(ascii: "(")) {
-            var offsetCursor = LineCursor(Substring(head.text((plus + 1)..<close)))
-            if let offset = offsetCursor.hexNumber(), offsetCursor.atEnd {
-                moduleGroup = (head.text((open + 1)..<plus), offset)
-                var name = LineCursor(Substring(head.text(0..<open)))
+        if let close = bytes[afterAddress..<end].lastIndex(of: UInt8(ascii: ")")),
+           let plus = bytes[afterAddress..<close].lastIndex(of: UInt8(ascii: "+")),
+           let open = bytes[afterAddress..<plus].lastIndex(of: UInt8(ascii: "(")) {
+            var offsetCursor = cursor
+            offsetCursor.index = plus + 1
+            if let offset = offsetCursor.hexNumber(), offsetCursor.index == close, open + 1 < plus {
+                frame.module = report.moduleIndex(path: cursor.text((open + 1)..<plus), buildID: buildID)
+                frame.moduleOffset = offset
+                frame.offsetBase = .virtualAddress
+                var name = cursor
+                name.index = afterAddress
                 name.skipSpaces()
-                if name.skip("in ") { frame.function = name.rest().trimmed }
+                if name.skip("in ") { frame.function = name.text(name.index..<open).trimmed }
             }
         }
-        if let moduleGroup, !moduleGroup.path.isEmpty {
-            frame.module = report.moduleIndex(path: moduleGroup.path, buildID: buildID)
-            frame.moduleOffset = moduleGroup.offset
-            frame.offsetBase = .virtualAddress
-        } else {
-            var rest = LineCursor(Substring(head.text(0..<head.bytes.count)))
+        if frame.module == nil {
+            var rest = cursor
+            rest.index = afterAddress
             rest.skipSpaces()
             if rest.skip("in ") {
                 // Already symbolized (`in main /src/a.c:3:5`): nothing to look up.
-                frame.function = rest.rest().trimmed
+                frame.function = rest.text(rest.index..<end).trimmed
                 frame.problem = "the frame names no module"
             } else if rest.looking(at: "(<unknown module>)") {
                 frame.problem = "the sanitizer found no module for this address"

@@ -15,6 +15,8 @@ public final class Symbolicator: Sendable {
     public let sources: SymbolSources
     private let modules = Mutex<[String: ResolvedModule]>([:])
     private let directories = Mutex<[String: DirectoryIndex]>([:])
+    /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
+    private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
     /// Creates a Symbolicator over `sources`.
     public init(sources: SymbolSources) {
@@ -34,24 +36,32 @@ public final class Symbolicator: Sendable {
                 }
             }
         }
+        // Each module is looked up once per report (and once per Symbolicator across reports).
+        var resolved: [Int: ResolvedModule] = [:]
         let frames = report.stacks.map { stack in
-            stack.frames.map { frame in resolve(frame, in: report, biases: biases) }
+            stack.frames.map { frame in
+                guard let index = frame.module, index < report.modules.count else {
+                    return resolve(frame, in: report, module: nil, biases: biases)
+                }
+                if resolved[index] == nil { resolved[index] = resolveModule(report.modules[index]) }
+                return resolve(frame, in: report, module: resolved[index], biases: biases)
+            }
         }
         return SymbolicatedReport(report: report, frames: frames)
     }
 
-    private func resolve(_ frame: ReportFrame, in report: CrashReport, biases: [Int: UInt64]) -> FrameResolution {
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count else {
+    private func resolve(_ frame: ReportFrame, in report: CrashReport, module resolvedModule: ResolvedModule?,
+                         biases: [Int: UInt64]) -> FrameResolution {
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let resolved = resolvedModule else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
         let module = report.modules[moduleIndex]
-        let resolved = resolveModule(module)
         // The file virtual address of the printed pc.
         var address: UInt64?
         var how = ""
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
-            if let value = resolved.symbolAddresses[symbol] {
+            if let binary = resolved.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
                 how = "\(symbol) at \(hex(value)) + \(hex(offset))"
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
@@ -92,11 +102,8 @@ public final class Symbolicator: Sendable {
             return resolution
         }
         do {
-            let found = try symbols.frames(at: lookup)
-            resolution.locations = found.map {
-                SourceLocation(function: $0.function, mangled: $0.mangled, file: $0.file, line: $0.line, column: $0.column)
-            }
-            if found.isEmpty {
+            resolution.locations = try symbols.locations(at: lookup)
+            if resolution.locations.isEmpty {
                 resolution.status = .notInFunction
                 resolution.reason = "no function at \(hex(lookup)) in \(resolved.source ?? module.name)"
             }
@@ -111,7 +118,7 @@ public final class Symbolicator: Sendable {
 
     /// The outcome of looking for one module's symbols (kept for the Symbolicator's lifetime).
     struct ResolvedModule: Sendable {
-        var symbols: ModuleSymbols?
+        var symbols: LocationCache?
         var status: FrameStatus = .noSymbols
         var reason: String?
         var source: String?
@@ -119,8 +126,8 @@ public final class Symbolicator: Sendable {
         var mappingBase: UInt64 = 0
         /// The executable `PT_LOAD` segments' address ranges (empty when only a table was found).
         var codeRanges: [Range<UInt64>] = []
-        /// Function symbols of the ELF file, for `func+0x…` frames.
-        var symbolAddresses: [String: UInt64] = [:]
+        /// The ELF file describing the module's addresses, when one was found.
+        var binaryPath: String?
         var explanation: [String] = []
     }
 
@@ -172,7 +179,7 @@ public final class Symbolicator: Sendable {
                     return false
                 }
                 result.explanation.append("\(origin) \(path): symbol table, build-id matches")
-                result.symbols = symbols
+                result.symbols = LocationCache(symbols: symbols)
                 result.source = path
                 result.status = .ok
                 return true
@@ -291,7 +298,7 @@ public final class Symbolicator: Sendable {
         do {
             let bytes = try ModuleConverter.table(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                   decoder: sources.decoder, threads: 2)
-            result.symbols = ModuleSymbols(table: try SymbolTable(bytes: bytes))
+            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)))
             result.source = (debugFile ?? binary).path
             result.status = .ok
             if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.cacheDirectory {
@@ -320,11 +327,20 @@ public final class Symbolicator: Sendable {
             let (end, overflow) = segment.virtualAddress.addingReportingOverflow(segment.memorySize)
             result.codeRanges.append(segment.virtualAddress..<(overflow ? UInt64.max : end))
         }
-        if let symbols = try? binary.symbols() {
-            for symbol in symbols where symbol.isFunction && symbol.isDefined && symbol.value != 0 {
-                if result.symbolAddresses[symbol.name] == nil { result.symbolAddresses[symbol.name] = symbol.value }
+        result.binaryPath = binary.path
+    }
+
+    /// The value of the function symbol `name` in the ELF file at `path` (its symbols are read once).
+    private func symbolAddress(_ name: String, in path: String) -> UInt64? {
+        if let known = symbolValues.withLock({ $0[path] }) { return known[name] }
+        var values: [String: UInt64] = [:]
+        if let file = try? ELFFile(path: path), let symbols = try? file.symbols() {
+            for symbol in symbols where symbol.isFunction && symbol.isDefined && symbol.value != 0 && values[symbol.name] == nil {
+                values[symbol.name] = symbol.value
             }
         }
+        symbolValues.withLock { $0[path] = values }
+        return values[name]
     }
 
     /// With a cached table, the module's own path still gives the load bias when it is here.

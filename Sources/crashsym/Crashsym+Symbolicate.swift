@@ -60,7 +60,14 @@ extension Crashsym {
         @Flag(name: .customLong("no-cache"), help: "Neither read nor write the conversion cache.")
         var noCache = false
 
+        @Option(name: .shortAndLong, help: "Reports symbolicated in parallel (default: number of cores).")
+        var jobs: Int?
+
         @OptionGroup var debug: DebugOptions
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        }
 
         func run() throws {
             let sources = SymbolSources(
@@ -76,45 +83,50 @@ extension Crashsym {
                     inputs.append(path)
                 }
             }
-            var output = OutputBuffer()
+            var output: [UInt8] = []
+            output.reserveCapacity(1 << 17)
+            func flush() {
+                FileOutput.writeAll(output, to: STDOUT_FILENO)
+                output.removeAll(keepingCapacity: true)
+            }
             var failed = false
-            for input in inputs {
-                let text: String
+            let json = format == .json, explain = self.explain, several = inputs.count > 1
+            let render: @Sendable (SymbolicatedReport) -> [UInt8] = { result in
+                var bytes: [UInt8] = []
+                if json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
+                else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
+                return bytes
+            }
+            let files = inputs.filter { $0 != "-" }
+            if files.count < inputs.count {
+                // Standard input: one report.
                 do {
-                    text = try Self.readReport(input)
+                    let report = try CrashReport.parse(try Self.readStandardInput(), format: inputFormat)
+                    output.append(contentsOf: render(symbolicator.symbolicate(report)))
                 } catch {
-                    output.flush()
-                    FileOutput.standardError("crashsym: \(error)\n")
+                    FileOutput.standardError("crashsym: <stdin>: \(error)\n")
                     failed = true
-                    continue
-                }
-                let report: CrashReport
-                do {
-                    report = try CrashReport.parse(text, format: inputFormat)
-                } catch {
-                    output.flush()
-                    FileOutput.standardError("crashsym: \(input == "-" ? "<stdin>" : input): \(error)\n")
-                    failed = true
-                    continue
-                }
-                let result = symbolicator.symbolicate(report)
-                if format == .json {
-                    output.write(ReportWriter.json(result, explain: explain))
-                } else {
-                    if inputs.count > 1 { output.write("==> \(input) <==\n") }
-                    output.write(ReportWriter.text(result, explain: explain))
                 }
             }
-            output.flush()
+            symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
+                                          render: render) { index, outcome in
+                switch outcome {
+                case .success(let bytes):
+                    if several && !json { output.append(contentsOf: "==> \(files[index]) <==\n".utf8) }
+                    output.append(contentsOf: bytes)
+                    if output.count >= 1 << 16 { flush() }
+                case .failure(let error):
+                    flush()
+                    FileOutput.standardError("crashsym: \(error)\n")
+                    failed = true
+                }
+            }
+            flush()
             if failed { throw ExitCode.failure }
         }
 
-        /// The text of a report file, or of standard input for "-".
-        static func readReport(_ path: String) throws(FormatError) -> String {
-            if path != "-" {
-                let file = try MappedFile(path: path)
-                return String(decoding: file.bytes, as: UTF8.self)
-            }
+        /// The text of standard input.
+        static func readStandardInput() throws(FormatError) -> String {
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             while true {

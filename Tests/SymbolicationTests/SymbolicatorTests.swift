@@ -188,7 +188,9 @@ import Testing
 
         let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
         let stripped = Symbolicator(sources: ReportFixtures.isolatedSources([directory + "/bin"])).symbolicate(report)
-        #expect(stripped.frames[0][0].status == .noSymbols || stripped.frames[0][0].locations.count == 1)
+        // Stripped, the library still exports the function in .dynsym: a name without file:line.
+        #expect(stripped.frames[0][0].locations.map(\.function) == ["fault_use_after_free"])
+        #expect(stripped.frames[0][0].locations.first?.line == 0)
 
         let sources = ReportFixtures.isolatedSources([directory + "/bin"], debugDirectories: [directory + "/debug"])
         let result = Symbolicator(sources: sources).symbolicate(report)
