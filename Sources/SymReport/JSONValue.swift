@@ -210,26 +210,31 @@ private struct JSONParser {
 /// order); strings without characters to escape are copied whole.
 struct JSONText {
     var bytes: [UInt8] = []
-    private var needsComma: [Bool] = [false]
+    /// One bit per open container (up to 64 deep): whether it has a member yet.
+    private var hasMembers: UInt64 = 0
 
     init(reserving capacity: Int = 0) {
         bytes.reserveCapacity(capacity)
     }
 
     private mutating func separator(_ key: StaticString?) {
-        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        if hasMembers & 1 != 0 { bytes.append(UInt8(ascii: ",")) }
+        hasMembers |= 1
         if let key {
             bytes.append(UInt8(ascii: "\""))
             key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-            bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(UInt8(ascii: ":"))
         }
     }
 
-    mutating func beginObject(_ key: StaticString? = nil) { separator(key); bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
-    mutating func endObject() { needsComma.removeLast(); bytes.append(UInt8(ascii: "}")) }
-    mutating func beginArray(_ key: StaticString? = nil) { separator(key); bytes.append(UInt8(ascii: "[")); needsComma.append(false) }
-    mutating func endArray() { needsComma.removeLast(); bytes.append(UInt8(ascii: "]")) }
+    private mutating func open(_ byte: UInt8) { bytes.append(byte); hasMembers <<= 1 }
+    private mutating func close(_ byte: UInt8) { bytes.append(byte); hasMembers >>= 1; hasMembers |= 1 }
+
+    mutating func beginObject(_ key: StaticString? = nil) { separator(key); open(UInt8(ascii: "{")) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray(_ key: StaticString? = nil) { separator(key); open(UInt8(ascii: "[")) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
 
     mutating func string(_ key: StaticString?, _ value: String?) {
         separator(key)
@@ -239,8 +244,7 @@ struct JSONText {
 
     /// A member whose key is only known at run time (metadata).
     mutating func member(_ key: String, _ value: String) {
-        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        separator(nil)
         var key = key, value = value
         key.withUTF8 { Self.appendQuoted($0, to: &bytes) }
         bytes.append(UInt8(ascii: ":"))

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Dispatch
 import SymBytes
 import SymReport
@@ -22,8 +27,7 @@ extension Symbolicator {
                     guard index < end else { return }
                     let outcome: Result<[UInt8], FormatError>
                     do throws(FormatError) {
-                        let file = try MappedFile(path: paths[index])
-                        let report = try CrashReport.parse(String(decoding: file.bytes, as: UTF8.self), format: inputFormat)
+                        let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
                         outcome = .success(render(symbolicate(report)))
                     } catch {
                         outcome = .failure(error.at(path: paths[index]))
@@ -35,5 +39,27 @@ extension Symbolicator {
             for index in start..<end { emit(index, collected[index]!) }
             start = end
         }
+    }
+
+    /// The contents of a report file, read (not mapped: reports are small and many).
+    static func readText(_ path: String) throws(FormatError) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FormatError(.io, "cannot open: \(String(cString: strerror(errno)))", path: path) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            throw FormatError(.io, "not a regular file", path: path)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(status.st_size) + 1)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw FormatError(.io, "cannot read: \(String(cString: strerror(errno)))", path: path) }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

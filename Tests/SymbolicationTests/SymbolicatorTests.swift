@@ -86,6 +86,10 @@ import Testing
             return try #require(symbolCache[file]?[symbol]) + offset - 1
         }
         #expect(compared == 5)
+        // glibc names the dynamic symbol of frames in exported functions: the physical function is it.
+        for (frame, resolution) in zip(report.stacks[0].frames, result.frames[0]) where frame.symbol != nil && resolution.status == .ok {
+            #expect(resolution.locations.last?.mangled == frame.symbol)
+        }
         // Frame 0 is inside the inlined print_backtrace; frames 1 and 2 are the recursive calls.
         #expect(result.frames[0][0].locations.map(\.function) == ["print_backtrace", "fault_backtrace"])
     }
@@ -133,6 +137,12 @@ import Testing
         let result = Symbolicator(sources: sources).symbolicate(report)
         let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
         #expect(compared == (name == "logcat-crash.txt" ? 1 : 2))
+        // Where the tombstone already names the function, the physical frame agrees.
+        for (stack, resolutions) in zip(report.stacks, result.frames) {
+            for (frame, resolution) in zip(stack.frames, resolutions) where resolution.status == .ok {
+                #expect(resolution.locations.last?.mangled == frame.function)
+            }
+        }
         // The base.apk!libnative.so frame resolves by build-id to the same library, with its inline chain.
         if name == "tombstone-arm64.txt" {
             #expect(result.frames[1][0].locations.map(\.function) == ["scale", "accumulate", "Java_com_example_fixture_NativeLib_compute"])
