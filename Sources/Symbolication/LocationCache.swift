@@ -48,15 +48,7 @@ final class LocationCache: Sendable {
     private func path(_ directory: StringRef, _ file: StringRef, in table: SymbolTable) -> String {
         let key = PathKey(directory: directory, file: file)
         if let known = paths.withLock({ $0[key] }) { return known }
-        let name = table.string(file), folder = table.string(directory)
-        let joined: String
-        if name.isEmpty {
-            joined = ""
-        } else if folder.isEmpty || name.hasPrefix("/") {
-            joined = name
-        } else {
-            joined = folder.hasSuffix("/") ? folder + name : folder + "/" + name
-        }
+        let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
         paths.withLock { $0[key] = joined }
         return joined
     }

@@ -27,26 +27,6 @@ enum ReportFixtures {
         name == "libnative.so" ? Corpus.fixture("libnative-android21-aarch64.so") : binaries + "/" + name
     }
 
-    /// Defined function symbols of an ELF file, from llvm-nm (name to value).
-    static func functionSymbols(_ file: String) throws -> [String: UInt64] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/llvm-nm")
-        process.arguments = ["--defined-only", file]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        var result: [String: UInt64] = [:]
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            if parts.count == 3, "tTwW".contains(parts[1]), let value = UInt64(parts[0], radix: 16) {
-                result[String(parts[2])] = value
-            }
-        }
-        return result
-    }
-
     /// Runs a tool and returns its exit status.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {

@@ -82,7 +82,7 @@ import Testing
             let offset = try #require(frame.moduleOffset)
             guard let symbol = frame.symbol else { return offset - 1 }
             let file = ReportFixtures.binaries + "/" + module.name
-            if symbolCache[file] == nil { symbolCache[file] = try ReportFixtures.functionSymbols(file) }
+            if symbolCache[file] == nil { symbolCache[file] = try ConversionTests.textSymbols(file) }
             return try #require(symbolCache[file]?[symbol]) + offset - 1
         }
         #expect(compared == 5)
