@@ -5,7 +5,8 @@ struct LineCursor {
     var index: Int
 
     init(_ line: Substring, at index: Int = 0) {
-        bytes = Array(line.utf8)
+        // A contiguous copy (memcpy) when the text is native UTF-8, which it is for parsed reports.
+        bytes = line.utf8.withContiguousStorageIfAvailable { Array($0) } ?? Array(line.utf8)
         self.index = index
     }
 

@@ -61,6 +61,18 @@ public enum ReportFormat: String, Sendable, CaseIterable {
     /// Calls `body` with each line of `text` (without its `\n`) until it returns false.
     static func forEachLine(of text: String, _ body: (Substring) -> Bool) {
         let utf8 = text.utf8
+        // Newline offsets found over contiguous bytes (native strings), then sliced by offset.
+        let found: Void? = utf8.withContiguousStorageIfAvailable { buffer in
+            var start = 0
+            while start < buffer.count {
+                var end = start
+                while end < buffer.count && buffer[end] != 0x0a { end += 1 }
+                let lower = utf8.index(utf8.startIndex, offsetBy: start), upper = utf8.index(lower, offsetBy: end - start)
+                guard body(Substring(utf8[lower..<upper])) else { return }
+                start = end + 1
+            }
+        }
+        if found != nil { return }
         var start = utf8.startIndex
         while start < utf8.endIndex {
             let end = utf8[start...].firstIndex(of: 0x0a) ?? utf8.endIndex
