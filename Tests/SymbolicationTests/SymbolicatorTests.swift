@@ -1,5 +1,8 @@
+import Dispatch
 import Foundation
+import SymBytes
 import SymReport
+import Synchronization
 import Testing
 @testable import Symbolication
 
@@ -235,5 +238,56 @@ import Testing
             """
         let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(try CrashReport.parse(text))
         #expect(result.frames[0].map(\.status) == [.notInFunction, .malformed, .notInFunction])
+    }
+
+    @Test func aCorruptCachedTableIsReplacedNotTrusted() throws {
+        let cache = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let cached = cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"
+        try Data("CSYM but not really a table".utf8).write(to: URL(fileURLWithPath: cached))
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
+        #expect(result.frames[0][0].status == .ok)
+        #expect(result.frames[0][0].explanation.contains { $0.hasPrefix("cache \(cached): ") && !$0.contains("symbol table") })
+        // Converted again and written over the bad file: the next run reads it from the cache.
+        let again = Symbolicator(sources: ReportFixtures.isolatedSources([cache + "/none"], cache: cache)).symbolicate(report)
+        #expect(again.frames[0][0].source == cached)
+        #expect(again.frames[0][0].locations == result.frames[0][0].locations)
+    }
+
+    @Test func oneSymbolicatorServesManyThreadsAlike() throws {
+        let names = ["asan-use-after-free.txt", "glibc-backtrace.txt", "tsan-data-race.txt", "eu-stack.txt", "swift-backtrace.json"]
+        let reports = try names.map { try CrashReport.parse(try ReportFixtures.text($0)) }
+        let serial = reports.map { ReportWriter.json(Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate($0)) }
+        let shared = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let outputs = Mutex<[Int: String]>([:])
+        DispatchQueue.concurrentPerform(iterations: 40) { iteration in
+            let index = iteration % reports.count
+            let text = ReportWriter.json(shared.symbolicate(reports[index]))
+            outputs.withLock { $0[iteration] = text }
+        }
+        let collected = outputs.withLock { $0 }
+        for iteration in 0..<40 { #expect(collected[iteration] == serial[iteration % reports.count]) }
+    }
+
+    @Test func filesAreSymbolicatedInOrderWithTheirErrors() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "garbage\n".write(toFile: directory + "/bad.txt", atomically: true, encoding: .utf8)
+        let paths = [ReportFixtures.path("glibc-backtrace.txt"), directory + "/bad.txt", directory + "/missing.txt",
+                     ReportFixtures.path("asan-use-after-free.txt")]
+        var seen: [Int] = []
+        var outcomes: [Result<[UInt8], FormatError>] = []
+        Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicateFiles(
+            paths, jobs: 2, render: { Array(ReportWriter.json($0).utf8) }) { index, outcome in
+            seen.append(index)
+            outcomes.append(outcome)
+        }
+        #expect(seen == [0, 1, 2, 3])
+        #expect((try? outcomes[0].get()).map { String(decoding: $0, as: UTF8.self).contains("\"format\":\"glibc\"") } == true)
+        if case .failure(let error) = outcomes[1] { #expect(error.path == directory + "/bad.txt" && error.message.hasPrefix("line 1:")) }
+        else { Issue.record("garbage was accepted") }
+        if case .failure(let error) = outcomes[2] { #expect(error.code == .io) } else { Issue.record("a missing file was read") }
+        #expect((try? outcomes[3].get()) != nil)
     }
 }
