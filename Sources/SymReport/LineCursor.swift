@@ -153,3 +153,25 @@ extension String {
 
 /// Lowercase hex of a value, with `0x`.
 func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+extension StringProtocol {
+    /// The first range of `needle`, found by a byte search (StringProcessing's `firstRange`
+    /// costs microseconds per call, too much per frame line).
+    func byteRange(of needle: String) -> Range<Index>? {
+        let pattern = Array(needle.utf8)
+        guard let first = pattern.first else { return nil }
+        let view = utf8
+        var position = view.startIndex
+        while let candidate = view[position...].firstIndex(of: first) {
+            var probe = candidate
+            var matched = 0
+            while matched < pattern.count && probe < view.endIndex && view[probe] == pattern[matched] {
+                probe = view.index(after: probe)
+                matched += 1
+            }
+            if matched == pattern.count { return candidate..<probe }
+            position = view.index(after: candidate)
+        }
+        return nil
+    }
+}

@@ -32,7 +32,7 @@ public enum ReportWriter {
             frameLines.sort { $0.line < $1.line }
             var next = 0
             for (number, line) in report.lines.enumerated() {
-                output.append(contentsOf: line.utf8)
+                append(line, to: &output)
                 while next < frameLines.count && frameLines[next].line < number { next += 1 }
                 if next < frameLines.count && frameLines[next].line == number {
                     let entry = frameLines[next]
@@ -68,7 +68,7 @@ public enum ReportWriter {
             output.append(contentsOf: Literal.in)
             describe(first, to: &output)
             for location in resolution.locations.dropFirst() {
-                output.append(contentsOf: indent.utf8)
+                append(indent, to: &output)
                 output.append(contentsOf: Literal.inlinedInto)
                 describe(location, to: &output)
             }
@@ -83,7 +83,7 @@ public enum ReportWriter {
         }
         if explain && resolution.status != .ok {
             for step in resolution.explanation {
-                output.append(contentsOf: indent.utf8)
+                append(indent, to: &output)
                 output.append(contentsOf: Literal.tried)
                 output.append(contentsOf: step.utf8)
                 output.append(0x0a)
@@ -110,6 +110,13 @@ public enum ReportWriter {
     private static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
         if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
         output.append(contentsOf: String(value).utf8)
+    }
+
+    /// Appends a substring's bytes with one copy (`append(contentsOf: utf8)` goes byte by byte).
+    private static func append(_ text: Substring, to output: inout [UInt8]) {
+        if text.utf8.withContiguousStorageIfAvailable({ output.append(contentsOf: $0) }) == nil {
+            output.append(contentsOf: text.utf8)
+        }
     }
 
     private static func indentation(of line: Substring) -> Substring {

@@ -64,7 +64,7 @@ enum SwiftBacktraceParser {
                 var detail = String(text.dropFirst(21))
                 if detail.hasSuffix(" ***") { detail = String(detail.dropLast(4)) }
                 report.reason = detail
-                report.signal = detail.firstRange(of: " at 0x").map { String(detail[..<$0.lowerBound]) } ?? detail
+                report.signal = detail.byteRange(of: " at 0x").map { String(detail[..<$0.lowerBound]) } ?? detail
                 continue
             }
             if text.hasPrefix("Platform: ") { report.metadata.append(ReportMetadata("platform", String(text.dropFirst(10)))) }

@@ -44,7 +44,7 @@ enum TombstoneParser {
                 thread = (tid, field("name", in: body))
                 if !report.metadata.contains(where: { $0.key == "pid" }), let pid = field("pid", in: body) {
                     report.metadata.append(ReportMetadata("pid", pid))
-                    if let process = body.firstRange(of: ">>> "), let end = body.firstRange(of: " <<<") , process.upperBound <= end.lowerBound {
+                    if let process = body.byteRange(of: ">>> "), let end = body.byteRange(of: " <<<") , process.upperBound <= end.lowerBound {
                         report.metadata.append(ReportMetadata("process", String(body[process.upperBound..<end.lowerBound])))
                     }
                 }
@@ -72,14 +72,14 @@ enum TombstoneParser {
 
     /// The text after a logcat prefix (`01-02 03:04:05.678  123  123 F DEBUG   : `), if any.
     private static func logcatBody(_ text: String) -> String {
-        guard text.first?.isNumber == true, let range = text.firstRange(of: " DEBUG") ?? text.firstRange(of: " libc"),
+        guard text.first?.isNumber == true, let range = text.byteRange(of: " DEBUG") ?? text.byteRange(of: " libc"),
               let colon = text[range.upperBound...].firstIndex(of: ":") else { return text }
         return String(text[text.index(after: colon)...]).trimmed
     }
 
     /// `value` of `key: value,` in `pid: 1, tid: 2, name: x  >>> y <<<`.
     private static func field(_ key: String, in text: String) -> String? {
-        guard let range = text.firstRange(of: key + ": ") else { return nil }
+        guard let range = text.byteRange(of: key + ": ") else { return nil }
         let rest = text[range.upperBound...]
         let value = rest.prefix(while: { $0 != "," }).split(separator: " ").first.map(String.init)
         return key == "name" ? rest.prefix(while: { $0 != "," }).components(before: "  >>>") : value
@@ -109,7 +109,7 @@ enum TombstoneParser {
         }
         let rest = cursor.text(cursor.index..<end)
         var pathEnd = rest.endIndex
-        if let group = rest.firstRange(of: " (") { pathEnd = group.lowerBound }
+        if let group = rest.byteRange(of: " (") { pathEnd = group.lowerBound }
         let path = String(rest[..<pathEnd])
         var groups = rest[pathEnd...]
         var fileOffset: UInt64?
@@ -135,7 +135,7 @@ enum TombstoneParser {
 extension Substring {
     /// The text before `marker` (all of it when absent), trimmed.
     func components(before marker: String) -> String {
-        guard let range = firstRange(of: marker) else { return String(self).trimmed }
+        guard let range = byteRange(of: marker) else { return String(self).trimmed }
         return String(self[..<range.lowerBound]).trimmed
     }
 }
