@@ -253,7 +253,18 @@ struct JSONText {
 
     mutating func number(_ key: StaticString?, _ value: some BinaryInteger) {
         separator(key)
-        bytes.append(contentsOf: String(value).utf8)
+        guard value >= 0, let magnitude = UInt64(exactly: value) else {
+            bytes.append(contentsOf: String(value).utf8)
+            return
+        }
+        if magnitude < 10 { bytes.append(UInt8(ascii: "0") + UInt8(magnitude)); return }
+        let start = bytes.count
+        var rest = magnitude
+        while rest > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        }
+        bytes[start...].reverse()
     }
 
     /// A `"0x…"` string member (or null), written without an intermediate `String`.
@@ -281,7 +292,12 @@ struct JSONText {
 
     static func appendQuoted(_ value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        if !value.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        var clean = true
+        for byte in value where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            clean = false
+            break
+        }
+        if clean {
             bytes.append(contentsOf: value)
         } else {
             for byte in value {
