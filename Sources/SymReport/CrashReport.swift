@@ -32,14 +32,22 @@ public struct CrashReport: Sendable {
     /// The index of the module with `path`, adding it when absent; a build-id or load address
     /// learnt later fills the existing entry.
     public mutating func moduleIndex(path: String, buildID: String? = nil, loadAddress: UInt64? = nil) -> Int {
-        if let index = modules.firstIndex(where: { $0.path == path }) {
+        // Indexed by path, so a hostile report naming a million modules stays linear; the index is
+        // checked against `modules`, which callers may also edit directly.
+        var known = modulesByPath[path].flatMap { $0 < modules.count && modules[$0].path == path ? $0 : nil }
+        if known == nil && modulesByPath.count != modules.count { known = modules.firstIndex(where: { $0.path == path }) }
+        if let index = known {
             if modules[index].buildID == nil, let buildID { modules[index].buildID = buildID }
             if modules[index].loadAddress == nil, let loadAddress { modules[index].loadAddress = loadAddress }
             return index
         }
         modules.append(ReportModule(path: path, buildID: buildID, loadAddress: loadAddress))
+        modulesByPath[path] = modules.count - 1
         return modules.count - 1
     }
+
+    /// Positions in `modules` by path, kept by `moduleIndex(path:…)`.
+    private var modulesByPath: [String: Int] = [:]
 
     /// The number of frames over all stacks.
     public var frameCount: Int { stacks.reduce(0) { $0 + $1.frames.count } }

@@ -13,7 +13,9 @@ import Synchronization
 public final class Symbolicator: Sendable {
     /// Where symbols are looked for.
     public let sources: SymbolSources
-    private let modules = Mutex<[String: ResolvedModule]>([:])
+    /// One slot per module key: the first thread to need a module resolves it while holding the
+    /// slot's lock, so a module is never converted twice at once.
+    private let modules = Mutex<[String: ModuleSlot]>([:])
     private let directories = Mutex<[String: DirectoryIndex]>([:])
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
@@ -131,12 +133,24 @@ public final class Symbolicator: Sendable {
         var explanation: [String] = []
     }
 
+    final class ModuleSlot: Sendable {
+        let value = Mutex<ResolvedModule?>(nil)
+    }
+
     func resolveModule(_ module: ReportModule) -> ResolvedModule {
         let key = module.buildID.map { "id:" + $0 } ?? "path:" + module.path
-        if let known = modules.withLock({ $0[key] }) { return known }
-        let resolved = findModule(module)
-        modules.withLock { $0[key] = resolved }
-        return resolved
+        let slot = modules.withLock { slots in
+            if let slot = slots[key] { return slot }
+            let slot = ModuleSlot()
+            slots[key] = slot
+            return slot
+        }
+        return slot.value.withLock { value in
+            if let value { return value }
+            let resolved = findModule(module)
+            value = resolved
+            return resolved
+        }
     }
 
     private func findModule(_ module: ReportModule) -> ResolvedModule {

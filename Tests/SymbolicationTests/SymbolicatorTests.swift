@@ -290,4 +290,19 @@ import Testing
         if case .failure(let error) = outcomes[2] { #expect(error.code == .io) } else { Issue.record("a missing file was read") }
         #expect((try? outcomes[3].get()) != nil)
     }
+
+    @Test func aReportNamingThousandsOfModulesIsHandledInOnePass() throws {
+        // Hostile but well-formed: every frame in its own missing module.
+        var text = "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000\n"
+        for index in 0..<20_000 {
+            text += "    #\(index) 0x\(String(0x1000 + index, radix: 16))  (/no/such/lib\(index).so+0x\(String(index, radix: 16))) (BuildId: \(String(format: "%040x", index)))\n"
+        }
+        let report = try CrashReport.parse(text)
+        #expect(report.modules.count == 20_000)
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(report)
+        #expect(result.unresolvedCount == 20_000)
+        #expect(Set(result.frames[0].map(\.status)) == [.noSymbols])
+    }
 }
