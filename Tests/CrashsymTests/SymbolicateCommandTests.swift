@@ -97,4 +97,30 @@ import Testing
         let formats = try lines.map { (try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["format"] as? String }
         #expect(formats == ["sanitizer", "glibc"])
     }
+
+    @Test func aForcedFormatThatDoesNotFitIsAnError() throws {
+        let result = try CLI.run(["symbolicate", Self.report("glibc-backtrace.txt"), "--input-format", "sanitizer"] + Self.isolation)
+        #expect(result.status == 1)
+        #expect(result.stderr == "crashsym: \(Self.report("glibc-backtrace.txt")): no stack frames found in the sanitizer report\n")
+    }
+
+    @Test func swiftJSONAndTombstonesPrintTheirModels() throws {
+        let swift = try CLI.run(["symbolicate", Self.report("swift-backtrace.json"), "--symbols", Self.binaries] + Self.isolation)
+        #expect(swift.status == 0)
+        // A JSON input has no lines to reprint: its stacks are listed.
+        #expect(swift.stdout.hasPrefix("crash-swift (crashed):\n    #0 0x"))
+        #expect(swift.stdout.contains(" (crash-swift) in crash.lookUp(_: Swift.String, in: Swift.Dictionary<Swift.String, Swift.Int>) -> Swift.Int /fixtures-reports/crash.swift:5:15\n"))
+
+        let tombstone = try CLI.run(["symbolicate", Self.report("tombstone-arm64.txt"), "--symbols",
+                                     CLI.fixture("libnative-android21-aarch64.so"), "--format", "json"] + Self.isolation)
+        #expect(tombstone.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(tombstone.stdout.utf8)) as? [String: Any])
+        #expect(json["signal"] as? String == "SIGSEGV")
+        let stacks = try #require(json["stacks"] as? [[String: Any]])
+        #expect(stacks.map { $0["thread"] as? String } == ["4242", "4261"])
+        let apk = try #require((stacks[1]["frames"] as? [[String: Any]])?.first)
+        #expect(apk["module_offset"] as? String == "0x3d4")
+        #expect((apk["symbolized"] as? [[String: Any]])?.map { $0["function"] as? String }
+                == ["scale", "accumulate", "Java_com_example_fixture_NativeLib_compute"])
+    }
 }
