@@ -15,7 +15,7 @@ extension Symbolicator {
     public func symbolicateFiles(_ paths: [String], inputFormat: ReportFormat? = nil, jobs: Int = FileSystem.processorCount,
                                  render: @Sendable (SymbolicatedReport) -> [UInt8],
                                  emit: (Int, Result<[UInt8], FormatError>) -> Void) {
-        let batch = max(1, jobs) * 32
+        let batch = max(1, jobs) * 256  // reports in flight between two ordered emissions
         var start = 0
         while start < paths.count {
             let end = min(paths.count, start + batch)
