@@ -89,6 +89,11 @@ extension CrashReport {
     /// with a `problem`.
     public static func parse(_ text: String, format: ReportFormat? = nil) throws(FormatError) -> CrashReport {
         guard let format = format ?? ReportFormat.detect(text) else {
+            if text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d }) == UInt8(ascii: "{") {
+                // A JSON document: say where it is broken, or what it lacks.
+                _ = try JSONValue.parse(text)
+                throw FormatError(.invalidValue, "a JSON document, but neither a Swift crash log (\"threads\" and \"images\") nor a crashsym report (\"stacks\")")
+            }
             let first = text.utf8.split(separator: 0x0a, maxSplits: 1, omittingEmptySubsequences: true).first.map { String(Substring($0)) } ?? ""
             if first.isEmpty { throw FormatError(.invalidValue, "empty report") }
             throw FormatError(.badMagic, "line 1: not a crash report crashsym knows (\(preview(first)))")

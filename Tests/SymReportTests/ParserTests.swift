@@ -16,6 +16,7 @@ import Testing
         ("ubsan-overflow.txt", .sanitizer),
         ("tsan-data-race.txt", .sanitizer),
         ("lsan-leak.txt", .sanitizer),
+        ("crashsym-report.json", .crashsymJSON),
     ])
     func detection(name: String, format: ReportFormat) throws {
         #expect(ReportFormat.detect(try Reports.text(name)) == format)
@@ -266,7 +267,7 @@ import Testing
     @Test("every truncation of every report parses or throws, never traps", arguments: [
         "asan-use-after-free.txt", "glibc-backtrace.txt", "eu-stack.txt", "swift-backtrace.json",
         "swift-backtrace.txt", "tombstone-arm64.txt", "logcat-crash.txt", "ubsan-overflow.txt", "tsan-data-race.txt",
-        "lsan-leak.txt",
+        "lsan-leak.txt", "crashsym-report.json",
     ])
     func truncation(name: String) throws {
         let bytes = Array(try Reports.text(name).utf8)
@@ -294,6 +295,22 @@ import Testing
         for _ in 0..<300 {
             let bytes = (0..<Int(generator.next() % 400)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             _ = try? CrashReport.parse(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    @Test func brokenJSONIsRefusedWithItsLineAndColumn() throws {
+        let text = try Reports.text("swift-backtrace.json")
+        do {
+            _ = try CrashReport.parse(String(text.prefix(200)))
+            Issue.record("a truncated crash log was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("line 1, column 201: "))
+        }
+        do {
+            _ = try CrashReport.parse(#"{"hello": "world"}"#)
+            Issue.record("a JSON document of another kind was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("a JSON document, but neither"))
         }
     }
 

@@ -164,6 +164,20 @@ import Testing
         #expect(second.frames.map { $0.map(\.lookupAddress) } == first.frames.map { $0.map(\.lookupAddress) })
     }
 
+    @Test func theCommittedCrashsymReportSymbolicatesLikeItsSource() throws {
+        // Fixtures/reports/crashsym-report.json was written by crashsym from the ASan report: the
+        // compatibility fixture of the JSON format.
+        let json = try CrashReport.parse(try ReportFixtures.text("crashsym-report.json"))
+        let asan = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        #expect(json.format == .crashsymJSON)
+        #expect(json.stacks.map(\.name) == asan.stacks.map(\.name))
+        #expect(json.modules.map(\.buildID) == asan.modules.map(\.buildID))
+        let symbolicator = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let fromJSON = symbolicator.symbolicate(json), fromText = symbolicator.symbolicate(asan)
+        #expect(fromJSON.frames.map { $0.map(\.lookupAddress) } == fromText.frames.map { $0.map(\.lookupAddress) })
+        #expect(fromJSON.frames.map { $0.map(\.locations) } == fromText.frames.map { $0.map(\.locations) })
+    }
+
     @Test func aRebuiltModuleIsFlaggedNeverUsed() throws {
         // The report of another build of libfault-asan.so: same path, another build-id.
         let text = try ReportFixtures.text("asan-use-after-free.txt")
