@@ -9,6 +9,7 @@ import Testing
         ("asan-use-after-free.txt", ReportFormat.sanitizer),
         ("glibc-backtrace.txt", .glibc),
         ("eu-stack.txt", .euStack),
+        ("eu-stack-nopie.txt", .euStack),
         ("swift-backtrace.json", .swiftJSON),
         ("swift-backtrace.txt", .swiftText),
         ("tombstone-arm64.txt", .tombstone),

@@ -19,12 +19,30 @@ enum ReportFixtures {
     }
 
     /// Fixture modules: frames in these are compared with llvm-symbolizer.
-    static let fixtureModules: Set<String> = ["prog", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift", "libnative.so",
+    static let fixtureModules: Set<String> = ["prog", "prog-nopie", "libfault.so", "prog-asan", "libfault-asan.so", "crash-swift", "libnative.so",
                                                    "sanitizers-ubsan", "sanitizers-tsan", "sanitizers-asan"]
 
     /// The committed file of a fixture module.
     static func object(for name: String) -> String {
         name == "libnative.so" ? Corpus.fixture("libnative-android21-aarch64.so") : binaries + "/" + name
+    }
+
+    /// The page-aligned virtual address of the first PT_LOAD of an ELF file, from readelf.
+    static func firstLoadAddress(_ file: String) throws -> UInt64 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
+        process.arguments = ["-lW", file]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        for line in text.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix("LOAD ") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 2, let address = UInt64(fields[2].dropFirst(2), radix: 16) else { break }
+            return address & ~0xfff
+        }
+        throw CocoaError(.fileReadCorruptFile)
     }
 
     /// Runs a tool and returns its exit status.

@@ -97,12 +97,16 @@ import Testing
         #expect(result.frames[0][0].locations.map(\.function) == ["print_backtrace", "fault_backtrace"])
     }
 
-    @Test func euStackOffsetsAreAlreadyAdjusted() throws {
-        let report = try CrashReport.parse(try ReportFixtures.text("eu-stack.txt"))
+    @Test("eu-stack offsets are already adjusted", arguments: ["eu-stack.txt", "eu-stack-nopie.txt"])
+    func euStack(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
         let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
-        // prog and libfault.so are PIE/DSO with their first PT_LOAD at 0: the printed offset from
-        // the module start is the file virtual address, already moved into the call.
-        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        // The printed offset is from the module's start (its first PT_LOAD, page-aligned, as
+        // readelf shows it) and already moved into the call: 0 for the PIE prog and libfault.so,
+        // 0x400000 for prog-nopie.
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            try #require(frame.moduleOffset) + (try ReportFixtures.firstLoadAddress(ReportFixtures.object(for: module.name)))
+        }
         #expect(compared == 3)
         // eu-stack names the physical function from the symbol table: ours is the same.
         for (frame, resolution) in zip(report.stacks[0].frames, result.frames[0]) where resolution.status == .ok {
