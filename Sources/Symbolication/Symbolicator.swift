@@ -61,14 +61,12 @@ public final class Symbolicator: Sendable {
         let module = report.modules[moduleIndex]
         // The file virtual address of the printed pc.
         var address: UInt64?
-        var how = ""
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
+            // `func+0x…`: the symbol's value from the ELF file, else the bias another frame showed.
             if let binary = resolved.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
-                how = "\(symbol) at \(hex(value)) + \(hex(offset))"
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
                 address = pc &- bias
-                how = "pc \(hex(pc)) - load bias \(hex(bias)) from another frame"
             }
         } else if let offset = frame.moduleOffset {
             address = frame.offsetBase == .virtualAddress ? offset : offset &+ resolved.mappingBase
@@ -91,9 +89,8 @@ public final class Symbolicator: Sendable {
         }
         guard let address else {
             resolution.status = .malformed
-            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(resolved.source ?? module.name)" }
+            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(resolved.binaryPath ?? module.name)" }
                 ?? "no module offset for this frame"
-            if !how.isEmpty { resolution.explanation.append(how) }
             return resolution
         }
         let lookup = frame.convention == .returnAddress && address > 0 ? address - 1 : address
@@ -203,6 +200,12 @@ public final class Symbolicator: Sendable {
             }
         }
 
+        // A table alone does not give the load bias: take it from an ELF file of the same build.
+        func withAddresses() -> ResolvedModule {
+            if let binary = elfFiles.first { describe(binary, into: &result) } else { findBinaryForBias(module, into: &result) }
+            return result
+        }
+
         func buildIDPaths(in directory: String, _ id: String) -> [String] {
             let head = String(id.prefix(2)), rest = String(id.dropFirst(2))
             return ["\(directory)/\(id).csym", "\(directory)/.build-id/\(head)/\(rest).debug", "\(directory)/\(head)/\(rest).debug"]
@@ -214,7 +217,7 @@ public final class Symbolicator: Sendable {
             case .directory:
                 if let expected {
                     for candidate in buildIDPaths(in: path, expected) where FileSystem.kind(of: candidate) == .file {
-                        if consider(candidate, via: "--symbols") { return result }
+                        if consider(candidate, via: "--symbols") { return withAddresses() }
                     }
                 }
                 let index = directoryIndex(path)
@@ -222,7 +225,7 @@ public final class Symbolicator: Sendable {
                 if matches.isEmpty {
                     result.explanation.append("--symbols \(path): no file with \(expected.map { "build-id \($0)" } ?? "name \(module.name)")")
                 }
-                for candidate in matches where consider(candidate, via: "--symbols") { return result }
+                for candidate in matches where consider(candidate, via: "--symbols") { return withAddresses() }
                 if let expected, let others = index.byName[module.name] {
                     for other in others where !matches.contains(other) {
                         result.explanation.append("--symbols \(other): same name, build-id \(index.buildIDs[other] ?? "none"), the report says \(expected)")
@@ -238,7 +241,7 @@ public final class Symbolicator: Sendable {
                 }
                 let sameName = identity.name == module.name || ReportModule.fileName(of: path) == module.name
                 if (expected != nil && identity.buildID == expected) || sameName {
-                    if consider(path, via: "--symbols") { return result }
+                    if consider(path, via: "--symbols") { return withAddresses() }
                 } else {
                     result.explanation.append("--symbols \(path): \(identity.name) with build-id \(identity.buildID ?? "none"), another module")
                 }
@@ -253,10 +256,7 @@ public final class Symbolicator: Sendable {
             if FileSystem.kind(of: cached) == .file {
                 // A cached table is used with the ELF file beside it when there is one (for the
                 // load bias and symbol-relative frames), else alone.
-                if consider(cached, via: "cache") {
-                    if let binary = elfFiles.first { describe(binary, into: &result) } else { findBinaryForBias(module, into: &result) }
-                    return result
-                }
+                if consider(cached, via: "cache") { return withAddresses() }
             } else {
                 result.explanation.append("cache \(cached): not present")
             }
@@ -357,11 +357,21 @@ public final class Symbolicator: Sendable {
         return values[name]
     }
 
-    /// With a cached table, the module's own path still gives the load bias when it is here.
+    /// With a table only, an ELF file of the same build gives the load bias: one in a `--symbols`
+    /// directory, else the module's own path when it is here.
     private func findBinaryForBias(_ module: ReportModule, into result: inout ResolvedModule) {
-        guard sources.useModulePaths, FileSystem.kind(of: module.path) == .file,
-              let binary = try? ELFFile(path: module.path), binary.buildIDHex == module.buildID else { return }
-        describe(binary, into: &result)
+        guard let expected = module.buildID else { return }
+        var candidates: [String] = []
+        for path in sources.searchPaths where FileSystem.kind(of: path) == .directory {
+            candidates += directoryIndex(path).byBuildID[expected, default: []].filter { !$0.hasSuffix(".csym") }
+        }
+        if sources.useModulePaths { candidates.append(module.path) }
+        for path in candidates where FileSystem.kind(of: path) == .file {
+            if let binary = try? ELFFile(path: path), binary.buildIDHex == expected {
+                describe(binary, into: &result)
+                return
+            }
+        }
     }
 
     /// The build-id and module name of an ELF file or `.csym` table; nil for other files.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SymBytes
+import SymELF
 import SymReport
 import Synchronization
 import Testing
@@ -322,5 +323,28 @@ import Testing
         let result = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(report)
         #expect(result.unresolvedCount == 20_000)
         #expect(Set(result.frames[0].map(\.status)) == [.noSymbols])
+    }
+
+    @Test func aTableFoundAloneTakesItsLoadBiasFromTheELFFileOfTheSameBuild() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let binary = try ELFFile(path: ReportFixtures.binaries + "/prog-nopie")
+        let id = try #require(binary.buildIDHex)
+        try FileManager.default.createDirectory(atPath: directory + "/tables", withIntermediateDirectories: true)
+        try Data(try ModuleConverter.table(binary: binary)).write(to: URL(fileURLWithPath: directory + "/tables/\(id).csym"))
+        let report = try CrashReport.parse(try ReportFixtures.text("eu-stack-nopie.txt"))
+        let dispatch = try #require(report.stacks[0].frames.firstIndex { $0.function == "dispatch" })
+
+        // The table alone: offsets from the module start cannot be placed (first PT_LOAD unknown):
+        // flagged, never answered from the wrong place.
+        let alone = Symbolicator(sources: ReportFixtures.isolatedSources([directory + "/tables"])).symbolicate(report)
+        #expect(alone.frames[0][dispatch].status == .notInFunction)
+
+        // With the ELF file of the same build in another --symbols directory, the table answers.
+        let sources = ReportFixtures.isolatedSources([directory + "/tables", ReportFixtures.binaries])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        #expect(result.frames[0][dispatch].source == directory + "/tables/\(id).csym")
+        #expect(result.frames[0][dispatch].lookupAddress == 0x400000 + (report.stacks[0].frames[dispatch].moduleOffset ?? 0))
+        #expect(result.frames[0][dispatch].locations.last?.function == "dispatch")
     }
 }
