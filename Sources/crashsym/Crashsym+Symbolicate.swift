@@ -14,25 +14,18 @@ extension Crashsym {
         static let configuration = CommandConfiguration(
             abstract: "Symbolicate crash reports: sanitizer output, Swift backtraces, tombstones, glibc backtraces, eu-stack, crashsym JSON.",
             discussion: """
-                The format is detected (--input-format forces one). A text report is reprinted line for line,
-                each frame line completed with function and file:line, and one line per enclosing inlined
-                frame under it; --format json prints the model of docs/crash-report.md instead. Frames that
-                do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
+                The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
 
-                Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables,
-                ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report
-                when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A
-                file with another build-id is never used. ELF files are converted on the fly and cached under
-                --cache-dir (default: $CRASHSYM_CACHE_DIR, else $XDG_CACHE_HOME/crashsym, else ~/.cache/crashsym).
+                Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
-                Several reports (or a directory of reports) are printed one after another, each text report
-                under a '==> path <==' header, each JSON report on one line.
-                Exit status: 0 when every report was read (flagged frames included), 1 when one could not be.
+                Several reports (or a directory of reports) are symbolicated on --jobs threads and printed in input order, each text report under a '==> path <==' header, each JSON report on one line.
+
+                Exit status: 0 when every report was read (flagged frames included), 1 when one could not be, 2 usage error.
 
                 Examples:
                   crashsym symbolicate asan.log --symbols build/
                   crashsym symbolicate tombstone_03 --symbols symbols/ --format json
-                  ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --symbols . --explain
+                  ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --explain
                 """
         )
 
@@ -42,7 +35,7 @@ extension Crashsym {
         @Option(name: .customLong("symbols"), help: ArgumentHelp("Directory of .csym tables, ELF files or .build-id trees, or one such file (repeatable).", valueName: "path"))
         var symbolPaths: [String] = []
 
-        @Option(name: .customLong("input-format"), help: ArgumentHelp("Input format instead of detection: \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "format"))
+        @Option(name: .customLong("input-format"), help: ArgumentHelp("Input format instead of detection.", valueName: "format"))
         var inputFormat: ReportFormat?
 
         @Option(help: "Output format: text (the report in place) or json.")
