@@ -12,7 +12,8 @@ enum TombstoneParser {
         var from = 0
         while let hash = cursor.find("#", from: from) {
             var probe = LineCursor(line, at: hash + 1)
-            if let _ = probe.decimal(), probe.index - hash >= 3, probe.skip(" pc "), probe.hexDigits() != nil {
+            // `#00 pc 0004e0c4` (and the two-space `#00  pc` of old debuggerd versions).
+            if let _ = probe.decimal(), probe.index - hash >= 3, probe.skipSpaces() > 0, probe.skip("pc "), probe.hexDigits() != nil {
                 return hash
             }
             from = hash + 1
@@ -88,7 +89,8 @@ enum TombstoneParser {
     private static func parseFrame(_ line: Substring, from start: Int, report: inout CrashReport) -> ReportFrame {
         var cursor = LineCursor(line, at: start + 1)
         let index = cursor.decimal() ?? 0
-        _ = cursor.skip(" pc ")
+        cursor.skipSpaces()
+        _ = cursor.skip("pc ")
         var frame = ReportFrame(index: index, offsetBase: .virtualAddress, convention: .exact)
         guard let pc = cursor.hexDigits() else {
             frame.problem = "cannot read the pc"

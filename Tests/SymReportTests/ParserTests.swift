@@ -180,6 +180,23 @@ import Testing
         #expect(apkFrame.moduleOffset == 0x3d4)
     }
 
+    @Test func oldTombstoneFramesAreRead() throws {
+        // Pre-Android 8 debuggerd: 32-bit pcs, two spaces after the frame number, no build-id.
+        let report = try CrashReport.parse("""
+            *** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***
+            pid: 1510, tid: 1510, name: app  >>> com.example <<<
+            signal 6 (SIGABRT), code -6 (SI_TKILL), fault addr --------
+            backtrace:
+                #00  pc 0004793e  /system/lib/libc.so (pthread_kill+34)
+                #01  pc 0001a1d4  /data/app/com.example-1/lib/arm/libfoo.so
+            """)
+        #expect(report.signal == "SIGABRT")
+        let frames = report.stacks[0].frames
+        #expect(frames.map(\.moduleOffset) == [0x4793e, 0x1a1d4])
+        #expect(frames.map(\.function) == ["pthread_kill", nil])
+        #expect(frames.map { report.modules[$0.module!].name } == ["libc.so", "libfoo.so"])
+    }
+
     @Test func logcatPrefixesAreSkipped() throws {
         let report = try CrashReport.parse(try Reports.text("logcat-crash.txt"))
         #expect(report.signal == "SIGSEGV")
