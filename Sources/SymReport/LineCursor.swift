@@ -135,8 +135,13 @@ struct LineCursor {
 
     /// Whether `text` is a plausible GNU build-id: even-length hex, 2 to 64 bytes.
     static func isBuildID(_ text: String) -> Bool {
-        let utf8 = Array(text.utf8)
-        return utf8.count >= 4 && utf8.count <= 128 && utf8.count % 2 == 0 && utf8.allSatisfy { hexValue($0) != nil }
+        let count = text.utf8.count
+        return count >= 4 && count <= 128 && count % 2 == 0 && text.utf8.allSatisfy { hexValue($0) != nil }
+    }
+
+    /// A build-id in lowercase (copied only when it has uppercase digits).
+    static func lowercaseHex(_ text: String) -> String {
+        text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x46 }) ? text.lowercased() : text
     }
 }
 

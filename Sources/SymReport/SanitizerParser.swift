@@ -96,7 +96,7 @@ enum SanitizerParser {
         if let start = cursor.findLast("(BuildId: ") {
             if let close = bytes[(start + 10)...].firstIndex(of: UInt8(ascii: ")")) {
                 let text = cursor.text((start + 10)..<close)
-                if LineCursor.isBuildID(text) { buildID = text.lowercased() }
+                if LineCursor.isBuildID(text) { buildID = LineCursor.lowercaseHex(text) }
             }
             end = start
         }
