@@ -2,14 +2,20 @@ import SymBytes
 
 /// A parsed JSON document (RFC 8259), for the JSON report formats. Objects keep member order.
 public indirect enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A number, kept as its text (addresses may not fit a `Double`).
     case number(String)
+    /// A string, unescaped.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object, members in document order.
     case object([(String, JSONValue)])
 
+    /// Structural equality (objects compare member by member, in order).
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
