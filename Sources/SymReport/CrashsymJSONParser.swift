@@ -5,7 +5,10 @@ import SymBytes
 /// (`status`, `symbolized`…) are ignored.
 enum CrashsymJSONParser {
     static func parse(_ text: String) throws(FormatError) -> CrashReport {
-        let root = try JSONValue.parse(text)
+        try parse(value: try JSONValue.parse(text))
+    }
+
+    static func parse(value root: JSONValue) throws(FormatError) -> CrashReport {
         guard let stacks = root["stacks"]?.array else {
             throw FormatError(.invalidValue, "the crash report has no \"stacks\" array")
         }

@@ -88,12 +88,24 @@ extension CrashReport {
     /// gives an error naming the line; a frame line that cannot be read fully becomes a frame
     /// with a `problem`.
     public static func parse(_ text: String, format: ReportFormat? = nil) throws(FormatError) -> CrashReport {
-        guard let format = format ?? ReportFormat.detect(text) else {
-            if text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d }) == UInt8(ascii: "{") {
-                // A JSON document: say where it is broken, or what it lacks.
-                _ = try JSONValue.parse(text)
+        // A JSON document is parsed once: its members say which JSON format it is.
+        if format == nil || format == .swiftJSON || format == .crashsymJSON,
+           text.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d }) == UInt8(ascii: "{") {
+            let value = try JSONValue.parse(text)
+            let report: CrashReport
+            if format == .swiftJSON || (format == nil && value["threads"] != nil && value["images"] != nil) {
+                report = try SwiftBacktraceParser.parseJSON(value: value)
+            } else if format == .crashsymJSON || (format == nil && value["stacks"] != nil) {
+                report = try CrashsymJSONParser.parse(value: value)
+            } else {
                 throw FormatError(.invalidValue, "a JSON document, but neither a Swift crash log (\"threads\" and \"images\") nor a crashsym report (\"stacks\")")
             }
+            guard report.frameCount > 0 else {
+                throw FormatError(.invalidValue, "no stack frames found in the \(report.format.rawValue) report")
+            }
+            return report
+        }
+        guard let format = format ?? ReportFormat.detect(text) else {
             let first = text.utf8.split(separator: 0x0a, maxSplits: 1, omittingEmptySubsequences: true).first.map { String(Substring($0)) } ?? ""
             if first.isEmpty { throw FormatError(.invalidValue, "empty report") }
             throw FormatError(.badMagic, "line 1: not a crash report crashsym knows (\(preview(first)))")

@@ -10,7 +10,10 @@ import SymBytes
 /// (`baseAddress`), so offsets are from the mapping start.
 enum SwiftBacktraceParser {
     static func parseJSON(_ text: String) throws(FormatError) -> CrashReport {
-        let root = try JSONValue.parse(text)
+        try parseJSON(value: try JSONValue.parse(text))
+    }
+
+    static func parseJSON(value root: JSONValue) throws(FormatError) -> CrashReport {
         guard let threads = root["threads"]?.array else {
             throw FormatError(.invalidValue, "the Swift crash log has no \"threads\" array")
         }
