@@ -41,6 +41,9 @@ extension Symbolicator {
         }
     }
 
+    /// The largest report file read (a bigger file is refused, not loaded).
+    public static let maximumReportSize = 256 << 20
+
     /// The contents of a report file, read (not mapped: reports are small and many).
     static func readText(_ path: String) throws(FormatError) -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -50,15 +53,32 @@ extension Symbolicator {
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             throw FormatError(.io, "not a regular file", path: path)
         }
+        guard status.st_size <= Self.maximumReportSize else {
+            throw FormatError(.limitExceeded, "larger than \(Self.maximumReportSize >> 20) MiB: not a crash report", path: path)
+        }
+        // Read straight into a buffer of the file's size (one more byte shows a file that grew);
+        // a file that grows further is read in further rounds.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(status.st_size) + 1)
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var capacity = max(Int(status.st_size) + 1, 4096)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw FormatError(.io, "cannot read: \(String(cString: strerror(errno)))", path: path) }
+            var failure: Int32 = 0
+            let before = bytes.count
+            bytes.append(contentsOf: repeatElement(0, count: capacity))
+            let count = bytes.withUnsafeMutableBytes { buffer -> Int in
+                while true {
+                    let count = read(descriptor, buffer.baseAddress! + before, capacity)
+                    if count < 0 && errno == EINTR { continue }
+                    if count < 0 { failure = errno }
+                    return count
+                }
+            }
+            guard count >= 0 else { throw FormatError(.io, "cannot read: \(String(cString: strerror(failure)))", path: path) }
+            bytes.removeLast(capacity - count)
             if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+            guard bytes.count <= Self.maximumReportSize else {
+                throw FormatError(.limitExceeded, "larger than \(Self.maximumReportSize >> 20) MiB: not a crash report", path: path)
+            }
+            capacity = max(capacity, 1 << 16)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
