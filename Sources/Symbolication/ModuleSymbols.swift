@@ -41,16 +41,7 @@ public final class ModuleSymbols: Sendable {
         var frames: [SymbolicatedFrame] = []
         _ = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
             let mangled = table.string(frame.function)
-            let directory = table.string(frame.directory)
-            let name = table.string(frame.file)
-            let path: String
-            if name.isEmpty {
-                path = ""
-            } else if directory.isEmpty || name.hasPrefix("/") {
-                path = name
-            } else {
-                path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-            }
+            let path = Self.sourcePath(directory: table.string(frame.directory), file: table.string(frame.file))
             frames.append(SymbolicatedFrame(
                 function: mangled.isEmpty ? "??" : demangler.demangleOrSelf(mangled), mangled: mangled,
                 file: path, line: frame.line, column: frame.column, inlined: frame.isInlined,
@@ -58,5 +49,11 @@ public final class ModuleSymbols: Sendable {
         }
         return frames
     }
-}
 
+    /// A frame's source path: `file` when absolute or without a directory, else joined to it.
+    static func sourcePath(directory: String, file: String) -> String {
+        if file.isEmpty { return "" }
+        if directory.isEmpty || file.hasPrefix("/") { return file }
+        return directory.hasSuffix("/") ? directory + file : directory + "/" + file
+    }
+}

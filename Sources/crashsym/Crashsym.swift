@@ -13,7 +13,7 @@ struct Crashsym: AsyncParsableCommand {
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self, Addr2line.self, LLVMSymbolizer.self, Serve.self, Apps.self]
+        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Serve.self, Apps.self]
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).

@@ -1,0 +1,90 @@
+import SymBytes
+
+/// Reads crashsym's own JSON crash report (docs/crash-report.md). The symbolicated JSON that
+/// `crashsym symbolicate --format json` prints is itself a valid input: its extra members
+/// (`status`, `symbolized`…) are ignored.
+enum CrashsymJSONParser {
+    static func parse(_ text: String) throws(FormatError) -> CrashReport {
+        try parse(value: try JSONValue.parse(text))
+    }
+
+    static func parse(value root: JSONValue) throws(FormatError) -> CrashReport {
+        guard let stacks = root["stacks"]?.array else {
+            throw FormatError(.invalidValue, "the crash report has no \"stacks\" array")
+        }
+        var report = CrashReport(format: .crashsymJSON)
+        report.signal = root["signal"]?.string
+        report.reason = root["reason"]?.string
+        if case .object(let members)? = root["metadata"] {
+            for (key, value) in members {
+                if let text = value.string { report.metadata.append(ReportMetadata(key, text)) }
+                else if case .number(let number) = value { report.metadata.append(ReportMetadata(key, number)) }
+            }
+        }
+        for (position, module) in (root["modules"]?.array ?? []).enumerated() {
+            guard let path = module["path"]?.string ?? module["name"]?.string else {
+                throw FormatError(.invalidValue, "modules[\(position)] has neither \"path\" nor \"name\"")
+            }
+            var entry = ReportModule(path: path, name: module["name"]?.string)
+            if let id = module["build_id"]?.string {
+                guard LineCursor.isBuildID(id) else { throw FormatError(.invalidValue, "modules[\(position)].build_id is not hex: '\(id)'") }
+                entry.buildID = id.lowercased()
+            }
+            entry.loadAddress = module["load_address"]?.unsigned
+            entry.size = module["size"]?.unsigned
+            entry.fileOffset = module["file_offset"]?.unsigned
+            report.modules.append(entry)
+        }
+        for (s, stack) in stacks.enumerated() {
+            var entry = ReportStack(name: stack["name"]?.string, thread: stack["thread"]?.string ?? stack["thread"]?.unsigned.map { String($0) },
+                                    crashed: stack["crashed"]?.bool ?? false)
+            for (f, frame) in (stack["frames"]?.array ?? []).enumerated() {
+                var parsed = ReportFrame(index: frame["index"]?.unsigned.flatMap { Int(exactly: $0) } ?? f)
+                parsed.address = frame["address"]?.unsigned
+                parsed.moduleOffset = frame["module_offset"]?.unsigned
+                parsed.offsetBase = .virtualAddress
+                switch frame["address_kind"]?.string {
+                case nil, "exact": parsed.convention = .exact
+                case "return-address": parsed.convention = .returnAddress
+                case let other?: throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].address_kind '\(other)' is not exact or return-address")
+                }
+                if let index = frame["module_index"]?.unsigned {
+                    guard index < UInt64(report.modules.count) else {
+                        throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module_index is not an index into \"modules\"")
+                    }
+                    parsed.module = Int(index)
+                } else {
+                    switch frame["module"] {
+                    case .string(let name)?:
+                        let id = frame["build_id"]?.string.flatMap { LineCursor.isBuildID($0) ? $0.lowercased() : nil }
+                        if let known = report.modules.firstIndex(where: { $0.name == name || $0.path == name }) {
+                            parsed.module = known
+                        } else {
+                            report.modules.append(ReportModule(path: name, buildID: id))
+                            parsed.module = report.modules.count - 1
+                        }
+                    case .number?:
+                        guard let index = frame["module"]?.unsigned, index < UInt64(report.modules.count) else {
+                            throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module is not an index into \"modules\"")
+                        }
+                        parsed.module = Int(index)
+                    default:
+                        if let address = parsed.address {
+                            parsed.module = report.modules.firstIndex { module in
+                                guard let start = module.loadAddress, let size = module.size, address >= start else { return false }
+                                return address - start < size
+                            }
+                            if parsed.module != nil, parsed.moduleOffset == nil { parsed.offsetBase = .mappingStart }
+                        }
+                    }
+                }
+                if parsed.address == nil && parsed.moduleOffset == nil {
+                    parsed.problem = "stacks[\(s)].frames[\(f)] has neither \"address\" nor \"module_offset\""
+                }
+                entry.frames.append(parsed)
+            }
+            report.stacks.append(entry)
+        }
+        return report
+    }
+}

@@ -1,0 +1,182 @@
+/// A read position inside one line of a text report: small checked steps (literals, hex and
+/// decimal numbers, spans up to a delimiter) that never trap, whatever the line holds.
+struct LineCursor {
+    let bytes: [UInt8]
+    var index: Int
+
+    init(_ line: Substring, at index: Int = 0) {
+        // A contiguous copy (memcpy) when the text is native UTF-8, which it is for parsed reports.
+        bytes = line.utf8.withContiguousStorageIfAvailable { Array($0) } ?? Array(line.utf8)
+        self.index = index
+    }
+
+    var atEnd: Bool { index >= bytes.count }
+
+    var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    /// Skips spaces and tabs; returns how many.
+    @discardableResult
+    mutating func skipSpaces() -> Int {
+        let start = index
+        while index < bytes.count && (bytes[index] == 0x20 || bytes[index] == 0x09) { index += 1 }
+        return index - start
+    }
+
+    /// Whether `literal` is at the cursor (without moving).
+    func looking(at literal: String) -> Bool {
+        var position = index
+        for byte in literal.utf8 {
+            guard position < bytes.count, bytes[position] == byte else { return false }
+            position += 1
+        }
+        return true
+    }
+
+    /// Consumes `literal` when it is at the cursor.
+    mutating func skip(_ literal: String) -> Bool {
+        guard looking(at: literal) else { return false }
+        index += literal.utf8.count
+        return true
+    }
+
+    /// Reads hex digits (no prefix); nil when there is none or more than 16.
+    mutating func hexDigits() -> UInt64? {
+        var value: UInt64 = 0
+        var count = 0
+        while let byte = current, let digit = Self.hexValue(byte) {
+            guard count < 16 else { return nil }
+            value = value << 4 | UInt64(digit)
+            count += 1
+            index += 1
+        }
+        return count == 0 ? nil : value
+    }
+
+    /// Reads `0x` and hex digits; nil (cursor unchanged) when absent or too long.
+    mutating func hexNumber() -> UInt64? {
+        let start = index
+        guard skip("0x") || skip("0X"), let value = hexDigits() else { index = start; return nil }
+        return value
+    }
+
+    /// Reads decimal digits; nil when there is none or the value exceeds `Int.max`.
+    mutating func decimal() -> Int? {
+        var value = 0
+        var count = 0
+        while let byte = current, byte >= 0x30 && byte <= 0x39 {
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int(byte - 0x30))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+            count += 1
+            index += 1
+        }
+        return count == 0 ? nil : value
+    }
+
+    /// The text from the cursor up to (not including) the first `byte`, moving past the text;
+    /// nil (cursor unchanged) when `byte` does not occur.
+    mutating func take(until byte: UInt8) -> String? {
+        guard let end = bytes[index...].firstIndex(of: byte) else { return nil }
+        let text = String(decoding: bytes[index..<end], as: UTF8.self)
+        index = end
+        return text
+    }
+
+    /// The rest of the line.
+    mutating func rest() -> String {
+        let text = String(decoding: bytes[min(index, bytes.count)...], as: UTF8.self)
+        index = bytes.count
+        return text
+    }
+
+    /// The first position at or after the cursor where `literal` starts.
+    func find(_ literal: String, from start: Int? = nil) -> Int? {
+        Self.find(Array(literal.utf8), in: bytes, from: start ?? index)
+    }
+
+    /// The last position where `literal` starts.
+    func findLast(_ literal: String) -> Int? {
+        let needle = Array(literal.utf8)
+        guard !needle.isEmpty, bytes.count >= needle.count else { return nil }
+        var position = bytes.count - needle.count
+        while position >= 0 {
+            if bytes[position..<(position + needle.count)].elementsEqual(needle) { return position }
+            position -= 1
+        }
+        return nil
+    }
+
+    static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard !needle.isEmpty, start >= 0, bytes.count >= needle.count else { return nil }
+        var position = start
+        while position <= bytes.count - needle.count {
+            if bytes[position] == needle[0] && bytes[position..<(position + needle.count)].elementsEqual(needle) {
+                return position
+            }
+            position += 1
+        }
+        return nil
+    }
+
+    func text(_ range: Range<Int>) -> String {
+        let lower = max(0, min(range.lowerBound, bytes.count)), upper = max(lower, min(range.upperBound, bytes.count))
+        return String(decoding: bytes[lower..<upper], as: UTF8.self)
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        case 0x41...0x46: byte - 0x41 + 10
+        default: nil
+        }
+    }
+
+    /// Whether `text` is a plausible GNU build-id: even-length hex, 2 to 64 bytes.
+    static func isBuildID(_ text: String) -> Bool {
+        let count = text.utf8.count
+        return count >= 4 && count <= 128 && count % 2 == 0 && text.utf8.allSatisfy { hexValue($0) != nil }
+    }
+
+    /// A build-id in lowercase (copied only when it has uppercase digits).
+    static func lowercaseHex(_ text: String) -> String {
+        text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x46 }) ? text.lowercased() : text
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces, tabs and carriage returns.
+    var trimmed: String {
+        let utf8 = Array(self.utf8)
+        var start = 0, end = utf8.count
+        while start < end && (utf8[start] == 0x20 || utf8[start] == 0x09 || utf8[start] == 0x0d) { start += 1 }
+        while end > start && (utf8[end - 1] == 0x20 || utf8[end - 1] == 0x09 || utf8[end - 1] == 0x0d) { end -= 1 }
+        return String(decoding: utf8[start..<end], as: UTF8.self)
+    }
+}
+
+/// Lowercase hex of a value, with `0x`.
+func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+extension StringProtocol {
+    /// The first range of `needle`, found by a byte search (StringProcessing's `firstRange`
+    /// costs microseconds per call, too much per frame line).
+    func byteRange(of needle: String) -> Range<Index>? {
+        let pattern = Array(needle.utf8)
+        guard let first = pattern.first else { return nil }
+        let view = utf8
+        var position = view.startIndex
+        while let candidate = view[position...].firstIndex(of: first) {
+            var probe = candidate
+            var matched = 0
+            while matched < pattern.count && probe < view.endIndex && view[probe] == pattern[matched] {
+                probe = view.index(after: probe)
+                matched += 1
+            }
+            if matched == pattern.count { return candidate..<probe }
+            position = view.index(after: candidate)
+        }
+        return nil
+    }
+}

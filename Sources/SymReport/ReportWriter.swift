@@ -1,0 +1,206 @@
+/// Prints symbolicated reports: a text report in place, line for line, or the JSON model of
+/// docs/crash-report.md. Output is built as UTF-8 bytes (the `String` forms wrap them).
+public enum ReportWriter {
+    /// The report as text (see `writeText`).
+    public static func text(_ result: SymbolicatedReport, explain: Bool = false) -> String {
+        var bytes: [UInt8] = []
+        writeText(result, explain: explain, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The report as JSON (see `writeJSON`).
+    public static func json(_ result: SymbolicatedReport, explain: Bool = false) -> String {
+        var bytes: [UInt8] = []
+        writeJSON(result, explain: explain, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the report as text. A text input is reprinted line for line, each frame line
+    /// completed with ` in function file:line:column` and one `inlined into …` line per enclosing
+    /// frame right under it; every other line is untouched. A JSON input is printed as a listing.
+    /// With `explain`, each unresolved frame gets one `tried:` line per source tried.
+    public static func writeText(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
+        let report = result.report
+        if report.format.isText && !report.lines.isEmpty {
+            // Frame lines in order: walk them alongside the report's lines.
+            var frameLines: [(line: Int, stack: Int, frame: Int)] = []
+            for (s, stack) in report.stacks.enumerated() {
+                for (f, frame) in stack.frames.enumerated() {
+                    if let line = frame.line { frameLines.append((line, s, f)) }
+                }
+            }
+            frameLines.sort { $0.line < $1.line }
+            var next = 0
+            for (number, line) in report.lines.enumerated() {
+                append(line, to: &output)
+                while next < frameLines.count && frameLines[next].line < number { next += 1 }
+                if next < frameLines.count && frameLines[next].line == number {
+                    let entry = frameLines[next]
+                    appendResolution(result.frames[entry.stack][entry.frame], indent: indentation(of: line),
+                                     explain: explain, to: &output)
+                } else {
+                    output.append(0x0a)
+                }
+            }
+            return
+        }
+        for (s, stack) in report.stacks.enumerated() {
+            if s > 0 { output.append(0x0a) }
+            output.append(contentsOf: (stack.name ?? stack.thread.map { "Thread \($0)" } ?? "Stack \(s)").utf8)
+            output.append(contentsOf: (stack.crashed ? " (crashed):\n" : ":\n").utf8)
+            for (f, frame) in stack.frames.enumerated() {
+                var line = "    #\(frame.index)"
+                if let address = frame.address { line += " " + hex(address) }
+                if let module = frame.module, module < report.modules.count {
+                    line += " (" + report.modules[module].name
+                    if let offset = frame.moduleOffset { line += "+" + hex(offset) }
+                    line += ")"
+                }
+                output.append(contentsOf: line.utf8)
+                appendResolution(result.frames[s][f], indent: "    ", explain: explain, to: &output)
+            }
+        }
+    }
+
+    private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
+                                         to output: inout [UInt8]) {
+        if resolution.status == .ok, let first = resolution.locations.first {
+            output.append(contentsOf: Literal.in)
+            describe(first, to: &output)
+            for location in resolution.locations.dropFirst() {
+                append(indent, to: &output)
+                output.append(contentsOf: Literal.inlinedInto)
+                describe(location, to: &output)
+            }
+        } else {
+            output.append(contentsOf: Literal.flagOpen)
+            output.append(contentsOf: resolution.status.rawValue.utf8)
+            if let reason = resolution.reason {
+                output.append(contentsOf: Literal.colon)
+                output.append(contentsOf: reason.utf8)
+            }
+            output.append(contentsOf: Literal.flagClose)
+        }
+        if explain && resolution.status != .ok {
+            for step in resolution.explanation {
+                append(indent, to: &output)
+                output.append(contentsOf: Literal.tried)
+                output.append(contentsOf: step.utf8)
+                output.append(0x0a)
+            }
+        }
+    }
+
+    /// `function file:line:column` and a newline.
+    private static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
+        output.append(contentsOf: location.function.utf8)
+        if !location.file.isEmpty || location.line != 0 {
+            output.append(0x20)
+            if location.file.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: location.file.utf8) }
+            output.append(UInt8(ascii: ":"))
+            appendDecimal(UInt64(location.line), to: &output)
+            if location.column != 0 {
+                output.append(UInt8(ascii: ":"))
+                appendDecimal(UInt64(location.column), to: &output)
+            }
+        }
+        output.append(0x0a)
+    }
+
+    private static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
+        if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
+        output.append(contentsOf: String(value).utf8)
+    }
+
+    /// Appends a substring's bytes with one copy (`append(contentsOf: utf8)` goes byte by byte).
+    private static func append(_ text: Substring, to output: inout [UInt8]) {
+        if text.utf8.withContiguousStorageIfAvailable({ output.append(contentsOf: $0) }) == nil {
+            output.append(contentsOf: text.utf8)
+        }
+    }
+
+    private static func indentation(of line: Substring) -> Substring {
+        line.prefix(while: { $0 == " " || $0 == "\t" })
+    }
+
+    private enum Literal {
+        static let `in` = Array(" in ".utf8)
+        static let inlinedInto = Array("    inlined into ".utf8)
+        static let flagOpen = Array("  [crashsym: ".utf8)
+        static let colon = Array(": ".utf8)
+        static let flagClose = Array("]\n".utf8)
+        static let tried = Array("    tried: ".utf8)
+        static let unknown = Array("??".utf8)
+    }
+
+    /// Appends the report as one JSON document (docs/crash-report.md) and a newline.
+    public static func writeJSON(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
+        let report = result.report
+        var json = JSONText()
+        swap(&json.bytes, &output)
+        json.beginObject()
+        json.string("format", report.format.rawValue)
+        json.string("signal", report.signal)
+        json.string("reason", report.reason)
+        json.beginObject("metadata")
+        for entry in report.metadata { json.member(entry.key, entry.value) }
+        json.endObject()
+        json.beginArray("modules")
+        for module in report.modules {
+            json.beginObject()
+            json.string("name", module.name)
+            json.string("path", module.path)
+            json.string("build_id", module.buildID)
+            json.hex("load_address", module.loadAddress)
+            json.hex("size", module.size)
+            if let offset = module.fileOffset { json.hex("file_offset", offset) }
+            json.endObject()
+        }
+        json.endArray()
+        json.beginArray("stacks")
+        for (s, stack) in report.stacks.enumerated() {
+            json.beginObject()
+            json.string("name", stack.name)
+            json.string("thread", stack.thread)
+            json.bool("crashed", stack.crashed)
+            json.beginArray("frames")
+            for (f, frame) in stack.frames.enumerated() {
+                let resolution = result.frames[s][f]
+                json.beginObject()
+                json.number("index", frame.index)
+                let module = frame.module.flatMap { $0 < report.modules.count ? report.modules[$0] : nil }
+                json.string("module", module?.name)
+                if let index = frame.module, module != nil { json.number("module_index", index) } else { json.null("module_index") }
+                json.string("build_id", module?.buildID)
+                json.hex("address", frame.address)
+                json.hex("module_offset", resolution.moduleAddress)
+                json.string("address_kind", frame.convention.rawValue)
+                json.string("status", resolution.status.rawValue)
+                json.string("reason", resolution.reason)
+                if explain {
+                    json.beginArray("tried")
+                    for step in resolution.explanation { json.string(nil, step) }
+                    json.endArray()
+                }
+                json.beginArray("symbolized")
+                for location in resolution.locations {
+                    json.beginObject()
+                    json.string("function", location.function)
+                    json.string("mangled", location.mangled)
+                    json.string("file", location.file)
+                    json.number("line", location.line)
+                    json.number("column", location.column)
+                    json.endObject()
+                }
+                json.endArray()
+                json.endObject()
+            }
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        json.bytes.append(0x0a)
+        swap(&json.bytes, &output)
+    }
+}

@@ -1,0 +1,141 @@
+/// Reads sanitizer reports (ASan, UBSan, TSan, MSan, LSan) printed with `symbolize=0`:
+/// `#3 0x55d0c2a1b2c4  (/path/prog+0x1b2c4) (BuildId: 5f0e…)`, several stacks per report.
+///
+/// Address convention: the sanitizer runtime already moves every caller address back into the
+/// call instruction before printing it (`StackTrace::GetPreviousInstructionPc`), and the offset
+/// is `pc - dlpi_addr`, a file virtual address; frames are therefore `.exact` offsets, never
+/// adjusted again.
+enum SanitizerParser {
+    /// Whether a trimmed line starts like a sanitizer frame (`#N 0x…` or `#N <null>`).
+    static func isFrameLine(_ trimmed: String) -> Bool {
+        var cursor = LineCursor(Substring(trimmed))
+        guard cursor.skip("#"), cursor.decimal() != nil, cursor.skipSpaces() > 0 else { return false }
+        return cursor.looking(at: "0x") || cursor.looking(at: "<null>")
+    }
+
+    static func parse(_ lines: [Substring]) -> CrashReport {
+        var report = CrashReport(format: .sanitizer, lines: lines)
+        var header: String?
+        var inStack = false
+        for (number, line) in lines.enumerated() {
+            var cursor = LineCursor(line)
+            cursor.skipSpaces()
+            if cursor.skip("#"), let index = cursor.decimal(), cursor.skipSpaces() > 0 {
+                if !inStack || index == 0 {
+                    let name = header
+                    report.stacks.append(ReportStack(name: name, thread: name.flatMap(thread(in:)),
+                                                     crashed: report.stacks.isEmpty))
+                    inStack = true
+                }
+                var frame = parseFrame(&cursor, index: index, line: number, report: &report)
+                frame.line = number
+                report.stacks[report.stacks.count - 1].frames.append(frame)
+                continue
+            }
+            inStack = false
+            let text = String(line).trimmed
+            guard !text.isEmpty else { continue }
+            header = text.hasSuffix(":") ? String(text.dropLast()) : text
+            readHeadline(text, into: &report)
+        }
+        return report
+    }
+
+    /// `==123==ERROR: AddressSanitizer: heap-use-after-free on address …`, `WARNING:
+    /// ThreadSanitizer: data race (pid=1)`, `file.c:3:5: runtime error: …`.
+    private static func readHeadline(_ text: String, into report: inout CrashReport) {
+        // Byte searches (StringProcessing's `firstRange` costs microseconds per call).
+        let cursor = LineCursor(Substring(text))
+        if report.signal == nil, let marker = cursor.find("Sanitizer: ") {
+            // The kind runs to " on " (ASan), " (" (TSan) or the end (LSan).
+            let kindStart = marker + 11
+            var kindEnd = cursor.bytes.count
+            for stop in [" on ", " ("] {
+                if let cut = cursor.find(stop, from: kindStart), cut < kindEnd { kindEnd = cut }
+            }
+            report.signal = cursor.text(kindStart..<kindEnd)
+            // From the tool's name on: "AddressSanitizer: heap-use-after-free on address …".
+            let toolStart = (cursor.bytes[..<marker].lastIndex(of: 0x20)).map { $0 + 1 } ?? 0
+            report.reason = cursor.text(toolStart..<cursor.bytes.count)
+            report.metadata.append(ReportMetadata("sanitizer", cursor.text(toolStart..<marker) + "Sanitizer"))
+            if text.hasPrefix("=="), let end = cursor.find("==", from: 2) {
+                report.metadata.append(ReportMetadata("pid", cursor.text(2..<end)))
+            }
+        } else if report.signal == nil, let marker = cursor.find("runtime error: ") {
+            report.signal = "runtime-error"
+            report.reason = cursor.text((marker + 15)..<cursor.bytes.count)
+            report.metadata.append(ReportMetadata("location", cursor.text(0..<marker).trimmed.trimmingColon))
+        } else if text.hasPrefix("SUMMARY: ") {
+            report.metadata.append(ReportMetadata("summary", String(text.dropFirst(9))))
+        }
+    }
+
+    /// The thread named by a stack header (`… thread T0 …`, `Thread T1 (tid=…) created by…`).
+    private static func thread(in header: String) -> String? {
+        if LineCursor(Substring(header)).find("by main thread") != nil { return "main" }
+        let words = header.split(separator: " ")
+        for (position, word) in words.enumerated() where (word == "thread" || word == "Thread") && position + 1 < words.count {
+            let next = words[position + 1]
+            if next.hasPrefix("T") { return String(next.prefix(while: { $0 != "," && $0 != ":" })) }
+        }
+        return nil
+    }
+
+    /// The part of a frame line after `#N `: address, optional `in function`, then
+    /// `(module+0xoffset)` and `(BuildId: …)`.
+    private static func parseFrame(_ cursor: inout LineCursor, index: Int, line: Int,
+                                   report: inout CrashReport) -> ReportFrame {
+        var frame = ReportFrame(index: index, convention: .exact, line: line)
+        frame.address = cursor.hexNumber()
+        if frame.address == nil { _ = cursor.skip("<null>") }
+        let bytes = cursor.bytes
+        let afterAddress = cursor.index
+        // The build-id group is last; the module group is the last `(…+0x…)` before it.
+        var end = bytes.count
+        var buildID: String?
+        if let start = cursor.findLast("(BuildId: ") {
+            if let close = bytes[(start + 10)...].firstIndex(of: UInt8(ascii: ")")) {
+                let text = cursor.text((start + 10)..<close)
+                if LineCursor.isBuildID(text) { buildID = LineCursor.lowercaseHex(text) }
+            }
+            end = start
+        }
+        if let close = bytes[afterAddress..<end].lastIndex(of: UInt8(ascii: ")")),
+           let plus = bytes[afterAddress..<close].lastIndex(of: UInt8(ascii: "+")),
+           let open = bytes[afterAddress..<plus].lastIndex(of: UInt8(ascii: "(")) {
+            var offsetCursor = cursor
+            offsetCursor.index = plus + 1
+            if let offset = offsetCursor.hexNumber(), offsetCursor.index == close, open + 1 < plus {
+                frame.module = report.moduleIndex(path: cursor.text((open + 1)..<plus), buildID: buildID)
+                frame.moduleOffset = offset
+                frame.offsetBase = .virtualAddress
+                var name = cursor
+                name.index = afterAddress
+                name.skipSpaces()
+                if name.skip("in ") { frame.function = name.text(name.index..<open).trimmed }
+            }
+        }
+        if frame.module == nil {
+            var rest = cursor
+            rest.index = afterAddress
+            rest.skipSpaces()
+            if rest.skip("in ") {
+                // Already symbolized (`in main /src/a.c:3:5`): nothing to look up.
+                frame.function = rest.text(rest.index..<end).trimmed
+                frame.problem = "the frame names no module"
+            } else if rest.looking(at: "(<unknown module>)") {
+                frame.problem = "the sanitizer found no module for this address"
+            } else {
+                frame.problem = "cannot read '(module+0xoffset)' on this frame line"
+            }
+        }
+        if frame.address == nil && frame.moduleOffset == nil {
+            frame.problem = "no address on this frame line"
+        }
+        return frame
+    }
+}
+
+extension String {
+    var trimmingColon: String { hasSuffix(":") ? String(dropLast()) : self }
+}

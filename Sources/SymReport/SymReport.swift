@@ -1,2 +1,0 @@
-/// Crash-report model, format detection, parsers and writers (see ../shared/DESIGN.md).
-enum SymReportModule {}

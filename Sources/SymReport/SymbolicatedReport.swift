@@ -1,0 +1,89 @@
+/// A crash report with every frame resolved (or flagged): what the writers print.
+public struct SymbolicatedReport: Sendable {
+    /// The report as parsed.
+    public var report: CrashReport
+    /// One resolution per frame: `frames[s][f]` is `report.stacks[s].frames[f]`.
+    public var frames: [[FrameResolution]]
+
+    /// Creates a symbolicated report.
+    public init(report: CrashReport, frames: [[FrameResolution]]) {
+        self.report = report
+        self.frames = frames
+    }
+
+    /// Resolutions of frames that did not resolve.
+    public var unresolvedCount: Int {
+        frames.reduce(0) { $0 + $1.filter { $0.status != .ok }.count }
+    }
+}
+
+/// The outcome of one frame.
+public enum FrameStatus: String, Sendable, CaseIterable {
+    /// Resolved to at least one function.
+    case ok
+    /// No symbols were found for the frame's module.
+    case noSymbols = "no-symbols"
+    /// Symbols were found, but for another build of the module: not used.
+    case buildIDMismatch = "build-id-mismatch"
+    /// The module's symbols cover no function at the address.
+    case notInFunction = "not-in-function"
+    /// The frame names no module (or the report has no module at its address).
+    case noModule = "no-module"
+    /// The frame line could not be read fully.
+    case malformed
+    /// The symbol table could not be read.
+    case corruptSymbols = "corrupt-symbols"
+}
+
+/// One source position of a resolved frame (innermost first, physical function last).
+public struct SourceLocation: Sendable, Equatable {
+    /// The demangled function name ("??" when unknown).
+    public var function: String
+    /// The name as stored (mangled when the compiler mangled it).
+    public var mangled: String
+    /// The source path, empty when unknown.
+    public var file: String
+    /// The line (0 when unknown).
+    public var line: UInt32
+    /// The column (0 when unknown).
+    public var column: UInt32
+
+    /// Creates a location.
+    public init(function: String, mangled: String, file: String, line: UInt32, column: UInt32) {
+        self.function = function
+        self.mangled = mangled
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+}
+
+/// How one frame was resolved.
+public struct FrameResolution: Sendable, Equatable {
+    /// The outcome.
+    public var status: FrameStatus
+    /// Why the frame did not resolve (nil when it did).
+    public var reason: String?
+    /// The printed address as a file virtual address of the module, when it could be computed.
+    public var moduleAddress: UInt64?
+    /// The address looked up (`moduleAddress - 1` for return addresses).
+    public var lookupAddress: UInt64?
+    /// Where the symbols came from (a `.csym` or ELF path), when found.
+    public var source: String?
+    /// Frames at the address, innermost first, physical function last.
+    public var locations: [SourceLocation]
+    /// What was tried, in order (for `--explain`).
+    public var explanation: [String]
+
+    /// Creates a resolution.
+    public init(status: FrameStatus, reason: String? = nil, moduleAddress: UInt64? = nil, lookupAddress: UInt64? = nil,
+                source: String? = nil, locations: [SourceLocation] = [], explanation: [String] = []) {
+        self.status = status
+        self.reason = reason
+        self.moduleAddress = moduleAddress
+        self.lookupAddress = lookupAddress
+        self.source = source
+        self.locations = locations
+        self.explanation = explanation
+    }
+}

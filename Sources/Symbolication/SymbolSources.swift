@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where the Symbolicator looks for a module's symbols, in order (DESIGN.md "Finding symbols"):
+/// `searchPaths` (directories of `.csym`, ELF files, `.build-id/` trees, or single files), the
+/// conversion cache, the module's path in the report when its build-id matches, then the debug
+/// directories' `.build-id/` trees (`/usr/lib/debug` last) and `.gnu_debuglink`.
+public struct SymbolSources: Sendable {
+    /// `--symbols` paths, searched first, in order.
+    public var searchPaths: [String]
+    /// Whether the module path named in the report is tried (when it exists here).
+    public var useModulePaths: Bool
+    /// Directories with `.build-id/` trees or debuglink targets (`--debug-dir`), then `/usr/lib/debug`.
+    public var locator: DebugFileLocator
+    /// Where converted tables are cached by build-id; nil disables the cache.
+    public var cacheDirectory: String?
+    /// The DWARF decoder for on-the-fly conversion.
+    public var decoder: DWARFDecoder
+
+    /// Creates a configuration; `cacheDirectory` defaults to `SymbolSources.defaultCacheDirectory`.
+    public init(searchPaths: [String] = [], useModulePaths: Bool = true,
+                locator: DebugFileLocator = DebugFileLocator(),
+                cacheDirectory: String? = SymbolSources.defaultCacheDirectory, decoder: DWARFDecoder = .builtin) {
+        self.searchPaths = searchPaths
+        self.useModulePaths = useModulePaths
+        self.locator = locator
+        self.cacheDirectory = cacheDirectory
+        self.decoder = decoder
+    }
+
+    /// `$CRASHSYM_CACHE_DIR`, else `$XDG_CACHE_HOME/crashsym`, else `~/.cache/crashsym`; nil when
+    /// none can be formed.
+    public static var defaultCacheDirectory: String? {
+        if let explicit = environment("CRASHSYM_CACHE_DIR") { return explicit }
+        if let xdg = environment("XDG_CACHE_HOME"), xdg.hasPrefix("/") { return xdg + "/crashsym" }
+        if let home = environment("HOME") { return home + "/.cache/crashsym" }
+        return nil
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}

@@ -1,0 +1,138 @@
+import ArgumentParser
+import SymBytes
+import SymReport
+import Symbolication
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension ReportFormat: ExpressibleByArgument {}
+
+extension Crashsym {
+    /// `crashsym symbolicate`: crash reports in, symbolicated reports out.
+    struct Symbolicate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Symbolicate crash reports: sanitizer output, Swift backtraces, tombstones, glibc backtraces, eu-stack, crashsym JSON.",
+            discussion: """
+                The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
+
+                Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
+
+                Several reports (or a directory of reports) are symbolicated on --jobs threads and printed in input order, each text report under a '==> path <==' header, each JSON report on one line.
+
+                Exit status: 0 when every report was read (flagged frames included), 1 when one could not be, 2 usage error.
+
+                Examples:
+                  crashsym symbolicate asan.log --symbols build/
+                  crashsym symbolicate tombstone_03 --symbols symbols/ --format json
+                  ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --explain
+                """
+        )
+
+        @Argument(help: ArgumentHelp("Report files or directories of reports ('-' or none: standard input).", valueName: "report"))
+        var reports: [String] = []
+
+        @Option(name: .customLong("symbols"), help: ArgumentHelp("Directory of .csym tables, ELF files or .build-id trees, or one such file (repeatable).", valueName: "path"))
+        var symbolPaths: [String] = []
+
+        @Option(name: .customLong("input-format"), help: ArgumentHelp("Input format instead of detection.", valueName: "format"))
+        var inputFormat: ReportFormat?
+
+        @Option(help: "Output format: text (the report in place) or json.")
+        var format: OutputFormat = .text
+
+        @Flag(help: "For every frame that did not resolve, say which sources were tried and what was found.")
+        var explain = false
+
+        @Flag(name: .customLong("no-module-paths"), help: "Do not read the module paths named in the report.")
+        var noModulePaths = false
+
+        @Option(name: .customLong("cache-dir"), help: ArgumentHelp("Cache of converted tables.", valueName: "dir"))
+        var cacheDirectory: String?
+
+        @Flag(name: .customLong("no-cache"), help: "Neither read nor write the conversion cache.")
+        var noCache = false
+
+        @Option(name: .shortAndLong, help: "Reports symbolicated in parallel (default: number of cores).")
+        var jobs: Int?
+
+        @OptionGroup var debug: DebugOptions
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        }
+
+        func run() throws {
+            let sources = SymbolSources(
+                searchPaths: symbolPaths, useModulePaths: !noModulePaths, locator: debug.locator,
+                cacheDirectory: noCache ? nil : (cacheDirectory ?? SymbolSources.defaultCacheDirectory),
+                decoder: debug.decoder)
+            let symbolicator = Symbolicator(sources: sources)
+            var inputs: [String] = []
+            for path in reports.isEmpty ? ["-"] : reports {
+                if path != "-" && FileSystem.kind(of: path) == .directory {
+                    inputs.append(contentsOf: FileSystem.files(under: path))
+                } else {
+                    inputs.append(path)
+                }
+            }
+            var output: [UInt8] = []
+            output.reserveCapacity(1 << 17)
+            func flush() {
+                FileOutput.writeAll(output, to: STDOUT_FILENO)
+                output.removeAll(keepingCapacity: true)
+            }
+            var failed = false
+            let json = format == .json, explain = self.explain, several = inputs.count > 1
+            let render: @Sendable (SymbolicatedReport) -> [UInt8] = { result in
+                var bytes: [UInt8] = []
+                // About what a frame takes (an inline chain of two or three), to grow once or never.
+                bytes.reserveCapacity(1024 + result.report.frameCount * (json ? 512 : 192)
+                                      + result.report.lines.reduce(0) { $0 + $1.utf8.count + 1 })
+                if json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
+                else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
+                return bytes
+            }
+            let files = inputs.filter { $0 != "-" }
+            if files.count < inputs.count {
+                // Standard input: one report.
+                do {
+                    let report = try CrashReport.parse(try Self.readStandardInput(), format: inputFormat)
+                    output.append(contentsOf: render(symbolicator.symbolicate(report)))
+                } catch {
+                    FileOutput.standardError("crashsym: <stdin>: \(error)\n")
+                    failed = true
+                }
+            }
+            symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
+                                          render: render) { index, outcome in
+                switch outcome {
+                case .success(let bytes):
+                    if several && !json { output.append(contentsOf: "==> \(files[index]) <==\n".utf8) }
+                    output.append(contentsOf: bytes)
+                    if output.count >= 1 << 16 { flush() }
+                case .failure(let error):
+                    flush()
+                    FileOutput.standardError("crashsym: \(error)\n")
+                    failed = true
+                }
+            }
+            flush()
+            if failed { throw ExitCode.failure }
+        }
+
+        /// The text of standard input.
+        static func readStandardInput() throws(FormatError) -> String {
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { throw FormatError(.io, "cannot read standard input", path: "<stdin>") }
+                if count == 0 { break }
+                bytes.append(contentsOf: chunk[0..<count])
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}

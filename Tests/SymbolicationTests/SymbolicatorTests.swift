@@ -1,0 +1,350 @@
+import Dispatch
+import Foundation
+import SymBytes
+import SymELF
+import SymReport
+import Synchronization
+import Testing
+@testable import Symbolication
+
+/// The Symbolicator over real reports, checked against llvm-symbolizer on the same module and
+/// address, and against the producing tool's own symbolized output.
+@Suite struct SymbolicatorTests {
+    /// Every frame of `result` in a fixture module, with the address llvm-symbolizer must be
+    /// asked for (worked out by the caller from the format's own convention).
+    static func compareWithOracle(_ result: SymbolicatedReport,
+                                  oracleAddress: (ReportFrame, ReportModule) throws -> UInt64) throws -> Int {
+        var compared = 0
+        for (s, stack) in result.report.stacks.enumerated() {
+            for (f, frame) in stack.frames.enumerated() {
+                let module = result.report.modules[try #require(frame.module)]
+                let resolution = result.frames[s][f]
+                guard ReportFixtures.fixtureModules.contains(module.name) else {
+                    // Isolated sources: nothing outside the fixture binaries can resolve.
+                    #expect(resolution.status == .noSymbols, "\(module.name) #\(frame.index)")
+                    continue
+                }
+                let address = try oracleAddress(frame, module)
+                #expect(resolution.lookupAddress == address, "\(module.name) #\(frame.index)")
+                let expected = try LLVMSymbolizer.symbolize(
+                    object: ReportFixtures.object(for: module.name), addresses: [address])[0]
+                #expect(resolution.status == .ok)
+                #expect(resolution.locations.map(LLVMSymbolizer.Frame.init) == expected, "\(module.name) #\(frame.index)")
+                compared += 1
+            }
+        }
+        return compared
+    }
+
+    /// Sanitizer reports and how many of their frames lie in fixture modules.
+    static let sanitizerReports: [(String, Int)] = [
+        ("asan-use-after-free.txt", 7), ("ubsan-overflow.txt", 3), ("tsan-data-race.txt", 5), ("lsan-leak.txt", 3),
+    ]
+
+    @Test("sanitizer offsets are looked up as printed", arguments: sanitizerReports)
+    func sanitizerMatchesLLVMSymbolizer(name: String, fixtureFrames: Int) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // Sanitizers print caller addresses already moved into the call: the offset is looked up as is.
+        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        #expect(compared == fixtureFrames)
+        if name.hasPrefix("asan") {
+            // The access happened in an inlined helper: two frames, innermost first.
+            #expect(result.frames[0][0].locations.map(\.function) == ["checksum", "fault_use_after_free"])
+        }
+    }
+
+    @Test("sanitizer reports match the sanitizer's own symbolized run", arguments: sanitizerReports.map(\.0))
+    func sanitizerMatchesItsOwnSymbolization(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // The same run with symbolize=1 (llvm-symbolizer behind the runtime) prints one frame per
+        // line, inlined frames included: `#N 0x… in f file:l:c` (TSan: `#N f file:l:c (module+0x…)`).
+        let own = try ReportFixtures.text(name.replacingOccurrences(of: ".txt", with: ".symbolized.txt"))
+        let regex = try NSRegularExpression(pattern: #"^\s*#\d+ (?:0x[0-9a-f]+ in )?(\S+) (/fixtures-reports/\S+)"#,
+                                            options: [.anchorsMatchLines])
+        let theirs = regex.matches(in: own, range: NSRange(own.startIndex..., in: own)).map { match in
+            (own as NSString).substring(with: match.range(at: 1)) + " " + (own as NSString).substring(with: match.range(at: 2))
+        }
+        var ours: [String] = []
+        for stack in result.frames {
+            for resolution in stack {
+                for location in resolution.locations where location.file.hasPrefix("/fixtures-reports/") {
+                    ours.append("\(location.function) \(location.file):\(location.line):\(location.column)")
+                }
+            }
+        }
+        #expect(ours.count >= 3)
+        #expect(ours == theirs)
+    }
+
+    @Test func glibcBacktraceLooksUpTheCallBeforeEachReturnAddress() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("glibc-backtrace.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        var symbolCache: [String: [String: UInt64]] = [:]
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            let offset = try #require(frame.moduleOffset)
+            guard let symbol = frame.symbol else { return offset - 1 }
+            let file = ReportFixtures.binaries + "/" + module.name
+            if symbolCache[file] == nil { symbolCache[file] = try ConversionTests.textSymbols(file) }
+            return try #require(symbolCache[file]?[symbol]) + offset - 1
+        }
+        #expect(compared == 5)
+        // glibc names the dynamic symbol of frames in exported functions: the physical function is it.
+        for (frame, resolution) in zip(report.stacks[0].frames, result.frames[0]) where frame.symbol != nil && resolution.status == .ok {
+            #expect(resolution.locations.last?.mangled == frame.symbol)
+        }
+        // Frame 0 is inside the inlined print_backtrace; frames 1 and 2 are the recursive calls.
+        #expect(result.frames[0][0].locations.map(\.function) == ["print_backtrace", "fault_backtrace"])
+    }
+
+    @Test("eu-stack offsets are already adjusted", arguments: ["eu-stack.txt", "eu-stack-nopie.txt"])
+    func euStack(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        // The printed offset is from the module's start (its first PT_LOAD, page-aligned, as
+        // readelf shows it) and already moved into the call: 0 for the PIE prog and libfault.so,
+        // 0x400000 for prog-nopie.
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            try #require(frame.moduleOffset) + (try ReportFixtures.firstLoadAddress(ReportFixtures.object(for: module.name)))
+        }
+        #expect(compared == 3)
+        // eu-stack names the physical function from the symbol table: ours is the same.
+        for (frame, resolution) in zip(report.stacks[0].frames, result.frames[0]) where resolution.status == .ok {
+            #expect(resolution.locations.last?.mangled == frame.function)
+        }
+    }
+
+    @Test("Swift backtraces look up pc - 1 for [ra] frames only", arguments: ["swift-backtrace.json", "swift-backtrace.txt"])
+    func swiftBacktrace(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(report)
+        let compared = try Self.compareWithOracle(result) { frame, module in
+            let offset = try #require(frame.address) - (try #require(module.loadAddress))
+            return frame.convention == .returnAddress ? offset - 1 : offset
+        }
+        #expect(compared == 3)
+        // The backtracer's own symbolicated run (symbolicate=full) gives the same file:line:column.
+        let own = try ReportFixtures.text("swift-backtrace.symbolized.txt")
+        let theirs = own.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains(" in crash-swift at "), let at = line.range(of: " at ") else { return nil }
+            return String(line[at.upperBound...])
+        }
+        let ours = result.frames[0].compactMap { resolution -> String? in
+            guard let location = resolution.locations.first, location.file.hasPrefix("/fixtures-reports/") else { return nil }
+            return "\(location.file):\(location.line):\(location.column)"
+        }
+        #expect(theirs.count == 3)
+        #expect(ours == theirs)
+    }
+
+    @Test("tombstones: relative pcs looked up as printed", arguments: ["tombstone-arm64.txt", "logcat-crash.txt"])
+    func tombstone(name: String) throws {
+        let report = try CrashReport.parse(try ReportFixtures.text(name))
+        let sources = ReportFixtures.isolatedSources([Corpus.fixture("libnative-android21-aarch64.so")])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        let compared = try Self.compareWithOracle(result) { frame, _ in try #require(frame.moduleOffset) }
+        #expect(compared == (name == "logcat-crash.txt" ? 1 : 2))
+        // Where the tombstone already names the function, the physical frame agrees.
+        for (stack, resolutions) in zip(report.stacks, result.frames) {
+            for (frame, resolution) in zip(stack.frames, resolutions) where resolution.status == .ok {
+                #expect(resolution.locations.last?.mangled == frame.function)
+            }
+        }
+        // The base.apk!libnative.so frame resolves by build-id to the same library, with its inline chain.
+        if name == "tombstone-arm64.txt" {
+            #expect(result.frames[1][0].locations.map(\.function) == ["scale", "accumulate", "Java_com_example_fixture_NativeLib_compute"])
+        }
+    }
+
+    @Test func theSymbolicatedJSONReadsBackAsAReport() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("glibc-backtrace.txt"))
+        let symbolicator = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let first = symbolicator.symbolicate(report)
+        let again = try CrashReport.parse(ReportWriter.json(first))
+        #expect(again.format == .crashsymJSON)
+        let second = symbolicator.symbolicate(again)
+        #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
+        #expect(second.frames.map { $0.map(\.status) } == first.frames.map { $0.map(\.status) })
+        #expect(second.frames.map { $0.map(\.lookupAddress) } == first.frames.map { $0.map(\.lookupAddress) })
+    }
+
+    @Test func theCommittedCrashsymReportSymbolicatesLikeItsSource() throws {
+        // Fixtures/reports/crashsym-report.json was written by crashsym from the ASan report: the
+        // compatibility fixture of the JSON format.
+        let json = try CrashReport.parse(try ReportFixtures.text("crashsym-report.json"))
+        let asan = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        #expect(json.format == .crashsymJSON)
+        #expect(json.stacks.map(\.name) == asan.stacks.map(\.name))
+        #expect(json.modules.map(\.buildID) == asan.modules.map(\.buildID))
+        let symbolicator = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let fromJSON = symbolicator.symbolicate(json), fromText = symbolicator.symbolicate(asan)
+        #expect(fromJSON.frames.map { $0.map(\.lookupAddress) } == fromText.frames.map { $0.map(\.lookupAddress) })
+        #expect(fromJSON.frames.map { $0.map(\.locations) } == fromText.frames.map { $0.map(\.locations) })
+    }
+
+    @Test func aRebuiltModuleIsFlaggedNeverUsed() throws {
+        // The report of another build of libfault-asan.so: same path, another build-id.
+        let text = try ReportFixtures.text("asan-use-after-free.txt")
+            .replacingOccurrences(of: "e3ae0ff073c26f50bba089c0323f76a4f9493774", with: "0123456789abcdef0123456789abcdef01234567")
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(try CrashReport.parse(text))
+        let access = result.frames[0]
+        #expect(access[0].status == .buildIDMismatch)
+        #expect(access[0].locations.isEmpty)
+        #expect(access[0].reason?.contains("libfault-asan.so has build-id e3ae0ff0") == true)
+        #expect(access[1].status == .ok)  // prog-asan is unchanged
+    }
+
+    @Test func missingSymbolsAreFlaggedWithWhatWasTried() throws {
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(report)
+        #expect(result.unresolvedCount == report.frameCount)
+        let first = result.frames[0][0]
+        #expect(first.status == .noSymbols)
+        #expect(first.reason == "no symbols found for libfault-asan.so (build-id e3ae0ff073c26f50bba089c0323f76a4f9493774)")
+        #expect(first.explanation.contains { $0.hasPrefix("--symbols \(empty): no file with build-id e3ae0ff0") })
+    }
+
+    @Test func aSeparateDebugFileIsFoundByBuildID() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let id = "e3ae0ff073c26f50bba089c0323f76a4f9493774"
+        let library = ReportFixtures.binaries + "/libfault-asan.so"
+        try FileManager.default.createDirectory(atPath: directory + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/debug/.build-id/e3", withIntermediateDirectories: true)
+        let debugFile = directory + "/debug/.build-id/e3/" + id.dropFirst(2) + ".debug"
+        try #require(try ReportFixtures.run("/usr/bin/objcopy", ["--only-keep-debug", library, debugFile]) == 0)
+        try #require(try ReportFixtures.run("/usr/bin/objcopy", ["--strip-all", library, directory + "/bin/libfault-asan.so"]) == 0)
+
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let stripped = Symbolicator(sources: ReportFixtures.isolatedSources([directory + "/bin"])).symbolicate(report)
+        // Stripped, the library still exports the function in .dynsym: a name without file:line.
+        #expect(stripped.frames[0][0].locations.map(\.function) == ["fault_use_after_free"])
+        #expect(stripped.frames[0][0].locations.first?.line == 0)
+
+        let sources = ReportFixtures.isolatedSources([directory + "/bin"], debugDirectories: [directory + "/debug"])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        #expect(result.frames[0][0].source == debugFile)
+        let expected = try LLVMSymbolizer.symbolize(object: library, addresses: [0x2237])[0]
+        #expect(result.frames[0][0].locations.map(LLVMSymbolizer.Frame.init) == expected)
+        #expect(expected.count == 2)
+    }
+
+    @Test func convertedTablesAreCachedByBuildIDAndReused() throws {
+        let cache = try ReportFixtures.temporaryDirectory() + "/nested/cache"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let first = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
+        let files = try FileManager.default.contentsOfDirectory(atPath: cache).sorted()
+        #expect(files == ["4be26ceb3a483e56ab3cec1084cf06ee74f72c74.csym", "e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"])
+
+        // Without any --symbols path, the cache alone answers, with the same frames.
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let second = Symbolicator(sources: ReportFixtures.isolatedSources([empty], cache: cache)).symbolicate(report)
+        #expect(second.frames[0][0].source == cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym")
+        #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
+    }
+
+    @Test func wrongAddressesAreFlaggedNotTrusted() throws {
+        let text = """
+            ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
+                #0 0x7fcda185a237  (/tmp/crashsym-reports/libfault-asan.so+0xfffff00) (BuildId: e3ae0ff073c26f50bba089c0323f76a4f9493774)
+                #1 0x56269a441404  (/tmp/crashsym-reports/prog-asan+0x24
+                #2 0x56269a441404  (/tmp/crashsym-reports/prog-asan+0x0) (BuildId: 4be26ceb3a483e56ab3cec1084cf06ee74f72c74)
+            """
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(try CrashReport.parse(text))
+        #expect(result.frames[0].map(\.status) == [.notInFunction, .malformed, .notInFunction])
+    }
+
+    @Test func aCorruptCachedTableIsReplacedNotTrusted() throws {
+        let cache = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let cached = cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"
+        try Data("CSYM but not really a table".utf8).write(to: URL(fileURLWithPath: cached))
+        let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
+        #expect(result.frames[0][0].status == .ok)
+        #expect(result.frames[0][0].explanation.contains { $0.hasPrefix("cache \(cached): ") && !$0.contains("symbol table") })
+        // Converted again and written over the bad file: the next run reads it from the cache.
+        let again = Symbolicator(sources: ReportFixtures.isolatedSources([cache + "/none"], cache: cache)).symbolicate(report)
+        #expect(again.frames[0][0].source == cached)
+        #expect(again.frames[0][0].locations == result.frames[0][0].locations)
+    }
+
+    @Test func oneSymbolicatorServesManyThreadsAlike() throws {
+        let names = ["asan-use-after-free.txt", "glibc-backtrace.txt", "tsan-data-race.txt", "eu-stack.txt", "swift-backtrace.json"]
+        let reports = try names.map { try CrashReport.parse(try ReportFixtures.text($0)) }
+        let serial = reports.map { ReportWriter.json(Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate($0)) }
+        let shared = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let outputs = Mutex<[Int: String]>([:])
+        DispatchQueue.concurrentPerform(iterations: 40) { iteration in
+            let index = iteration % reports.count
+            let text = ReportWriter.json(shared.symbolicate(reports[index]))
+            outputs.withLock { $0[iteration] = text }
+        }
+        let collected = outputs.withLock { $0 }
+        for iteration in 0..<40 { #expect(collected[iteration] == serial[iteration % reports.count]) }
+    }
+
+    @Test func filesAreSymbolicatedInOrderWithTheirErrors() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "garbage\n".write(toFile: directory + "/bad.txt", atomically: true, encoding: .utf8)
+        let paths = [ReportFixtures.path("glibc-backtrace.txt"), directory + "/bad.txt", directory + "/missing.txt",
+                     ReportFixtures.path("asan-use-after-free.txt")]
+        var seen: [Int] = []
+        var outcomes: [Result<[UInt8], FormatError>] = []
+        Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicateFiles(
+            paths, jobs: 2, render: { Array(ReportWriter.json($0).utf8) }) { index, outcome in
+            seen.append(index)
+            outcomes.append(outcome)
+        }
+        #expect(seen == [0, 1, 2, 3])
+        #expect((try? outcomes[0].get()).map { String(decoding: $0, as: UTF8.self).contains("\"format\":\"glibc\"") } == true)
+        if case .failure(let error) = outcomes[1] { #expect(error.path == directory + "/bad.txt" && error.message.hasPrefix("line 1:")) }
+        else { Issue.record("garbage was accepted") }
+        if case .failure(let error) = outcomes[2] { #expect(error.code == .io) } else { Issue.record("a missing file was read") }
+        #expect((try? outcomes[3].get()) != nil)
+    }
+
+    @Test func aReportNamingThousandsOfModulesIsHandledInOnePass() throws {
+        // Hostile but well-formed: every frame in its own missing module.
+        var text = "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000\n"
+        for index in 0..<20_000 {
+            text += "    #\(index) 0x\(String(0x1000 + index, radix: 16))  (/no/such/lib\(index).so+0x\(String(index, radix: 16))) (BuildId: \(String(format: "%040x", index)))\n"
+        }
+        let report = try CrashReport.parse(text)
+        #expect(report.modules.count == 20_000)
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(report)
+        #expect(result.unresolvedCount == 20_000)
+        #expect(Set(result.frames[0].map(\.status)) == [.noSymbols])
+    }
+
+    @Test func aTableFoundAloneTakesItsLoadBiasFromTheELFFileOfTheSameBuild() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let binary = try ELFFile(path: ReportFixtures.binaries + "/prog-nopie")
+        let id = try #require(binary.buildIDHex)
+        try FileManager.default.createDirectory(atPath: directory + "/tables", withIntermediateDirectories: true)
+        try Data(try ModuleConverter.table(binary: binary)).write(to: URL(fileURLWithPath: directory + "/tables/\(id).csym"))
+        let report = try CrashReport.parse(try ReportFixtures.text("eu-stack-nopie.txt"))
+        let dispatch = try #require(report.stacks[0].frames.firstIndex { $0.function == "dispatch" })
+
+        // The table alone: offsets from the module start cannot be placed (first PT_LOAD unknown):
+        // flagged, never answered from the wrong place.
+        let alone = Symbolicator(sources: ReportFixtures.isolatedSources([directory + "/tables"])).symbolicate(report)
+        #expect(alone.frames[0][dispatch].status == .notInFunction)
+
+        // With the ELF file of the same build in another --symbols directory, the table answers.
+        let sources = ReportFixtures.isolatedSources([directory + "/tables", ReportFixtures.binaries])
+        let result = Symbolicator(sources: sources).symbolicate(report)
+        #expect(result.frames[0][dispatch].source == directory + "/tables/\(id).csym")
+        #expect(result.frames[0][dispatch].lookupAddress == 0x400000 + (report.stacks[0].frames[dispatch].moduleOffset ?? 0))
+        #expect(result.frames[0][dispatch].locations.last?.function == "dispatch")
+    }
+}

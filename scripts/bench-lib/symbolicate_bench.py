@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Measures `crashsym symbolicate` against llvm-symbolizer on the same frames, in one run.
+
+The issue's two targets, each printed as a ratio to llvm-symbolizer measured in the same run:
+
+1. Latency: one sanitizer report of 50 frames over 5 modules, symbol tables already cached,
+   end to end in a fresh process (median of --runs runs). Target: at most 30 ms.
+2. Throughput: --reports reports (default 10,000) in one invocation (`symbolicate DIR`), against
+   one llvm-symbolizer process answering every frame of every report. Target: at least 5x faster.
+   Measured with JSON output on both sides (the target) and with each tool's default text output.
+
+Reports are ASan-style (`#N 0x… (/path/module+0xOFF) (BuildId: …)`, an exact convention, so both
+tools look up the same offsets); addresses are sampled inside the modules' function symbols with
+a fixed seed. Standalone: needs only python3, the crashsym binary, llvm-symbolizer, llvm-nm and
+readelf.
+
+Usage: symbolicate_bench.py --crashsym PATH [--reports N] [--frames N] [--runs N] [--seed N]
+                            [--work DIR] [--json]
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LLVM_BIN = "/opt/swift/usr/bin"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def candidate_modules():
+    """Five modules with DWARF (or a separate debug file found by build-id), largest first."""
+    fixtures = os.path.join(ROOT, "Fixtures", "elf")
+    return [
+        ("/usr/bin/python3.11d", None),
+        ("/usr/lib/x86_64-linux-gnu/libc.so.6", "debug"),
+        (os.path.join(fixtures, "clang-cpp-O2-dwarf5"), None),
+        (os.path.join(fixtures, "gcc-c-O2-dwarf5"), None),
+        (os.path.join(fixtures, "rust-O2"), None),
+    ]
+
+
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "Build ID:" in line:
+            return line.split("Build ID:")[1].strip()
+    return None
+
+
+def functions(path):
+    """(start, size) of sized function symbols, from the file or its debug file."""
+    out = subprocess.run([f"{LLVM_BIN}/llvm-nm", "--defined-only", "-S", path], capture_output=True, text=True).stdout
+    result = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            start, size = int(parts[0], 16), int(parts[1], 16)
+            if size > 4:
+                result.append((start, size))
+    return result
+
+
+def sample_modules(rng):
+    modules = []
+    for path, debug in candidate_modules():
+        if not os.path.exists(path):
+            continue
+        bid = build_id(path)
+        if not bid:
+            continue
+        source = path
+        if debug:
+            source = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
+            if not os.path.exists(source):
+                continue
+        funcs = functions(source)
+        if funcs:
+            modules.append({"path": path, "build_id": bid, "functions": funcs})
+    if len(modules) < 5:
+        sys.exit(f"symbolicate_bench: only {len(modules)} usable modules found (need 5: python3.11-dbg, libc6-dbg, fixtures)")
+    return modules[:5]
+
+
+def frames(rng, modules, count):
+    result = []
+    for _ in range(count):
+        module = rng.choice(modules)
+        start, size = rng.choice(module["functions"])
+        result.append((module, start + rng.randrange(1, size)))
+    return result
+
+
+def asan_report(frame_list, pid):
+    lines = ["=================================================================",
+             f"=={pid}==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000 (pc 0x1 bp 0x2 sp 0x3 T0)",
+             "==%d==The signal is caused by a READ memory access." % pid]
+    for index, (module, offset) in enumerate(frame_list):
+        lines.append(f"    #{index} 0x{0x7f0000000000 + offset:x}  ({module['path']}+0x{offset:x}) (BuildId: {module['build_id']})")
+    lines += ["", "SUMMARY: AddressSanitizer: SEGV", f"=={pid}==ABORTING", ""]
+    return "\n".join(lines)
+
+
+def timed(argv, stdin_path=None, stdout_path=os.devnull, env=None):
+    with open(stdin_path or os.devnull, "rb") as stdin, open(stdout_path, "wb") as stdout:
+        start = time.perf_counter()
+        status = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=env).returncode
+        elapsed = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"symbolicate_bench: {' '.join(argv)} exited with {status}")
+    return elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crashsym", required=True)
+    parser.add_argument("--reports", type=int, default=10000)
+    parser.add_argument("--frames", type=int, default=20, help="frames per report of the throughput run")
+    parser.add_argument("--runs", type=int, default=20, help="fresh-process runs of the latency measurement")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work", help="working directory (default: a temporary one, removed)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    work = args.work or tempfile.mkdtemp(prefix="crashsym-symbolicate-bench-")
+    os.makedirs(work, exist_ok=True)
+    cache = os.path.join(work, "cache")
+    env = dict(os.environ, CRASHSYM_CACHE_DIR=cache)
+    symbolizer = f"{LLVM_BIN}/llvm-symbolizer"
+    try:
+        modules = sample_modules(rng)
+        print(f"modules: {', '.join(os.path.basename(m['path']) for m in modules)}", file=sys.stderr)
+
+        # 1. Latency: one 50-frame report, tables cached by a first run.
+        report = os.path.join(work, "report-50.txt")
+        frame_list = frames(rng, modules, 50)
+        with open(report, "w") as out:
+            out.write(asan_report(frame_list, 4242))
+        requests = os.path.join(work, "report-50.requests")
+        with open(requests, "w") as out:
+            out.writelines(f"{m['path']} 0x{offset:x}\n" for m, offset in frame_list)
+        crashsym = [args.crashsym, "symbolicate", report, "--format", "json"]
+        llvm = [symbolizer, "--inlining", "--output-style=JSON"]
+        warm = timed(crashsym, env=env)  # converts and caches the five tables
+        print(f"first run (converting 5 modules into the cache): {warm * 1000:.0f} ms", file=sys.stderr)
+        ours = statistics.median(timed(crashsym, env=env) for _ in range(args.runs))
+        theirs = statistics.median(timed(llvm, stdin_path=requests) for _ in range(args.runs))
+
+        # 2. Throughput: many reports in one invocation against one llvm-symbolizer process.
+        directory = os.path.join(work, "reports")
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        all_requests = os.path.join(work, "reports.requests")
+        with open(all_requests, "w") as requests_out:
+            for number in range(args.reports):
+                batch = frames(rng, modules, args.frames)
+                with open(os.path.join(directory, f"report-{number:05d}.txt"), "w") as out:
+                    out.write(asan_report(batch, 10000 + number))
+                requests_out.writelines(f"{m['path']} 0x{offset:x}\n" for m, offset in batch)
+        bulk_ours = timed([args.crashsym, "symbolicate", directory, "--format", "json"], env=env)
+        bulk_theirs = timed(llvm, stdin_path=all_requests)
+        # The same in each tool's default text output.
+        text_ours = timed([args.crashsym, "symbolicate", directory], env=env)
+        text_theirs = timed([symbolizer, "--inlining"], stdin_path=all_requests)
+
+        results = {
+            "latency": {"frames": 50, "modules": 5, "crashsym_ms": ours * 1000, "llvm_symbolizer_ms": theirs * 1000,
+                        "ratio": theirs / ours, "target_ms": 30, "met": ours * 1000 <= 30},
+            "throughput": {"reports": args.reports, "frames": args.reports * args.frames,
+                           "crashsym_s": bulk_ours, "llvm_symbolizer_s": bulk_theirs,
+                           "ratio": bulk_theirs / bulk_ours, "target_ratio": 5, "met": bulk_theirs / bulk_ours >= 5,
+                           "text_crashsym_s": text_ours, "text_llvm_symbolizer_s": text_theirs,
+                           "text_ratio": text_theirs / text_ours},
+        }
+        if args.json:
+            print(json.dumps(results, indent=2))
+        else:
+            lat, thr = results["latency"], results["throughput"]
+            print("| Measurement | crashsym | llvm-symbolizer | ratio | target |")
+            print("|---|---|---|---|---|")
+            print(f"| 50-frame report, 5 modules, cached, fresh process (median of {args.runs}) | "
+                  f"{lat['crashsym_ms']:.1f} ms | {lat['llvm_symbolizer_ms']:.1f} ms | {lat['ratio']:.1f}x | "
+                  f"<= 30 ms: {'met' if lat['met'] else 'NOT met'} |")
+            print(f"| {thr['reports']} reports, {thr['frames']} frames, one invocation, JSON | {thr['crashsym_s']:.2f} s | "
+                  f"{thr['llvm_symbolizer_s']:.2f} s | {thr['ratio']:.1f}x | >= 5x: {'met' if thr['met'] else 'NOT met'} |")
+            print(f"| the same, text output | {thr['text_crashsym_s']:.2f} s | {thr['text_llvm_symbolizer_s']:.2f} s | "
+                  f"{thr['text_ratio']:.1f}x | — |")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
