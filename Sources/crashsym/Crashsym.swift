@@ -12,12 +12,19 @@ struct Crashsym: ParsableCommand {
         discussion: """
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
-        version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self]
+        subcommands: [Dump.self, Lookup.self, Upload.self]
     )
+
+    /// The tool's version. Not given to ArgumentParser, which would take `upload --version 1.4.2` for
+    /// a request to print it; `crashsym --version` is answered in `main()`.
+    static let version = "0.1.0"
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
     static func main() {
+        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
+            FileOutput.standardOutput(version + "\n")
+            Glibc.exit(0)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
