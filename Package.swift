@@ -70,6 +70,7 @@ let package = Package(
         .testTarget(name: "SymReportTests", dependencies: ["SymReport"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymReport", "SymTable", "SymELF"]),
         .testTarget(name: "SymBundleTests", dependencies: ["SymBundle", "SymTable"]),
+        .testTarget(name: "SymClientTests", dependencies: ["SymClient"]),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
     ],
     swiftLanguageModes: [.v6]
