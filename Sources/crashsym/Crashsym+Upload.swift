@@ -40,9 +40,9 @@ extension Crashsym {
                 Exit status: 0 when every module arrived (or the bundle was written), 1 when any failed, 2 usage.
 
                 Examples:
-                  crashsym upload build/out --app-id demo --app-key "$KEY" --version 1.4.2 --package com.example.app
-                  crashsym upload build/out --app-id demo --version 1.4.2 -o symbols.zip --include-debug
-                  crashsym upload -i app/libs -u -id demo -key "$KEY" -package com.example.app -version 1.4.2 -symbol
+                  crashsym upload build/out --app-id demo --app-key "$KEY" --version 1.4.2
+                  crashsym upload build/out --app-id demo --version 1.4.2 -o syms.zip
+                  crashsym upload -i libs -u -id demo -key "$KEY" -version 1.4.2 -symbol
                 """
         )
 
