@@ -28,7 +28,7 @@ extension Crashsym {
                 and retried with backoff on connection errors, 429 and 5xx until --timeout.
 
                 With --no-upload, or -o without -u, every module is converted and the bundle is only written (as \
-                Bugly's tool does). A bundle over the size bound is split into NAME-1.zip, NAME-2.zip, ….
+                Bugly's tool does); --bundle FILE uploads such a bundle later. A bundle over the size bound is split into NAME-1.zip, NAME-2.zip, ….
 
                 App id, app key and server: a flag wins over the environment (CRASHSYM_APP_ID, CRASHSYM_APP_KEY, \
                 CRASHSYM_SERVER), which wins over the config file (--config FILE, default \
@@ -94,6 +94,11 @@ extension Crashsym {
         @Option(help: ArgumentHelp("JSON config file (default $XDG_CONFIG_HOME/crashsym/config.json).", valueName: "file"))
         var config: String?
 
+        @Option(name: .customLong("bundle"),
+                help: ArgumentHelp("Upload this bundle, written earlier with -o, as it is (repeatable; no paths then).",
+                                   valueName: "bundle.zip"))
+        var bundles: [String] = []
+
         @Option(name: .customLong("max-bundle-size"), help: ArgumentHelp("Bound on the uncompressed files per bundle, in MiB.", valueName: "MiB"))
         var maxBundleSize: Int = 256
 
@@ -106,9 +111,14 @@ extension Crashsym {
         @OptionGroup var debug: DebugOptions
 
         /// Whether this run talks to a server.
-        var uploads: Bool { !noUpload && (output == nil || upload) }
+        var uploads: Bool { !bundles.isEmpty || (!noUpload && (output == nil || upload)) }
 
         func validate() throws {
+            if !bundles.isEmpty {
+                if !paths.isEmpty || !inputs.isEmpty { throw ValidationError("--bundle uploads bundles as they are: give no paths") }
+                if output != nil || noUpload { throw ValidationError("--bundle cannot be combined with -o or --no-upload") }
+                return
+            }
             if paths.isEmpty && inputs.isEmpty { throw ValidationError("no input: give paths or -i PATH") }
             if noUpload && upload { throw ValidationError("--no-upload and -u contradict each other") }
             if noUpload && output == nil { throw ValidationError("--no-upload needs -o bundle.zip") }
@@ -149,7 +159,7 @@ extension Crashsym {
                 output: output, uploads: uploads, includeDebug: includeDebug,
                 maximumBundleSize: UInt64(maxBundleSize) << 20, deadline: start + .seconds(timeout),
                 dump: dumpConfiguration, logger: Logger(label: "crashsym.upload"))
-            let summary = flow.run()
+            let summary = bundles.isEmpty ? flow.run() : flow.upload(bundles: bundles)
             FileOutput.standardOutput(summary.text(uploads: uploads))
             if !summary.succeeded { throw ExitCode.failure }
         }

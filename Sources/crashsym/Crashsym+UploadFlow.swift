@@ -169,17 +169,9 @@ struct UploadFlow {
 
         // Upload, one bundle after the other.
         for (index, bundle) in bundles.enumerated() {
-            let label = bundles.count > 1 ? "upload \(index + 1)/\(bundles.count)" : "upload"
-            let bar = ProgressBar(total: Int(clamping: bundle.byteCount), label: label, minimum: 1)
-            var drawn = -1
             do {
-                let answer = try client.uploadBundle(at: bundle.path) { sent, total in
-                    guard total > 0 else { return }
-                    let permille = Int(min(1000, sent * 1000 / total))
-                    guard permille != drawn else { return }
-                    drawn = permille
-                    bar.update(permille == 1000 ? bar.total : Int(clamping: sent))
-                }
+                let answer = try client.uploadBundle(
+                    at: bundle.path, progress: progressBar(size: Int(clamping: bundle.byteCount), part: index, of: bundles.count))
                 let stored = Set(answer.stored), present = Set(answer.alreadyPresent)
                 for module in bundle.manifest.modules {
                     outcomes[module.buildID] = stored.contains(module.buildID) ? .uploaded
@@ -187,11 +179,50 @@ struct UploadFlow {
                         : .failed("the server's answer does not list it")
                 }
             } catch {
-                if drawn >= 0 && drawn < 1000 && bar.enabled { FileOutput.standardError("\n") }
                 for module in bundle.manifest.modules { outcomes[module.buildID] = .failed("upload: \(error)") }
             }
         }
         return
+    }
+
+    /// Uploads bundles written earlier (`--bundle`), as they are: the server's answer names the modules.
+    func upload(bundles: [String]) -> UploadSummary {
+        var summary = UploadSummary()
+        let client: SymbolClient
+        do {
+            client = try SymbolClient(configuration: ClientConfiguration(
+                server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(Crashsym.version)",
+                deadline: deadline), logger: logger)
+        } catch {
+            summary.entries = bundles.map { UploadSummary.Entry(buildID: nil, name: $0, outcome: .failed("\(error)")) }
+            return summary
+        }
+        for (index, path) in bundles.enumerated() {
+            var status = stat()
+            let size = stat(path, &status) == 0 ? Int(status.st_size) : 0
+            let name = Self.baseName(path)
+            do {
+                let answer = try client.uploadBundle(at: path, progress: progressBar(size: size, part: index, of: bundles.count))
+                summary.entries += answer.stored.map { UploadSummary.Entry(buildID: $0, name: name, outcome: .uploaded) }
+                summary.entries += answer.alreadyPresent.map { UploadSummary.Entry(buildID: $0, name: name, outcome: .alreadyPresent) }
+            } catch {
+                summary.entries.append(UploadSummary.Entry(buildID: nil, name: path, outcome: .failed("upload: \(error)")))
+            }
+        }
+        return summary
+    }
+
+    /// A progress callback drawing a byte-count bar on a terminal, redrawn once per 0.1 %.
+    func progressBar(size: Int, part: Int, of count: Int) -> (UInt64, UInt64) -> Void {
+        let bar = ProgressBar(total: size, label: count > 1 ? "upload \(part + 1)/\(count)" : "upload", minimum: 1)
+        var drawn = -1
+        return { sent, total in
+            guard total > 0 else { return }
+            let permille = Int(min(1000, sent * 1000 / total))
+            guard permille != drawn else { return }
+            drawn = permille
+            bar.update(permille == 1000 ? bar.total : Int(clamping: sent))
+        }
     }
 
     /// The original debug file of a converted module: its separate debug file, else the binary when

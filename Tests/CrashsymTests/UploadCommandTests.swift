@@ -170,6 +170,27 @@ import Testing
         #expect(try Self.entries(of: bundle).count == 3)  // -o keeps the uploaded bundle
     }
 
+    @Test func aBundleWrittenEarlierIsUploadedAsItIs() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bundle = directory + "/later.zip"
+        let written = try Self.crashsym(["upload", Self.library, Self.app, "--app-id", "demo", "--version", "7", "-o", bundle])
+        #expect(written.status == 0, "\(written.stderr)")
+        let server = try FakeSymbolServer(script: ["present": [try Self.buildID(Self.app)]])
+        let result = try Self.crashsym(["upload", "--bundle", bundle, "--app-id", "demo", "--app-key", Self.key,
+                                        "--server", server.url])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == """
+            uploaded        \(try Self.buildID(Self.library))  later.zip
+            already present \(try Self.buildID(Self.app))  later.zip
+            2 modules: 1 uploaded, 1 already present, 0 failed
+
+            """)
+        let requests = server.requests()
+        try #require(requests.count == 1)  // no question first: the bundle is decided
+        #expect(requests[0].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [bundle]).prefix(64).description))
+    }
+
     @Test func flagBeatsEnvironmentBeatsConfigFile() throws {
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -274,6 +295,7 @@ import Testing
         ["upload", "x", "--app-key", "k", "--version", "1"],                                   // no app id
         ["upload", "x", "--app-id", "a", "--version", "1"],                                    // uploading without a key
         ["upload", "x", "--app-id", "a", "--app-key", "k", "--version", "1", "--platform", "ios"],
+        ["upload", "x", "--bundle", "b.zip", "--app-id", "a", "--app-key", "k"],              // --bundle with paths
     ])
     func usageErrors(arguments: [String]) throws {
         let result = try Self.crashsym(arguments)
