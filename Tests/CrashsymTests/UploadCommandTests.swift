@@ -100,6 +100,27 @@ import Testing
         #expect(requests[2].path.hasSuffix("/symbols/missing"))
     }
 
+    @Test func aSetOverTheBoundGoesUpInSeveralBundles() throws {
+        // Three Rust binaries of 354–387 KiB, each its own debug file: with --include-debug the first
+        // two fit in 1 MiB, the third does not.
+        let server = try FakeSymbolServer()
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let inputs = ["rust-O0", "rust-O2", "rust-O2-dwarf5-v0"].map(CLI.fixture)
+        let result = try Self.crashsym(["upload"] + inputs + ["--app-id", "demo", "--app-key", Self.key,
+                                        "--version", "1", "--server", server.url, "--max-bundle-size", "1",
+                                        "--include-debug", "-o", directory + "/parts.zip", "-u"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasSuffix("3 modules: 3 uploaded, 0 already present, 0 failed\n"))
+        #expect(result.stdout.contains("bundle \(directory)/parts-1.zip: 2 modules, "))
+        #expect(result.stdout.contains("bundle \(directory)/parts-2.zip: 1 modules, "))
+        let uploads = server.requests().filter { $0.path.hasSuffix("/symbols") }
+        try #require(uploads.count == 2)
+        #expect(uploads.map { $0.entries?.count } == [5, 3])
+        #expect(uploads[0].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [directory + "/parts-1.zip"]).prefix(64).description))
+        #expect(uploads[1].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [directory + "/parts-2.zip"]).prefix(64).description))
+    }
+
     @Test func duplicatesAndDebugFilesAreOneModule() throws {
         // The same build-id three times (a binary, its stripped twin, its debug file): one module.
         let directory = try CLI.temporaryDirectory()
