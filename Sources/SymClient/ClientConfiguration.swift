@@ -56,7 +56,8 @@ extension Duration {
         let (seconds, attoseconds) = components
         guard seconds >= 0 else { return 1 }
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        if overflow { return Int.max }
-        return max(1, Int(product) + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
+        let (total, carry) = product.addingReportingOverflow((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        if overflow || carry { return Int.max }
+        return max(1, Int(total))
     }
 }

@@ -101,6 +101,7 @@ final class CurlTransfer {
         check(crashsym_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         check(crashsym_curl_setopt_string(handle, CURLOPT_USERAGENT, userAgent))
         check(crashsym_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList))
+        check(crashsym_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
         // Never follow redirects: the key would go wherever the server points.
         check(crashsym_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
         check(crashsym_curl_setopt_long(handle, CURLOPT_POST, 1))

@@ -114,6 +114,9 @@ extension Crashsym {
         var uploads: Bool { !bundles.isEmpty || (!noUpload && (output == nil || upload)) }
 
         func validate() throws {
+            if maxBundleSize < 1 || maxBundleSize > 1 << 30 { throw ValidationError("--max-bundle-size must be between 1 and 2^30 MiB") }
+            if timeout < 1 || timeout > 30 * 86400 { throw ValidationError("--timeout must be between 1 and 2592000 seconds (30 days)") }
+            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
             if !bundles.isEmpty {
                 if !paths.isEmpty || !inputs.isEmpty { throw ValidationError("--bundle uploads bundles as they are: give no paths") }
                 if output != nil || noUpload { throw ValidationError("--bundle cannot be combined with -o or --no-upload") }
@@ -123,9 +126,6 @@ extension Crashsym {
             if noUpload && upload { throw ValidationError("--no-upload and -u contradict each other") }
             if noUpload && output == nil { throw ValidationError("--no-upload needs -o bundle.zip") }
             guard let version, !version.isEmpty else { throw ValidationError("--version is required") }
-            if maxBundleSize < 1 { throw ValidationError("--max-bundle-size must be at least 1") }
-            if timeout < 1 { throw ValidationError("--timeout must be at least 1") }
-            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         }
 
         func run() throws {

@@ -317,6 +317,8 @@ import Testing
         ["upload", "x", "--app-id", "a", "--version", "1"],                                    // uploading without a key
         ["upload", "x", "--app-id", "a", "--app-key", "k", "--version", "1", "--platform", "ios"],
         ["upload", "x", "--bundle", "b.zip", "--app-id", "a", "--app-key", "k"],              // --bundle with paths
+        ["upload", "--bundle", "b.zip", "--app-id", "a", "--app-key", "k", "--timeout", "0"],
+        ["upload", "x", "--app-id", "a", "--app-key", "k", "--version", "1", "--max-bundle-size", "0"],
     ])
     func usageErrors(arguments: [String]) throws {
         let result = try Self.crashsym(arguments)
