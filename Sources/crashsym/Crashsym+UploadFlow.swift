@@ -212,9 +212,10 @@ struct UploadFlow {
         return summary
     }
 
-    /// A progress callback drawing a byte-count bar on a terminal, redrawn once per 0.1 %.
-    func progressBar(size: Int, part: Int, of count: Int) -> (UInt64, UInt64) -> Void {
+    /// A progress callback drawing a byte-count bar, redrawn once per 0.1 %; nil unless stderr is a terminal.
+    func progressBar(size: Int, part: Int, of count: Int) -> ((UInt64, UInt64) -> Void)? {
         let bar = ProgressBar(total: size, label: count > 1 ? "upload \(part + 1)/\(count)" : "upload", minimum: 1)
+        guard bar.enabled else { return nil }
         var drawn = -1
         return { sent, total in
             guard total > 0 else { return }
