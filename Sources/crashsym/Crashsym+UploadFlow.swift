@@ -104,9 +104,7 @@ struct UploadFlow {
         var toConvert = modules
         if uploads {
             do {
-                let made = try SymbolClient(configuration: ClientConfiguration(
-                    server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(Crashsym.version)",
-                    deadline: deadline), logger: logger)
+                let made = try makeClient()
                 client = made
                 let answer = try made.missingSymbols(MissingSymbolsRequest(
                     version: metadata.version, package: metadata.package, platform: metadata.platform,
@@ -182,7 +180,13 @@ struct UploadFlow {
                 for module in bundle.manifest.modules { outcomes[module.buildID] = .failed("upload: \(error)") }
             }
         }
-        return
+    }
+
+    /// The client of this run (one libcurl handle, used from this thread only).
+    func makeClient() throws(ClientError) -> SymbolClient {
+        try SymbolClient(configuration: ClientConfiguration(
+            server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(Crashsym.version)", deadline: deadline),
+            logger: logger)
     }
 
     /// Uploads bundles written earlier (`--bundle`), as they are: the server's answer names the modules.
@@ -190,9 +194,7 @@ struct UploadFlow {
         var summary = UploadSummary()
         let client: SymbolClient
         do {
-            client = try SymbolClient(configuration: ClientConfiguration(
-                server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(Crashsym.version)",
-                deadline: deadline), logger: logger)
+            client = try makeClient()
         } catch {
             summary.entries = bundles.map { UploadSummary.Entry(buildID: nil, name: $0, outcome: .failed("\(error)")) }
             return summary
