@@ -293,6 +293,7 @@ import Testing
         let result = try Self.crashsym(["upload", Self.library, "--app-id", "demo", "--app-key", Self.key,
                                         "--version", "1", "--server", server.url])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("Couldn't connect to server"))  // the retry was logged
         #expect(server.requests().count == 2)
     }
 
