@@ -105,6 +105,9 @@ extension Crashsym {
         @Option(help: ArgumentHelp("Overall deadline of the command, in seconds.", valueName: "seconds"))
         var timeout: Int = 3600
 
+        @Option(help: "Output format: text (one line per module and a total) or json (one object per line).")
+        var format: OutputFormat = .text
+
         @Option(name: .shortAndLong, help: "Files converted in parallel (default: number of cores).")
         var jobs: Int?
 
@@ -160,7 +163,7 @@ extension Crashsym {
                 maximumBundleSize: UInt64(maxBundleSize) << 20, deadline: start + .seconds(timeout),
                 dump: dumpConfiguration, logger: Logger(label: "crashsym.upload"))
             let summary = bundles.isEmpty ? flow.run() : flow.upload(bundles: bundles)
-            FileOutput.standardOutput(summary.text(uploads: uploads))
+            FileOutput.standardOutput(format == .json ? summary.json() : summary.text(uploads: uploads))
             if !summary.succeeded { throw ExitCode.failure }
         }
     }

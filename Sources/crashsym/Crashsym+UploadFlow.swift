@@ -38,6 +38,38 @@ struct UploadSummary {
         !entries.isEmpty && !entries.contains { if case .failed = $0.outcome { return true } else { return false } }
     }
 
+    /// One JSON object per line: each module (`status` uploaded, already_present, written or failed,
+    /// with `reason`), then each kept bundle (`bundle`, `modules`, `size`).
+    func json() -> String {
+        var text = ""
+        for entry in entries {
+            var writer = JSONWriter()
+            writer.beginObject()
+            if let buildID = entry.buildID { writer.field("build_id", buildID) } else { writer.fieldNull("build_id") }
+            writer.field("name", entry.name)
+            switch entry.outcome {
+            case .uploaded: writer.field("status", "uploaded")
+            case .alreadyPresent: writer.field("status", "already_present")
+            case .written: writer.field("status", "written")
+            case .failed(let reason):
+                writer.field("status", "failed")
+                writer.field("reason", reason)
+            }
+            writer.endObject()
+            text += writer.text + "\n"
+        }
+        for bundle in bundles {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("bundle", bundle.path)
+            writer.field("modules", bundle.manifest.modules.count)
+            writer.field("size", bundle.byteCount)
+            writer.endObject()
+            text += writer.text + "\n"
+        }
+        return text
+    }
+
     /// One line per module, the kept bundles, then the totals.
     func text(uploads: Bool) -> String {
         var text = ""

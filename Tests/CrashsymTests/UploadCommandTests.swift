@@ -246,6 +246,24 @@ import Testing
         #expect(server.requests().map(\.path) == ["/api/v1/apps/cfg/symbols/missing", "/api/v1/apps/cfg/symbols"])
     }
 
+    @Test func jsonSummary() throws {
+        let library = try Self.buildID(Self.library), app = try Self.buildID(Self.app)
+        let server = try FakeSymbolServer(script: ["present": [app]])
+        let result = try Self.crashsym(["upload", Self.library, Self.app, "/nonexistent/lib.so", "--app-id", "demo",
+                                        "--app-key", Self.key, "--version", "1", "--server", server.url, "--format", "json"])
+        #expect(result.status == 1)
+        let objects = try result.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        try #require(objects.count == 3)
+        #expect(objects[0] as? [String: String] == ["build_id": library, "name": "libgreet.so", "status": "uploaded"])
+        #expect(objects[1] as? [String: String] == ["build_id": app, "name": "greet-app", "status": "already_present"])
+        #expect(objects[2]["status"] as? String == "failed")
+        #expect(objects[2]["name"] as? String == "/nonexistent/lib.so")
+        #expect(objects[2]["build_id"] is NSNull)
+        #expect((objects[2]["reason"] as? String)?.contains("no such file") == true)
+    }
+
     @Test func aWrongKeyFailsWithoutPrintingIt() throws {
         let server = try FakeSymbolServer(script: ["key": "the-right-one"])
         let result = try Self.crashsym(["upload", Self.library, "--app-id", "demo", "--app-key", Self.key,
