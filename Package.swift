@@ -99,6 +99,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(name: "SymClientTests", dependencies: ["SymClient"]),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
     ],
     swiftLanguageModes: [.v6]

@@ -17,3 +17,21 @@ static inline CURLcode crashsym_curl_setopt_off_t(CURL *handle, CURLoption optio
 static inline CURLcode crashsym_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+static inline CURLcode crashsym_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+// Callbacks: a function pointer passed through `...` must keep its exact type, so each kind gets its
+// own wrapper instead of going through crashsym_curl_setopt_pointer.
+static inline CURLcode crashsym_curl_set_read_function(CURL *handle, curl_read_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_READFUNCTION, callback);
+}
+static inline CURLcode crashsym_curl_set_seek_function(CURL *handle, curl_seek_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
+}
+static inline CURLcode crashsym_curl_set_write_function(CURL *handle, curl_write_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+}
+static inline CURLcode crashsym_curl_set_xferinfo_function(CURL *handle, curl_xferinfo_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}

@@ -12,12 +12,19 @@ struct Crashsym: AsyncParsableCommand {
         discussion: """
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
-        version: "0.1.0",
-        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Serve.self, Apps.self]
+        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Upload.self, Serve.self, Apps.self]
     )
+
+    /// The tool's version. Not given to ArgumentParser, which would take `upload --version 1.4.2` for
+    /// a request to print it; `crashsym --version` is answered in `main()`.
+    static let version = "0.1.0"
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
     static func main() async {
+        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
+            FileOutput.standardOutput(version + "\n")
+            Glibc.exit(0)
+        }
         // Drop-in mode: run through a link named llvm-symbolizer or addr2line, act as that tool.
         let program = CommandLine.arguments.first ?? ""
         switch program.split(separator: "/").last.map(String.init) ?? "" {

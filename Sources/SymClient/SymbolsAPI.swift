@@ -1,0 +1,85 @@
+/// `POST /api/v1/apps/{appId}/symbols/missing` request body (`docs/http-api.md`).
+public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
+    /// One module the client has.
+    public struct Module: Codable, Sendable, Equatable {
+        /// Lowercase hex build-id.
+        public var buildID: String
+        /// File name.
+        public var name: String
+        /// Architecture name.
+        public var arch: String
+
+        /// Creates a module entry.
+        public init(buildID: String, name: String, arch: String) {
+            self.buildID = buildID
+            self.name = name
+            self.arch = arch
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case buildID = "build_id", name, arch
+        }
+    }
+
+    /// Application version the modules belong to.
+    public var version: String
+    /// Package identifier, may be empty.
+    public var package: String
+    /// `linux` or `android`.
+    public var platform: String
+    /// Every module of the version, missing or not: the server links the present ones.
+    public var modules: [Module]
+
+    /// Creates a request.
+    public init(version: String, package: String, platform: String, modules: [Module]) {
+        self.version = version
+        self.package = package
+        self.platform = platform
+        self.modules = modules
+    }
+}
+
+/// `POST /api/v1/apps/{appId}/symbols/missing` answer.
+public struct MissingSymbolsResponse: Codable, Sendable, Equatable {
+    /// Build-ids the server lacks: upload these.
+    public var missing: [String]
+    /// Build-ids it has (now linked to the version).
+    public var present: [String]
+
+    /// Creates an answer.
+    public init(missing: [String], present: [String]) {
+        self.missing = missing
+        self.present = present
+    }
+}
+
+/// `POST /api/v1/apps/{appId}/symbols` answer (201).
+public struct UploadResponse: Codable, Sendable, Equatable {
+    /// The version the bundle was stored under.
+    public var version: String
+    /// Build-ids stored by this upload.
+    public var stored: [String]
+    /// Build-ids the server had already (not stored again).
+    public var alreadyPresent: [String]
+
+    /// Creates an answer.
+    public init(version: String, stored: [String], alreadyPresent: [String]) {
+        self.version = version
+        self.stored = stored
+        self.alreadyPresent = alreadyPresent
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, stored, alreadyPresent = "already_present"
+    }
+}
+
+/// The JSON error body of any non-2xx answer: `{"error": {"code": …, "message": …}}`.
+struct ServerErrorBody: Decodable {
+    struct Detail: Decodable {
+        var code: String
+        var message: String
+    }
+
+    var error: Detail
+}

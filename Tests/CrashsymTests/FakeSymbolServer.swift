@@ -1,0 +1,1 @@
+../Support/FakeSymbolServer.swift
