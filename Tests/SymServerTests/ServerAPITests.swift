@@ -160,7 +160,8 @@ struct ServerAPITests {
     func concurrencyLimit() throws {
         let server = try TestServer(arguments: ["--max-concurrent-uploads", "1"])
         let slowBody = server.scratch + "/slow.bin"
-        try Data(repeating: 1, count: 40_000).write(to: URL(fileURLWithPath: slowBody))
+        // Long enough (~50 s at 8 KB/s) to outlast the polling below on a loaded machine; killed in defer.
+        try Data(repeating: 1, count: 400_000).write(to: URL(fileURLWithPath: slowBody))
         let slow = Process()
         slow.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         slow.arguments = ["-sS", "-o", "/dev/null", "--limit-rate", "8k", "-H", "Authorization: Bearer \(server.key)",
@@ -171,7 +172,7 @@ struct ServerAPITests {
         try Data("not a zip".utf8).write(to: URL(fileURLWithPath: small))
         // Until the slow upload holds the only slot, a small one gets through (422: not a zip).
         var answer = try server.upload(small)
-        for _ in 0..<40 where answer.status == 422 {
+        for _ in 0..<300 where answer.status == 422 {
             Thread.sleep(forTimeInterval: 0.1)
             answer = try server.upload(small)
         }
