@@ -33,7 +33,8 @@ let package = Package(
         .systemLibrary(name: "CLibz", path: "Sources/CLibz", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
+        // libcurl is loaded with dlopen by `upload` only (see Sources/CCurl/shim.h), not linked.
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
 
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),

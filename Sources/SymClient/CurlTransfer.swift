@@ -51,7 +51,8 @@ final class CurlTransfer {
 
     init() throws(ClientError) {
         guard Self.globalInit, let handle = curl_easy_init() else {
-            throw ClientError(.configuration, "libcurl could not be initialised")
+            let reason = crashsym_curl_load_error().map { String(cString: $0) } ?? "curl_global_init failed"
+            throw ClientError(.configuration, "libcurl could not be initialised: \(reason)")
         }
         self.handle = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
