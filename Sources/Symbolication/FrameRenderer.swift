@@ -4,10 +4,11 @@ import SymTable
 
 /// Renders `lookup` answers straight into bytes: the hot path for answering many addresses.
 ///
-/// Names are demangled and JSON-escaped once per distinct string (cached by table reference); an
-/// address costs a table lookup plus copying cached bytes and formatting integers — no `String`
-/// per frame.
-public struct FrameRenderer {
+/// Every address in one table range has the same frames, so the rendered frames are memoised per
+/// range (repeated and neighbouring addresses, the common case in crash reports, cost a binary
+/// search and a copy). Names are demangled and JSON-escaped once per distinct string, cached by
+/// table reference. Cached bytes live in arenas: no `String` or array per frame.
+public struct FrameRenderer: ~Copyable {
     /// Output styles.
     public enum Style: Sendable {
         /// `0x…` then one indented line per frame.
@@ -20,31 +21,63 @@ public struct FrameRenderer {
     private let style: Style
     private let demangler = Demangler()
     /// Demangled names (escaped for the style) by table reference.
-    private var functions = ByteCache()
+    // Sizes: large enough for the distinct names of a big module's hot code, small enough that
+    // a one-address run does not pay for touching their pages.
+    private var functions = ByteCache(slots: 1 << 14)
     /// Mangled names escaped for JSON, by table reference.
-    private var mangled = ByteCache()
+    private var mangled: ByteCache
     /// Joined source paths (escaped for the style) by (directory, file) references.
-    private var paths = ByteCache()
+    private var paths = ByteCache(slots: 1 << 10)
+    /// Rendered frames by range index (without the address, which differs within a range).
+    private var answers = ByteCache(slots: 1 << 12, arenaLimit: 1 << 20)
 
-    /// A direct-mapped cache of rendered bytes keyed by string-table positions: cheaper than a
-    /// `Dictionary` (no SipHash per frame); a collision only costs re-rendering.
-    struct ByteCache {
-        private var keys = [UInt64](repeating: UInt64.max, count: 1 << 15)
-        private var values = [[UInt8]](repeating: [], count: 1 << 15)
+    /// A direct-mapped cache of rendered bytes keyed by integers (string-table positions, range
+    /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
+    /// re-rendering. Values are slices of one arena, which is emptied (with the keys) when it
+    /// would grow past `arenaLimit`, so memory stays bounded however many addresses are asked.
+    struct ByteCache: ~Copyable {
+        private var keys: [UInt64]
+        /// `offset << 32 | length` of each slot's bytes in `arena`.
+        private var spans: [UInt64]
+        private var arena = OutputBytes(capacity: 1 << 12)
+        private let shift: UInt64
+        private let arenaLimit: Int
 
-        private static func slot(_ key: UInt64) -> Int {
-            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 49)
+        init(slots: Int, arenaLimit: Int = Int(UInt32.max)) {
+            keys = [UInt64](repeating: UInt64.max, count: slots)
+            spans = [UInt64](repeating: 0, count: slots)
+            shift = UInt64(64 - slots.trailingZeroBitCount)
+            self.arenaLimit = arenaLimit
         }
 
-        func value(_ key: UInt64) -> [UInt8]? {
-            let slot = Self.slot(key)
-            return keys[slot] == key ? values[slot] : nil
+        @inline(__always)
+        private func slot(_ key: UInt64) -> Int {
+            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
         }
 
-        mutating func store(_ key: UInt64, _ value: [UInt8]) {
-            let slot = Self.slot(key)
+        /// Appends the bytes cached for `key` to `output`; false when there are none.
+        @inline(__always)
+        func append(_ key: UInt64, to output: inout OutputBytes) -> Bool {
+            let slot = slot(key)
+            guard keys[slot] == key else { return false }
+            let span = spans[slot]
+            let offset = Int(span >> 32)
+            output.append(arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
+            return true
+        }
+
+        /// Caches `bytes` for `key`.
+        mutating func store(_ key: UInt64, _ bytes: UnsafeRawBufferPointer) {
+            if arena.count + bytes.count > arenaLimit {
+                // Start over rather than grow: old entries are as likely to be asked again as new ones.
+                arena.removeAll()
+                for index in keys.indices { keys[index] = UInt64.max }
+                guard bytes.count <= arenaLimit else { return }
+            }
+            let slot = slot(key)
             keys[slot] = key
-            values[slot] = value
+            spans[slot] = UInt64(arena.count) << 32 | UInt64(bytes.count)
+            arena.append(bytes)
         }
     }
 
@@ -56,89 +89,150 @@ public struct FrameRenderer {
     public init(table: SymbolTable, style: Style) {
         self.table = table
         self.style = style
+        mangled = ByteCache(slots: style == .json ? 1 << 13 : 1)
+    }
+
+    /// What `answer(line:into:)` did with a line.
+    public enum LineOutcome: Sendable {
+        /// The answer was appended.
+        case answered
+        /// The line holds only blanks; nothing was appended.
+        case blank
+        /// The line is not a hex address; nothing was appended.
+        case notAnAddress
+    }
+
+    /// Appends the answer for one input line (a hex address, `0x` optional, blanks around it).
+    /// Throws `FormatError` on a corrupt table.
+    public mutating func answer(line: UnsafeRawBufferPointer, into output: inout OutputBytes) throws(FormatError) -> LineOutcome {
+        guard let address = Self.parseAddress(line) else {
+            return line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) ? .blank : .notAnAddress
+        }
+        try render(address, into: &output)
+        return .answered
     }
 
     /// Appends the answer for `address` to `output`.
-    public mutating func render(_ address: UInt64, into output: inout [UInt8]) throws(FormatError) {
+    public mutating func render(_ address: UInt64, into output: inout OutputBytes) throws(FormatError) {
         switch style {
         case .text:
-            output.append(contentsOf: Literal.hexPrefix)
-            Self.appendHex(address, to: &output)
+            output.append(Literal.hexPrefix)
+            output.appendHex(address)
             output.append(UInt8(ascii: "\n"))
-            let count = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-                output.append(contentsOf: Literal.indent)
-                output.append(contentsOf: function(frame.function))
+        case .json:
+            output.append(Literal.jsonAddress)
+            output.appendHex(address)
+            output.append(Literal.jsonFrames)
+        }
+        if let range = table.rangeIndex(containing: address) {
+            let key = UInt64(range)
+            if !answers.append(key, to: &output) {
+                let start = output.count
+                try renderFrames(range: range, into: &output)
+                answers.store(key, output.bytes(start..<output.count))
+            }
+        } else if style == .text {
+            output.append(Literal.noFrames)
+        }
+        if style == .json { output.append(Literal.jsonEnd) }
+    }
+
+    /// Appends the answer for `address` to `output` (a convenience over `render(_:into:)` with an
+    /// `OutputBytes`, for callers that want an array).
+    public mutating func render(_ address: UInt64, into output: inout [UInt8]) throws(FormatError) {
+        var buffer = OutputBytes(capacity: 256)
+        try render(address, into: &buffer)
+        output.append(contentsOf: buffer.bytes)
+    }
+
+    /// Appends the frames of range `range` (text: one line per frame, or `??`; JSON: the
+    /// comma-separated frame objects).
+    private mutating func renderFrames(range: Int, into output: inout OutputBytes) throws(FormatError) {
+        var frames = table.frames(inRange: range)
+        var count = 0
+        while let frame = try frames.next() {
+            switch style {
+            case .text:
+                output.append(Literal.indent)
+                appendFunction(frame.function, to: &output)
                 if !frame.file.isEmpty || frame.line != 0 {
-                    output.append(contentsOf: Literal.gap)
-                    let path = self.path(frame.directory, frame.file)
-                    if path.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: path) }
+                    output.append(Literal.gap)
+                    let before = output.count
+                    appendPath(frame.directory, frame.file, to: &output)
+                    if output.count == before { output.append(Literal.unknown) }
                     output.append(UInt8(ascii: ":"))
-                    Self.appendDecimal(UInt64(frame.line), to: &output)
+                    output.appendDecimal(UInt64(frame.line))
                     if frame.column != 0 {
                         output.append(UInt8(ascii: ":"))
-                        Self.appendDecimal(UInt64(frame.column), to: &output)
+                        output.appendDecimal(UInt64(frame.column))
                     }
                 }
-                if frame.isInlined { output.append(contentsOf: Literal.inlined) }
-                if frame.isSymbolOnly { output.append(contentsOf: Literal.symbolOnly) }
+                if frame.isInlined { output.append(Literal.inlined) }
+                if frame.isSymbolOnly { output.append(Literal.symbolOnly) }
                 output.append(UInt8(ascii: "\n"))
-            }
-            if count == 0 { output.append(contentsOf: Literal.noFrames) }
-        case .json:
-            output.append(contentsOf: Literal.jsonAddress)
-            Self.appendHex(address, to: &output)
-            output.append(contentsOf: Literal.jsonFrames)
-            var first = true
-            _ = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-                if !first { output.append(UInt8(ascii: ",")) }
-                first = false
-                output.append(contentsOf: Literal.jsonFunction)
-                output.append(contentsOf: function(frame.function))
-                output.append(contentsOf: Literal.jsonMangled)
-                output.append(contentsOf: mangledName(frame.function))
-                output.append(contentsOf: Literal.jsonFile)
-                output.append(contentsOf: path(frame.directory, frame.file))
-                output.append(contentsOf: Literal.jsonLine)
-                Self.appendDecimal(UInt64(frame.line), to: &output)
-                output.append(contentsOf: Literal.jsonColumn)
-                Self.appendDecimal(UInt64(frame.column), to: &output)
-                output.append(contentsOf: frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
-                if frame.isSymbolOnly { output.append(contentsOf: Literal.jsonSymbolOnly) }
+            case .json:
+                if count > 0 { output.append(UInt8(ascii: ",")) }
+                output.append(Literal.jsonFunction)
+                appendFunction(frame.function, to: &output)
+                output.append(Literal.jsonMangled)
+                appendMangledName(frame.function, to: &output)
+                output.append(Literal.jsonFile)
+                appendPath(frame.directory, frame.file, to: &output)
+                output.append(Literal.jsonLine)
+                output.appendDecimal(UInt64(frame.line))
+                output.append(Literal.jsonColumn)
+                output.appendDecimal(UInt64(frame.column))
+                output.append(frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
+                if frame.isSymbolOnly { output.append(Literal.jsonSymbolOnly) }
                 output.append(UInt8(ascii: "}"))
             }
-            output.append(contentsOf: Literal.jsonEnd)
+            count += 1
         }
+        if count == 0 && style == .text { output.append(Literal.noFrames) }
     }
 
-    private mutating func function(_ reference: StringRef) -> [UInt8] {
-        if let cached = functions.value(Self.key(reference)) { return cached }
-        var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
-        let bytes: [UInt8]
-        if raw.isEmpty {
-            bytes = Literal.unknown
-        } else if Self.mayBeMangled(raw) {
-            bytes = escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self)))
-        } else {
-            bytes = escaped(raw)
-        }
-        functions.store(Self.key(reference), bytes)
-        return bytes
+    private mutating func appendFunction(_ reference: StringRef, to output: inout OutputBytes) {
+        let key = Self.key(reference)
+        if functions.append(key, to: &output) { return }
+        let bytes = function(reference)
+        bytes.withUnsafeBytes { functions.store(key, $0) }
+        output.append(bytes)
     }
 
-    private mutating func mangledName(_ reference: StringRef) -> [UInt8] {
-        if let cached = mangled.value(Self.key(reference)) { return cached }
-        var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
-        let bytes = escaped(raw)
-        mangled.store(Self.key(reference), bytes)
-        return bytes
+    private mutating func appendMangledName(_ reference: StringRef, to output: inout OutputBytes) {
+        let key = Self.key(reference)
+        if mangled.append(key, to: &output) { return }
+        let bytes = mangledName(reference)
+        bytes.withUnsafeBytes { mangled.store(key, $0) }
+        output.append(bytes)
     }
 
-    private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
+    private mutating func appendPath(_ directory: StringRef, _ file: StringRef, to output: inout OutputBytes) {
         // Files are few: directory offset and file offset fit one key.
         let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
-        if let cached = paths.value(key) { return cached }
+        if paths.append(key, to: &output) { return }
+        let bytes = path(directory, file)
+        bytes.withUnsafeBytes { paths.store(key, $0) }
+        output.append(bytes)
+    }
+
+    /// The name to print for a function: demangled when it looks mangled, `??` when empty.
+    private func function(_ reference: StringRef) -> [UInt8] {
+        var raw: [UInt8] = []
+        table.withUTF8(reference) { raw = Array($0) }
+        if raw.isEmpty { return Array("??".utf8) }
+        if Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
+        return escaped(raw)
+    }
+
+    private func mangledName(_ reference: StringRef) -> [UInt8] {
+        var raw: [UInt8] = []
+        table.withUTF8(reference) { raw = Array($0) }
+        return escaped(raw)
+    }
+
+    /// The source path: the file name, joined to its directory unless absolute.
+    private func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
         var name: [UInt8] = [], folder: [UInt8] = []
         table.withUTF8(file) { name = Array($0) }
         table.withUTF8(directory) { folder = Array($0) }
@@ -150,9 +244,7 @@ public struct FrameRenderer {
             }
             joined.append(contentsOf: name)
         }
-        let bytes = escaped(joined)
-        paths.store(key, bytes)
-        return bytes
+        return escaped(joined)
     }
 
     private func escaped(_ text: String) -> [UInt8] {
@@ -195,52 +287,26 @@ public struct FrameRenderer {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Output fragments as bytes, made once.
+    /// Output fragments: static strings, so using one costs no lazy initialisation.
     private enum Literal {
-        static let hexPrefix = Array("0x".utf8)
-        static let indent = Array("    ".utf8)
-        static let gap = Array("  ".utf8)
-        static let unknown = Array("??".utf8)
-        static let inlined = Array("  (inlined)".utf8)
-        static let symbolOnly = Array("  (symbol table only)".utf8)
-        static let noFrames = Array("    ??\n".utf8)
-        static let jsonAddress = Array("{\"address\":\"0x".utf8)
-        static let jsonFrames = Array("\",\"frames\":[".utf8)
-        static let jsonFunction = Array("{\"function\":\"".utf8)
-        static let jsonMangled = Array("\",\"mangled\":\"".utf8)
-        static let jsonFile = Array("\",\"file\":\"".utf8)
-        static let jsonLine = Array("\",\"line\":".utf8)
-        static let jsonColumn = Array(",\"column\":".utf8)
-        static let jsonInlinedTrue = Array(",\"inlined\":true".utf8)
-        static let jsonInlinedFalse = Array(",\"inlined\":false".utf8)
-        static let jsonSymbolOnly = Array(",\"symbol_only\":true".utf8)
-        static let jsonEnd = Array("]}\n".utf8)
-    }
-
-    static func appendHex(_ value: UInt64, to output: inout [UInt8]) {
-        if value == 0 { output.append(UInt8(ascii: "0")); return }
-        var shift = (63 - value.leadingZeroBitCount) / 4 * 4
-        while shift >= 0 {
-            output.append(hexDigits[Int((value >> UInt64(shift)) & 15)])
-            shift -= 4
-        }
-    }
-
-    static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
-        if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
-        }
+        static var hexPrefix: StaticString { "0x" }
+        static var indent: StaticString { "    " }
+        static var gap: StaticString { "  " }
+        static var unknown: StaticString { "??" }
+        static var inlined: StaticString { "  (inlined)" }
+        static var symbolOnly: StaticString { "  (symbol table only)" }
+        static var noFrames: StaticString { "    ??\n" }
+        static var jsonAddress: StaticString { "{\"address\":\"0x" }
+        static var jsonFrames: StaticString { "\",\"frames\":[" }
+        static var jsonFunction: StaticString { "{\"function\":\"" }
+        static var jsonMangled: StaticString { "\",\"mangled\":\"" }
+        static var jsonFile: StaticString { "\",\"file\":\"" }
+        static var jsonLine: StaticString { "\",\"line\":" }
+        static var jsonColumn: StaticString { ",\"column\":" }
+        static var jsonInlinedTrue: StaticString { ",\"inlined\":true" }
+        static var jsonInlinedFalse: StaticString { ",\"inlined\":false" }
+        static var jsonSymbolOnly: StaticString { ",\"symbol_only\":true" }
+        static var jsonEnd: StaticString { "]}\n" }
     }
 
     /// Parses a hex address (`0x` optional) from bytes, ignoring surrounding spaces; nil if invalid.
