@@ -48,6 +48,8 @@ public enum DWARFReader {
         guard work <= workLimit else {
             throw FormatError(.limitExceeded, "the DWARF needs more work than its size allows (hostile input?)")
         }
+        // The sections are not read again: their pages need not stay resident while the model grows.
+        sections.releaseFileMappedPages()
         PartialModel.merge(parts, into: &builder)
     }
 

@@ -71,6 +71,11 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
+    /// Makes room for `lines` more line rows in one allocation.
+    public mutating func reserveCapacity(lines: Int) {
+        model.lines.reserveCapacity(model.lines.count + lines)
+    }
+
     /// Appends a line row.
     public mutating func addLine(_ row: LineRow) {
         model.lines.append(row)

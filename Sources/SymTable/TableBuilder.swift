@@ -38,10 +38,26 @@ struct TableBuilder {
     private(set) var callSites: [FrameRecord] = []
     private var callSiteIDs: [FrameRecord: UInt32] = [:]
 
-    /// Range starts and records (file, line, column of the innermost frame; `name` holds the
-    /// scope field: 0 = no frames, else scope record index + 1).
+    /// Range starts and records (file, line, column of the innermost frame and the scope field:
+    /// 0 = no frames, else scope record index + 1).
     private(set) var rangeStarts: [UInt64] = []
-    private(set) var rangeRecords: [FrameRecord] = []
+    private(set) var rangeRecords: [RangeRecord] = []
+
+    /// A range record as collected: 16 bytes (a `FrameRecord` is 24), as there are about as many
+    /// ranges as line rows.
+    struct RangeRecord: Equatable {
+        var file: UInt32
+        var line: UInt32
+        var column: UInt32
+        var scope: UInt32
+    }
+
+    /// Makes room for up to `ranges` ranges in one allocation. An over-estimate costs address
+    /// space only: pages never written are never resident.
+    mutating func reserveCapacity(ranges: Int) {
+        rangeStarts.reserveCapacity(ranges)
+        rangeRecords.reserveCapacity(ranges)
+    }
 
     /// Interns `text`, returning its offset in the string data.
     mutating func string(_ text: String) throws(FormatError) -> UInt32 {
@@ -109,10 +125,11 @@ struct TableBuilder {
 
     /// Starts a range at `start` with `record` (its `name` is the scope field), unless it
     /// continues the last range.
-    mutating func range(start: UInt64, record: FrameRecord) throws(FormatError) {
+    mutating func range(start: UInt64, record frame: FrameRecord) throws(FormatError) {
+        let record = RangeRecord(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
         if let last = rangeRecords.last, last == record { return }
         // Leading gaps are implicit: addresses before the first range have no frames.
-        if rangeRecords.isEmpty, record.name == 0 { return }
+        if rangeRecords.isEmpty, record.scope == 0 { return }
         guard rangeStarts.count < Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
         }
@@ -155,7 +172,7 @@ extension TableBuilder {
         for record in rangeRecords {
             largestLine = max(largestLine, record.line)
             largestColumn = max(largestColumn, record.column)
-            largestScopeField = max(largestScopeField, record.name)
+            largestScopeField = max(largestScopeField, record.scope)
         }
         for record in callSites {
             largestLine = max(largestLine, record.line)
@@ -213,12 +230,16 @@ extension TableBuilder {
         for start in rangeStarts {
             if compact { out.appendLittleEndian(UInt32(start - addressBase)) } else { out.appendLittleEndian(start) }
         }
+        // The largest collections go as soon as they are encoded, so they and the output do not
+        // peak together.
+        rangeStarts = []
         for record in rangeRecords {
             out.appendField(record.file, width: fileWidth)
             out.appendField(record.line, width: lineWidth)
             out.appendField(record.column, width: columnWidth)
-            out.appendField(record.name, width: scopeWidth)
+            out.appendField(record.scope, width: scopeWidth)
         }
+        rangeRecords = []
         for record in scopes {
             out.appendField(record.name, width: nameWidth)
             out.appendField(record.physicalName, width: nameWidth)

@@ -50,8 +50,8 @@ public enum ModuleConverter {
     /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
     public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> [UInt8] {
-        let model = try model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads)
-        return try SymbolTableWriter.write(model)
+        // A temporary: the writer gets the only copy and frees it before encoding.
+        try SymbolTableWriter.write(model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads))
     }
 
     /// Symbols that name code: functions, IFUNCs and untyped labels in executable sections
