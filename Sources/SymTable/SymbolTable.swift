@@ -123,7 +123,6 @@ public final class SymbolTable: Sendable {
         public mutating func next() throws(FormatError) -> Frame? {
             guard !done else { return nil }
             return try table.withBytes { bytes throws(FormatError) -> Frame? in
-                let layout = table.layout
                 let current: FrameRecord
                 if let record {
                     guard record.caller >= TableFormat.callerBias else {
@@ -137,19 +136,19 @@ public final class SymbolTable: Sendable {
                         done = true
                         throw FormatError(.invalidValue, "call-site record \(callSite) is inlined into \(caller), which is not before it")
                     }
-                    current = try layout.fastCallSite(bytes, caller)
+                    current = try table.layout.fastCallSite(bytes, caller)
                     callSite = caller
                     guard current.caller != TableFormat.callerSymbolOnly else {
                         done = true
                         throw FormatError(.invalidValue, "call-site record \(callSite) is marked symbol-only")
                     }
                 } else {
-                    let (location, scopeField) = try layout.fastRangeRecord(bytes, range)
+                    let (location, scopeField) = try table.layout.fastRangeRecord(bytes, range)
                     guard scopeField != 0 else {
                         done = true
                         return nil
                     }
-                    let scope = try layout.fastScopeRecord(bytes, Int(scopeField - 1))
+                    let scope = try table.layout.fastScopeRecord(bytes, Int(scopeField - 1))
                     // The innermost frame: the range's position in the scope record's function.
                     var innermost = location
                     innermost.name = scope.name
@@ -158,11 +157,11 @@ public final class SymbolTable: Sendable {
                     current = innermost
                 }
                 record = current
-                let (directory, file) = try layout.fastFile(bytes, current.file)
+                let (directory, file) = try table.layout.fastFile(bytes, current.file)
                 // The physical frame shows the covering ELF symbol's name when there is one.
                 let name = current.caller == TableFormat.callerNone && physicalName != 0 ? physicalName - 1 : current.name
                 return Frame(
-                    function: try layout.fastFunctionName(bytes, name),
+                    function: try table.layout.fastFunctionName(bytes, name),
                     directory: directory, file: file, line: current.line, column: current.column,
                     isInlined: current.caller >= TableFormat.callerBias,
                     isSymbolOnly: current.caller == TableFormat.callerSymbolOnly)

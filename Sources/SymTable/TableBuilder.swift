@@ -157,6 +157,14 @@ extension TableBuilder {
     /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
     mutating func encode(module: ModuleIdentity, counts: Counts) throws(FormatError) -> [UInt8] {
         let moduleName = try string(module.name)
+        let stringCount = self.stringCount
+        // Nothing is added from here on: the lookup tables go before the output is allocated (the
+        // string keys would otherwise keep every model string alive).
+        stringOffsets = [:]
+        fileIDs = [:]
+        nameIDs = [:]
+        scopeIDs = [:]
+        callSiteIDs = [:]
         let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
         let addressBase = compact ? (rangeStarts.first ?? 0) : 0
 
@@ -226,38 +234,44 @@ extension TableBuilder {
         }
         precondition(out.count == TableFormat.headerSize, "header layout out of step with TableFormat")
 
-        out.append(contentsOf: module.buildID)
-        for start in rangeStarts {
-            if compact { out.appendLittleEndian(UInt32(start - addressBase)) } else { out.appendLittleEndian(start) }
+        // The sections are written in place into the final size (no per-byte append).
+        out.append(contentsOf: repeatElement(0, count: total - out.count))
+        out.withUnsafeMutableBytes { buffer in
+            var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
+            writer.bytes(module.buildID)
+            for start in rangeStarts {
+                if compact { writer.field(UInt32(start - addressBase), width: 4) } else { writer.u64(start) }
+            }
+            // The largest collections go as soon as they are encoded, so they and the output do not
+            // peak together.
+            rangeStarts = []
+            for record in rangeRecords {
+                writer.field(record.file, width: fileWidth)
+                writer.field(record.line, width: lineWidth)
+                writer.field(record.column, width: columnWidth)
+                writer.field(record.scope, width: scopeWidth)
+            }
+            rangeRecords = []
+            for record in scopes {
+                writer.field(record.name, width: nameWidth)
+                writer.field(record.physicalName, width: nameWidth)
+                writer.field(record.caller, width: callSiteWidth)
+            }
+            for record in callSites {
+                writer.field(record.file, width: fileWidth)
+                writer.field(record.line, width: lineWidth)
+                writer.field(record.column, width: columnWidth)
+                writer.field(record.name, width: nameWidth)
+                writer.field(record.caller, width: callSiteWidth)
+            }
+            for file in files {
+                writer.field(file.directory, width: stringWidth)
+                writer.field(file.name, width: stringWidth)
+            }
+            for name in names { writer.field(name, width: stringWidth) }
+            writer.bytes(stringData)
+            precondition(writer.position == total, "section sizes out of step with their contents")
         }
-        // The largest collections go as soon as they are encoded, so they and the output do not
-        // peak together.
-        rangeStarts = []
-        for record in rangeRecords {
-            out.appendField(record.file, width: fileWidth)
-            out.appendField(record.line, width: lineWidth)
-            out.appendField(record.column, width: columnWidth)
-            out.appendField(record.scope, width: scopeWidth)
-        }
-        rangeRecords = []
-        for record in scopes {
-            out.appendField(record.name, width: nameWidth)
-            out.appendField(record.physicalName, width: nameWidth)
-            out.appendField(record.caller, width: callSiteWidth)
-        }
-        for record in callSites {
-            out.appendField(record.file, width: fileWidth)
-            out.appendField(record.line, width: lineWidth)
-            out.appendField(record.column, width: columnWidth)
-            out.appendField(record.name, width: nameWidth)
-            out.appendField(record.caller, width: callSiteWidth)
-        }
-        for file in files {
-            out.appendField(file.directory, width: stringWidth)
-            out.appendField(file.name, width: stringWidth)
-        }
-        for name in names { out.appendField(name, width: stringWidth) }
-        out.append(contentsOf: stringData)
         precondition(out.count == total, "section sizes out of step with their contents")
         return out
     }
@@ -269,13 +283,41 @@ extension [UInt8] {
         var value = value.littleEndian
         Swift.withUnsafeBytes(of: &value) { append(contentsOf: $0) }
     }
+}
 
-    /// Appends the low `width` bytes of `value` little-endian (`width` 0...4).
-    mutating func appendField(_ value: UInt32, width: Int) {
-        var value = value
-        for _ in 0..<width {
-            append(UInt8(truncatingIfNeeded: value))
-            value >>= 8
+/// Writes little-endian fields at increasing offsets of a buffer sized beforehand.
+private struct FieldWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    var position: Int
+
+    /// Writes the low `width` bytes (0...4) of `value`.
+    @inline(__always)
+    mutating func field(_ value: UInt32, width: Int) {
+        precondition(position + width <= buffer.count, "field past the table's computed size")
+        switch width {
+        case 0: return
+        case 1: buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: position, as: UInt8.self)
+        case 2: buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: position, as: UInt16.self)
+        case 3:
+            buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: position, as: UInt16.self)
+            buffer.storeBytes(of: UInt8(truncatingIfNeeded: value >> 16), toByteOffset: position + 2, as: UInt8.self)
+        default: buffer.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt32.self)
         }
+        position += width
+    }
+
+    mutating func u64(_ value: UInt64) {
+        precondition(position + 8 <= buffer.count, "field past the table's computed size")
+        buffer.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt64.self)
+        position += 8
+    }
+
+    mutating func bytes(_ bytes: [UInt8]) {
+        precondition(position + bytes.count <= buffer.count, "bytes past the table's computed size")
+        bytes.withUnsafeBytes { source in
+            guard let base = source.baseAddress else { return }
+            (buffer.baseAddress! + position).copyMemory(from: base, byteCount: source.count)
+        }
+        position += bytes.count
     }
 }

@@ -26,7 +26,8 @@ public enum ModuleConverter {
         if dwarfFile.hasDWARF {
             let sections = try DWARFSections(elf: dwarfFile)
             switch decoder {
-            case .builtin: try DWARFReader.extract(sections, into: &builder, threads: threads)
+            // The last copy: the reader frees decompressed sections before the model grows.
+            case .builtin: try DWARFReader.extract(consume sections, into: &builder, threads: threads)
             case .libdwarf: try LibdwarfExtractor.extract(sections, into: &builder)
             }
         }
