@@ -89,7 +89,12 @@ public struct ModelBuilder {
 
     /// Appends a symbol-table entry.
     public mutating func addSymbol(name: String, address: UInt64, size: UInt64) {
-        model.symbols.append(SymbolEntry(name: intern(name), address: address, size: size))
+        addSymbol(name: intern(name), address: address, size: size)
+    }
+
+    /// Appends a symbol-table entry whose name is already interned.
+    public mutating func addSymbol(name: UInt32, address: UInt64, size: UInt64) {
+        model.symbols.append(SymbolEntry(name: name, address: address, size: size))
     }
 
     /// Joins DWARF path components as llvm-symbolizer does for absolute file paths

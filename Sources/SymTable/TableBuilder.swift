@@ -3,22 +3,13 @@ import SymBytes
 /// Collects a table's records (deduplicated strings, files, function names, scope and call-site
 /// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v1 layout.
 struct TableBuilder {
-    /// A string compared and hashed by its UTF-8 bytes, so canonically equal but differently
-    /// encoded strings stay distinct (the table must return the bytes it was given).
-    private struct UTF8Key: Hashable {
-        var text: String
-
-        static func == (lhs: UTF8Key, rhs: UTF8Key) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
-
-        func hash(into hasher: inout Hasher) {
-            var text = text
-            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        }
-    }
-
     /// String data: ULEB128 length + UTF-8 bytes per string; offset 0 is the empty string.
     private(set) var stringData: [UInt8] = [0]
-    private var stringOffsets: [UTF8Key: UInt32] = [UTF8Key(text: ""): 0]
+    /// String offsets by their bytes (compared byte for byte, so canonically equal but differently
+    /// encoded strings stay distinct: the table must return the bytes it was given).
+    private var stringOffsets = IDTable()
+    /// Number of distinct strings, the empty one included.
+    private(set) var stringCount = 1
     /// Offsets of strings referenced by records (the module name is not one).
     private var largestRecordStringOffset: UInt32 = 0
 
@@ -32,11 +23,11 @@ struct TableBuilder {
 
     /// Scope records (name, physical-frame override, caller field) of innermost frames.
     private(set) var scopes: [FrameRecord] = []
-    private var scopeIDs: [FrameRecord: UInt32] = [:]
+    private var scopeIDs = IDTable()
 
     /// Call-site records; a record's caller always precedes it.
     private(set) var callSites: [FrameRecord] = []
-    private var callSiteIDs: [FrameRecord: UInt32] = [:]
+    private var callSiteIDs = IDTable()
 
     /// Range starts and records (file, line, column of the innermost frame and the scope field:
     /// 0 = no frames, else scope record index + 1).
@@ -61,22 +52,51 @@ struct TableBuilder {
 
     /// Interns `text`, returning its offset in the string data.
     mutating func string(_ text: String) throws(FormatError) -> UInt32 {
-        if let offset = stringOffsets[UTF8Key(text: text)] { return offset }
-        guard let offset = UInt32(exactly: stringData.count) else {
+        var text = text
+        // `withUTF8` only rethrows untyped errors: carry the typed one out in a Result.
+        var result: Result<UInt32, FormatError> = .success(0)
+        text.withUTF8 { utf8 in
+            result = Result { () throws(FormatError) -> UInt32 in try string(UnsafeRawBufferPointer(utf8)) }
+        }
+        return try result.get()
+    }
+
+    /// Interns the UTF-8 `bytes`, returning their offset in the string data.
+    mutating func string(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> UInt32 {
+        if bytes.isEmpty { return 0 }
+        let hash = IDTable.hash(bytes)
+        let found = stringData.withUnsafeBytes { data in
+            stringOffsets.find(hash: hash) { offset in Self.bytes(at: Int(offset), in: data).elementsEqual(bytes) }
+        }
+        if let found { return found }
+        guard let offset = UInt32(exactly: stringData.count), offset < UInt32.max else {
             throw FormatError(.limitExceeded, "string data over 4 GiB")
         }
-        var length = text.utf8.count
+        var length = bytes.count
         repeat {
             stringData.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
             length >>= 7
         } while length > 0
-        stringData.append(contentsOf: text.utf8)
-        stringOffsets[UTF8Key(text: text)] = offset
+        stringData.append(contentsOf: bytes)
+        stringOffsets.insert(offset, hash: hash)
+        stringCount += 1
         return offset
     }
 
-    /// Number of distinct strings.
-    var stringCount: Int { stringOffsets.count }
+    /// The bytes of the string written at `offset` of the string data (ULEB128 length first).
+    private static func bytes(at offset: Int, in data: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var position = offset
+        var length = 0
+        var shift = 0
+        while true {
+            let byte = data[position]
+            position += 1
+            length |= Int(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { break }
+            shift += 7
+        }
+        return UnsafeRawBufferPointer(rebasing: data[position..<(position + length)])
+    }
 
     /// The file record for (directory, name) string offsets.
     mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
@@ -102,24 +122,26 @@ struct TableBuilder {
     /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
     mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
         let record = FrameRecord(name: name, physicalName: physicalName, caller: caller)
-        if let id = scopeIDs[record] { return id }
+        let hash = record.tableHash
+        if let id = scopeIDs.find(hash: hash, { scopes[Int($0)] == record }) { return id }
         // The scope field stores index + 1.
         let id = try Self.nextID(scopes.count, "scope records")
         scopes.append(record)
-        scopeIDs[record] = id
+        scopeIDs.insert(id, hash: hash)
         return id
     }
 
     /// The index of call-site `record`, added when new.
     mutating func callSite(_ record: FrameRecord) throws(FormatError) -> UInt32 {
-        if let id = callSiteIDs[record] { return id }
+        let hash = record.tableHash
+        if let id = callSiteIDs.find(hash: hash, { callSites[Int($0)] == record }) { return id }
         // The largest caller field is count + 1, so one id fewer than the field can hold.
         guard callSites.count < Int(UInt32.max) - 1 else {
             throw FormatError(.limitExceeded, "more than 2^32 - 2 call-site records")
         }
         let id = UInt32(callSites.count)
         callSites.append(record)
-        callSiteIDs[record] = id
+        callSiteIDs.insert(id, hash: hash)
         return id
     }
 
@@ -157,14 +179,13 @@ extension TableBuilder {
     /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
     mutating func encode(module: ModuleIdentity, counts: Counts) throws(FormatError) -> [UInt8] {
         let moduleName = try string(module.name)
-        let stringCount = self.stringCount
         // Nothing is added from here on: the lookup tables go before the output is allocated (the
         // string keys would otherwise keep every model string alive).
-        stringOffsets = [:]
+        stringOffsets = IDTable()
         fileIDs = [:]
         nameIDs = [:]
-        scopeIDs = [:]
-        callSiteIDs = [:]
+        scopeIDs = IDTable()
+        callSiteIDs = IDTable()
         let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
         let addressBase = compact ? (rangeStarts.first ?? 0) : 0
 

@@ -34,15 +34,18 @@ public enum ModuleConverter {
         // Symbol order matters: among symbols of one size at one address the last one names the
         // function, as in llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no
         // `.symtab`). The debug file's table comes after, for functions the binary's lacks.
+        // Duplicates are found by interned name (an integer), not by String: big C++ and Swift
+        // modules have hundreds of thousands of long symbol names.
         var seen = Set<SymbolKey>()
         for file in [binary, debugFile].compactMap({ $0 }) {
             let all = try file.symbols()
-            let statics = all.filter { !$0.isDynamic }
-            for symbol in (statics.isEmpty ? all : statics) where isCodeSymbol(symbol, in: file) {
+            let hasStatics = all.contains { !$0.isDynamic }
+            for symbol in all where (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) {
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
-                guard seen.insert(SymbolKey(name: symbol.name, address: address)).inserted else { continue }
-                builder.addSymbol(name: symbol.name, address: address, size: symbol.size)
+                let name = builder.intern(symbol.name)
+                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
+                builder.addSymbol(name: name, address: address, size: symbol.size)
             }
         }
         return builder.model
@@ -80,6 +83,7 @@ public enum ModuleConverter {
 }
 
 private struct SymbolKey: Hashable {
-    var name: String
+    /// Interned name.
+    var name: UInt32
     var address: UInt64
 }
