@@ -57,7 +57,7 @@ public struct DWARFSections {
     /// page), where a caller releasing a section piece by piece starts its next range, so that
     /// pages straddling two ranges are released too.
     @discardableResult
-    static func releasePages(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
+    public static func releasePages(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
         guard range.lowerBound >= 0, range.upperBound <= count else { return range.lowerBound }
         let pageSize = UInt(max(1, sysconf(Int32(_SC_PAGESIZE))))
         let address = UInt(bitPattern: base)

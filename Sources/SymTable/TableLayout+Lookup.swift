@@ -58,6 +58,60 @@ extension TableLayout {
         }
     }
 
+    /// `fastRangeIndex` for many addresses at once; -1 where there is none or the range has no
+    /// frames (a gap).
+    ///
+    /// The branch-free search takes the same number of steps for every key, so the searches run
+    /// in lockstep, one tree level at a time over all keys: the reads of different keys do not
+    /// depend on each other and the processor overlaps their cache misses, which is where a
+    /// single search spends its time. Then each range's record is read, likewise overlapped, so
+    /// that walking the frames right after finds it in cache.
+    func fastRangeIndices(_ bytes: UnsafeRawBufferPointer, _ addresses: UnsafeBufferPointer<UInt64>,
+                          into result: UnsafeMutableBufferPointer<Int>) {
+        precondition(result.count >= addresses.count, "result buffer too small")
+        guard rangeCount > 0 else {
+            for index in addresses.indices { result[index] = -1 }
+            return
+        }
+        let starts = rangeStarts.offset
+        let base = hasCompactRangeStarts ? addressBase : 0
+        for index in addresses.indices { result[index] = 0 }
+        var length = rangeCount
+        while length > 1 {
+            let half = length &>> 1
+            if hasCompactRangeStarts {
+                for index in addresses.indices {
+                    let low = result[index]
+                    let start = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 4, as: UInt32.self))
+                    // A key below the base wraps high here and is rejected after the search.
+                    result[index] = UInt64(start) <= addresses[index] &- base ? low &+ half : low
+                }
+            } else {
+                for index in addresses.indices {
+                    let low = result[index]
+                    let start = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 8, as: UInt64.self))
+                    result[index] = start <= addresses[index] ? low &+ half : low
+                }
+            }
+            length &-= half
+        }
+        for index in addresses.indices {
+            let low = result[index]
+            let address = addresses[index]
+            let first = hasCompactRangeStarts
+                ? UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ low &* 4, as: UInt32.self)))
+                : UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ low &* 8, as: UInt64.self))
+            guard address >= base, first <= address &- base else {
+                result[index] = -1
+                continue
+            }
+            // The record's scope field (its last field) says whether the range has frames; reading
+            // it here, for all keys in a row, also brings the records into cache for the walk.
+            let recordEnd = rangeRecords.offset + (low + 1) * rangeRecordSize
+            if Self.load(bytes, recordEnd - scopeWidth, width: scopeWidth) == 0 { result[index] = -1 }
+        }
+    }
+
     /// Range record `index` (see `rangeRecord`).
     @inline(__always)
     func fastRangeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {

@@ -114,6 +114,30 @@ public struct FrameRenderer: ~Copyable {
 
     /// Appends the answer for `address` to `output`.
     public mutating func render(_ address: UInt64, into output: inout OutputBytes) throws(FormatError) {
+        try render(address, range: table.rangeIndex(containing: address) ?? -1, into: &output)
+    }
+
+    /// Appends the answers for `addresses`, in order, with their ranges found in one batch (see
+    /// `SymbolTable.rangeIndices`: several times faster per address than one at a time). An
+    /// address whose frames cannot be read (a corrupt table) gets no answer; the errors are
+    /// returned, and the others are answered all the same.
+    public mutating func render(_ addresses: UnsafeBufferPointer<UInt64>, into output: inout OutputBytes) -> [FormatError] {
+        var errors: [FormatError] = []
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
+            table.rangeIndices(addresses, into: ranges)
+            for index in addresses.indices {
+                do throws(FormatError) {
+                    try render(addresses[index], range: ranges[index], into: &output)
+                } catch {
+                    errors.append(error)
+                }
+            }
+        }
+        return errors
+    }
+
+    /// Appends the answer for `address`, in range `range` (-1: none, or a range without frames).
+    private mutating func render(_ address: UInt64, range: Int, into output: inout OutputBytes) throws(FormatError) {
         switch style {
         case .text:
             output.append(Literal.hexPrefix)
@@ -124,7 +148,7 @@ public struct FrameRenderer: ~Copyable {
             output.appendHex(address)
             output.append(Literal.jsonFrames)
         }
-        if let range = table.rangeIndex(containing: address) {
+        if range >= 0 {
             let key = UInt64(range)
             if !answers.append(key, to: &output) {
                 let start = output.count

@@ -47,6 +47,7 @@ public enum ModuleConverter {
                 guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
                 builder.addSymbol(name: name, address: address, size: symbol.size)
             }
+            releaseSymbolTablePages(of: file)
         }
         return builder.model
     }
@@ -56,6 +57,24 @@ public enum ModuleConverter {
                              threads: Int = 1) throws(FormatError) -> [UInt8] {
         // A temporary: the writer gets the only copy and frees it before encoding.
         try SymbolTableWriter.write(model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads))
+    }
+
+    /// Gives back the resident pages of the file's symbol and string tables once they have been
+    /// read (file mappings only: the bytes stay readable and are read again from the page cache if
+    /// needed), so they do not weigh on the writer's peak memory: big C++ and Swift modules have
+    /// tens of megabytes of symbol names.
+    static func releaseSymbolTablePages(of file: ELFFile) {
+        for table in file.sections where table.type == ELF.SHT_SYMTAB || table.type == ELF.SHT_DYNSYM {
+            var sections = [table]
+            if Int(table.link) < file.sections.count { sections.append(file.sections[Int(table.link)]) }
+            for section in sections where !section.isCompressed {
+                guard let contents = try? file.contents(of: section), contents.isFileMapping else { continue }
+                contents.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    DWARFSections.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+                }
+            }
+        }
     }
 
     /// Symbols that name code: functions, IFUNCs and untyped labels in executable sections

@@ -52,6 +52,9 @@ extension Crashsym {
             }
             var renderer = FrameRenderer(table: symbols.table, style: format == .json ? .json : .text)
             var output = OutputBytes(capacity: 1 << 17)
+            // Addresses are answered in batches: the renderer finds their ranges all at once.
+            var batch: [UInt64] = []
+            batch.reserveCapacity(Self.batchSize)
             var failed = false
             if addresses.isEmpty {
                 // Read standard input in chunks and answer every complete line of each chunk before
@@ -79,46 +82,58 @@ extension Crashsym {
                     while index < end {
                         if buffer.load(fromByteOffset: index, as: UInt8.self) == 0x0a {
                             let line = UnsafeRawBufferPointer(start: buffer + lineStart, count: index - lineStart)
-                            if !answer(line, &renderer, &output) { failed = true }
+                            if !queue(line, &batch, &renderer, &output) { failed = true }
                             lineStart = index + 1
                         }
                         index += 1
                     }
                     pending = end - lineStart
                     if lineStart > 0 && pending > 0 { buffer.copyMemory(from: buffer + lineStart, byteCount: pending) }
+                    if !answer(&batch, &renderer, &output) { failed = true }
                     output.flush(to: STDOUT_FILENO)
                 }
-                if pending > 0 && !answer(UnsafeRawBufferPointer(start: buffer, count: pending), &renderer, &output) {
+                if pending > 0 && !queue(UnsafeRawBufferPointer(start: buffer, count: pending), &batch, &renderer, &output) {
                     failed = true
                 }
             } else {
                 for address in addresses {
                     var copy = address
-                    if !copy.withUTF8({ answer(UnsafeRawBufferPointer($0), &renderer, &output) }) { failed = true }
+                    if !copy.withUTF8({ queue(UnsafeRawBufferPointer($0), &batch, &renderer, &output) }) { failed = true }
                 }
             }
+            if !answer(&batch, &renderer, &output) { failed = true }
             output.flush(to: STDOUT_FILENO)
             if failed { throw ExitCode.failure }
         }
 
-        /// Answers one line into `output`; false (after saying why on standard error) when it
-        /// could not. Output so far is written first, so the two streams stay in order.
-        private func answer(_ line: UnsafeRawBufferPointer, _ renderer: inout FrameRenderer,
-                            _ output: inout OutputBytes) -> Bool {
-            do {
-                switch try renderer.answer(line: line, into: &output) {
-                case .answered, .blank:
-                    if output.count >= 1 << 16 { output.flush(to: STDOUT_FILENO) }
-                    return true
-                case .notAnAddress:
-                    output.flush(to: STDOUT_FILENO)
-                    FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
-                    return false
-                }
-            } catch {
-                FileOutput.standardError("crashsym: \(path): \(error)\n")
-                return false
+        /// Addresses answered at once: enough for the batch search to overlap its memory reads,
+        /// few enough that a partner on a pipe is not kept waiting.
+        static let batchSize = 4096
+
+        /// Queues the address on `line` for answering; false (after answering the queue and saying
+        /// why on standard error, so the two streams stay in order) when the line is not an address.
+        private func queue(_ line: UnsafeRawBufferPointer, _ batch: inout [UInt64], _ renderer: inout FrameRenderer,
+                           _ output: inout OutputBytes) -> Bool {
+            if let address = FrameRenderer.parseAddress(line) {
+                batch.append(address)
+                return batch.count < Self.batchSize || answer(&batch, &renderer, &output)
             }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return true }
+            _ = answer(&batch, &renderer, &output)
+            output.flush(to: STDOUT_FILENO)
+            FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
+            return false
+        }
+
+        /// Answers the queued addresses into `output` and empties the queue; false (after saying
+        /// why on standard error) when the table could not answer some of them.
+        private func answer(_ batch: inout [UInt64], _ renderer: inout FrameRenderer, _ output: inout OutputBytes) -> Bool {
+            guard !batch.isEmpty else { return true }
+            let errors = batch.withUnsafeBufferPointer { renderer.render($0, into: &output) }
+            batch.removeAll(keepingCapacity: true)
+            if output.count >= 1 << 16 { output.flush(to: STDOUT_FILENO) }
+            for error in errors { FileOutput.standardError("crashsym: \(path): \(error)\n") }
+            return errors.isEmpty
         }
     }
 }

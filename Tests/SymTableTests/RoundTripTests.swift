@@ -78,6 +78,17 @@ import Testing
             #expect(try frames.next() == nil, "an exhausted walk stays exhausted")
             #expect(walked == (try table.frames(at: address)))
         }
+        // The batch search agrees with one search at a time (-1 also for ranges without frames).
+        let probes = RandomModels.probeAddresses(for: model, oracle: oracle, seed: seed) + [0, 1, UInt64.max]
+        var batch = [Int](repeating: -2, count: probes.count)
+        probes.withUnsafeBufferPointer { addresses in
+            batch.withUnsafeMutableBufferPointer { table.rangeIndices(addresses, into: $0) }
+        }
+        for (address, index) in zip(probes, batch) {
+            let single = table.rangeIndex(containing: address)
+            let hasFrames = try single.map { try table.forEachFrame(inRange: $0) { _ in } > 0 } ?? false
+            #expect(index == (hasFrames ? single! : -1), "seed \(seed) 0x\(String(address, radix: 16))")
+        }
         #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: table.statistics.ranges) { _ in } }
         #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: -1) { _ in } }
     }

@@ -57,6 +57,31 @@ import Testing
     }
 
     @Test(arguments: fixtures)
+    func batchesAnswerAsOneAddressAtATime(fixture: String) throws {
+        let binary = try ELFFile(path: Corpus.fixture(fixture))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        for style in [FrameRenderer.Style.text, .json] {
+            var single = FrameRenderer(table: table, style: style)
+            var expected = OutputBytes()
+            for address in addresses { try single.render(address, into: &expected) }
+            var batched = FrameRenderer(table: table, style: style)
+            var actual = OutputBytes()
+            // Uneven batches, so that memoised answers cross batch boundaries.
+            var start = 0
+            var size = 1
+            while start < addresses.count {
+                let end = min(addresses.count, start + size)
+                let errors = addresses[start..<end].withUnsafeBufferPointer { batched.render($0, into: &actual) }
+                #expect(errors.isEmpty)
+                start = end
+                size = size * 3 % 97 + 1
+            }
+            #expect(Array(actual.bytes) == Array(expected.bytes), "\(fixture) \(style)")
+        }
+    }
+
+    @Test(arguments: fixtures)
     func jsonAnswersParseAndEqualThePlainPath(fixture: String) throws {
         let binary = try ELFFile(path: Corpus.fixture(fixture))
         let model = try ModuleConverter.model(binary: binary)
