@@ -129,8 +129,19 @@ public final class SymbolTable: Sendable {
         /// The next frame, nil after the physical function (or at once for a range without frames).
         /// Throws `FormatError` on a corrupt table.
         public mutating func next() throws(FormatError) -> Frame? {
+            guard let frame = try nextIndices() else { return nil }
+            let (directory, file) = try table.file(frame.file)
+            return Frame(function: try table.functionName(frame.name), directory: directory, file: file,
+                         line: frame.line, column: frame.column, isInlined: frame.isInlined,
+                         isSymbolOnly: frame.isSymbolOnly)
+        }
+
+        /// The next frame as table indices, strings not yet resolved (`functionName(_:)`,
+        /// `file(_:)` do that, and throw for an index out of bounds): a caller that caches what it
+        /// renders per index reads no string data for the frames it has seen.
+        public mutating func nextIndices() throws(FormatError) -> FrameIndices? {
             guard !done else { return nil }
-            return try table.withBytes { bytes throws(FormatError) -> Frame? in
+            return try table.withBytes { bytes throws(FormatError) -> FrameIndices? in
                 let current: FrameRecord
                 if let record {
                     guard record.caller >= TableFormat.callerBias else {
@@ -165,16 +176,39 @@ public final class SymbolTable: Sendable {
                     current = innermost
                 }
                 record = current
-                let (directory, file) = try table.layout.fastFile(bytes, current.file)
                 // The physical frame shows the covering ELF symbol's name when there is one.
                 let name = current.caller == TableFormat.callerNone && physicalName != 0 ? physicalName - 1 : current.name
-                return Frame(
-                    function: try table.layout.fastFunctionName(bytes, name),
-                    directory: directory, file: file, line: current.line, column: current.column,
-                    isInlined: current.caller >= TableFormat.callerBias,
-                    isSymbolOnly: current.caller == TableFormat.callerSymbolOnly)
+                return FrameIndices(name: name, file: current.file, line: current.line, column: current.column,
+                                    isInlined: current.caller >= TableFormat.callerBias,
+                                    isSymbolOnly: current.caller == TableFormat.callerSymbolOnly)
             }
         }
+    }
+
+    /// One frame as table indices (see `FrameIterator.nextIndices()`).
+    public struct FrameIndices: Sendable, Equatable {
+        /// Function-name record; resolve with `functionName(_:)`.
+        public var name: UInt32
+        /// File record; resolve with `file(_:)`.
+        public var file: UInt32
+        /// Line (0 when unknown).
+        public var line: UInt32
+        /// Column (0 when unknown).
+        public var column: UInt32
+        /// Whether this frame was inlined into the next one.
+        public var isInlined: Bool
+        /// Whether the name comes from the ELF symbol table only.
+        public var isSymbolOnly: Bool
+    }
+
+    /// The name of function-name record `index`; throws when it is out of bounds.
+    public func functionName(_ index: UInt32) throws(FormatError) -> StringRef {
+        try withBytes { bytes throws(FormatError) in try layout.fastFunctionName(bytes, index) }
+    }
+
+    /// The directory and name of file record `index`; throws when it is out of bounds.
+    public func file(_ index: UInt32) throws(FormatError) -> (directory: StringRef, name: StringRef) {
+        try withBytes { bytes throws(FormatError) in try layout.fastFile(bytes, index) }
     }
 
     /// The frames covering `address`, innermost first (allocates; `forEachFrame` does not).

@@ -6,8 +6,9 @@ import SymTable
 ///
 /// Every address in one table range has the same frames, so the rendered frames are memoised per
 /// range (repeated and neighbouring addresses, the common case in crash reports, cost a binary
-/// search and a copy). Names are demangled and JSON-escaped once per distinct string, cached by
-/// table reference. Cached bytes live in arenas: no `String` or array per frame.
+/// search and a copy). Names are demangled and JSON-escaped once per function-name record, paths
+/// joined once per file record, cached by record index, so a frame seen before reads no string
+/// data. Cached bytes live in arenas: no `String` or array per frame.
 public struct FrameRenderer: ~Copyable {
     /// Output styles.
     public enum Style: Sendable {
@@ -20,13 +21,13 @@ public struct FrameRenderer: ~Copyable {
     private let table: SymbolTable
     private let style: Style
     private let demangler = Demangler()
-    /// Demangled names (escaped for the style) by table reference.
+    /// Demangled names (escaped for the style) by function-name record.
     // Sizes: large enough for the distinct names of a big module's hot code, small enough that
     // a one-address run does not pay for touching their pages.
     private var functions = ByteCache(slots: 1 << 14)
-    /// Mangled names escaped for JSON, by table reference.
+    /// Mangled names escaped for JSON, by function-name record.
     private var mangled: ByteCache
-    /// Joined source paths (escaped for the style) by (directory, file) references.
+    /// Joined source paths (escaped for the style) by file record.
     private var paths = ByteCache(slots: 1 << 10)
     /// Rendered frames by range index (without the address, which differs within a range).
     private var answers = ByteCache(slots: 1 << 12, arenaLimit: 1 << 20)
@@ -66,6 +67,13 @@ public struct FrameRenderer: ~Copyable {
             return true
         }
 
+        /// The length of the bytes cached for `key`, nil when there are none.
+        @inline(__always)
+        func length(_ key: UInt64) -> Int? {
+            let slot = slot(key)
+            return keys[slot] == key ? Int(spans[slot] & 0xffff_ffff) : nil
+        }
+
         /// Caches `bytes` for `key`.
         mutating func store(_ key: UInt64, _ bytes: UnsafeRawBufferPointer) {
             if arena.count + bytes.count > arenaLimit {
@@ -79,10 +87,6 @@ public struct FrameRenderer: ~Copyable {
             spans[slot] = UInt64(arena.count) << 32 | UInt64(bytes.count)
             arena.append(bytes)
         }
-    }
-
-    private static func key(_ reference: StringRef) -> UInt64 {
-        UInt64(reference.offset) << 32 | UInt64(reference.length)
     }
 
     /// Creates a renderer for one table.
@@ -174,15 +178,17 @@ public struct FrameRenderer: ~Copyable {
     private mutating func renderFrames(range: Int, into output: inout OutputBytes) throws(FormatError) {
         var frames = table.frames(inRange: range)
         var count = 0
-        while let frame = try frames.next() {
+        // Indices, not strings: names and paths come from the caches, keyed by record.
+        while let frame = try frames.nextIndices() {
             switch style {
             case .text:
                 output.append(Literal.indent)
-                appendFunction(frame.function, to: &output)
-                if !frame.file.isEmpty || frame.line != 0 {
+                try appendFunction(frame.name, to: &output)
+                let hasFile = try !isEmptyFile(frame.file)
+                if frame.line != 0 || hasFile {
                     output.append(Literal.gap)
                     let before = output.count
-                    appendPath(frame.directory, frame.file, to: &output)
+                    try appendPath(frame.file, to: &output)
                     if output.count == before { output.append(Literal.unknown) }
                     output.append(UInt8(ascii: ":"))
                     output.appendDecimal(UInt64(frame.line))
@@ -197,11 +203,11 @@ public struct FrameRenderer: ~Copyable {
             case .json:
                 if count > 0 { output.append(UInt8(ascii: ",")) }
                 output.append(Literal.jsonFunction)
-                appendFunction(frame.function, to: &output)
+                try appendFunction(frame.name, to: &output)
                 output.append(Literal.jsonMangled)
-                appendMangledName(frame.function, to: &output)
+                try appendMangledName(frame.name, to: &output)
                 output.append(Literal.jsonFile)
-                appendPath(frame.directory, frame.file, to: &output)
+                try appendPath(frame.file, to: &output)
                 output.append(Literal.jsonLine)
                 output.appendDecimal(UInt64(frame.line))
                 output.append(Literal.jsonColumn)
@@ -215,29 +221,35 @@ public struct FrameRenderer: ~Copyable {
         if count == 0 && style == .text { output.append(Literal.noFrames) }
     }
 
-    private mutating func appendFunction(_ reference: StringRef, to output: inout OutputBytes) {
-        let key = Self.key(reference)
-        if functions.append(key, to: &output) { return }
-        let bytes = function(reference)
-        bytes.withUnsafeBytes { functions.store(key, $0) }
+    /// Appends the printed name of function-name record `index` (cached by record).
+    private mutating func appendFunction(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if functions.append(UInt64(index), to: &output) { return }
+        let bytes = function(try table.functionName(index))
+        bytes.withUnsafeBytes { functions.store(UInt64(index), $0) }
         output.append(bytes)
     }
 
-    private mutating func appendMangledName(_ reference: StringRef, to output: inout OutputBytes) {
-        let key = Self.key(reference)
-        if mangled.append(key, to: &output) { return }
-        let bytes = mangledName(reference)
-        bytes.withUnsafeBytes { mangled.store(key, $0) }
+    /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.
+    private mutating func appendMangledName(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if mangled.append(UInt64(index), to: &output) { return }
+        let bytes = mangledName(try table.functionName(index))
+        bytes.withUnsafeBytes { mangled.store(UInt64(index), $0) }
         output.append(bytes)
     }
 
-    private mutating func appendPath(_ directory: StringRef, _ file: StringRef, to output: inout OutputBytes) {
-        // Files are few: directory offset and file offset fit one key.
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
-        if paths.append(key, to: &output) { return }
+    /// Appends the path of file record `index` (cached by record; nothing for an unknown file).
+    private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if paths.append(UInt64(index), to: &output) { return }
+        let (directory, file) = try table.file(index)
         let bytes = path(directory, file)
-        bytes.withUnsafeBytes { paths.store(key, $0) }
+        bytes.withUnsafeBytes { paths.store(UInt64(index), $0) }
         output.append(bytes)
+    }
+
+    /// Whether file record `index` names no file (its cached path is empty when seen before).
+    private mutating func isEmptyFile(_ index: UInt32) throws(FormatError) -> Bool {
+        if let length = paths.length(UInt64(index)) { return length == 0 }
+        return try table.file(index).name.isEmpty
     }
 
     /// The name to print for a function: demangled when it looks mangled, `??` when empty.

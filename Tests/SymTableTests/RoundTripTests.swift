@@ -89,6 +89,8 @@ import Testing
             let hasFrames = try single.map { try table.forEachFrame(inRange: $0) { _ in } > 0 } ?? false
             #expect(index == (hasFrames ? single! : -1), "seed \(seed) 0x\(String(address, radix: 16))")
         }
+        #expect(throws: FormatError.self) { _ = try table.functionName(UInt32(table.statistics.names)) }
+        #expect(throws: FormatError.self) { _ = try table.file(UInt32(table.statistics.files)) }
         #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: table.statistics.ranges) { _ in } }
         #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: -1) { _ in } }
     }
