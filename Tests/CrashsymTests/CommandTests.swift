@@ -111,7 +111,8 @@ import Testing
         let frames = try #require(last["frames"] as? [[String: Any]])
         #expect(frames.last?["function"] as? String == "main")
         #expect(frames.last?["inlined"] as? Bool == false)
-        #expect((frames.last?["file"] as? String ?? "").hasSuffix(".c"))
+        let file = frames.last?["file"] as? String ?? ""
+        #expect(file.hasSuffix(".c"), "\(file)")
         let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
         #expect((first["frames"] as? [Any])?.isEmpty == true)
     }
