@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SymBytes
 import SymDemangle
 import SymTable
@@ -21,14 +28,14 @@ public struct FrameRenderer: ~Copyable {
     private let table: SymbolTable
     private let style: Style
     private let demangler = Demangler()
+    // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
+    // and paths are rendered about once, and a small table costs a one-address run few page faults.
     /// Demangled names (escaped for the style) by function-name record.
-    // Sizes: large enough for the distinct names of a big module's hot code, small enough that
-    // a one-address run does not pay for touching their pages.
-    private var functions = ByteCache(slots: 1 << 14)
+    private var functions: ByteCache
     /// Mangled names escaped for JSON, by function-name record.
     private var mangled: ByteCache
     /// Joined source paths (escaped for the style) by file record.
-    private var paths = ByteCache(slots: 1 << 10)
+    private var paths: ByteCache
     /// Rendered frames by range index (without the address, which differs within a range).
     private var answers = ByteCache(slots: 1 << 12, arenaLimit: 1 << 20)
 
@@ -37,19 +44,25 @@ public struct FrameRenderer: ~Copyable {
     /// re-rendering. Values are slices of one arena, which is emptied (with the keys) when it
     /// would grow past `arenaLimit`, so memory stays bounded however many addresses are asked.
     struct ByteCache: ~Copyable {
-        private var keys: [UInt64]
-        /// `offset << 32 | length` of each slot's bytes in `arena`.
-        private var spans: [UInt64]
+        /// Per slot: the key + 1 (0: empty), then `offset << 32 | length` of its bytes in `arena`.
+        /// Zero-filled by `calloc`, so the pages of slots never used are never touched: a big
+        /// cache costs a one-address run nothing.
+        private let slots: UnsafeMutablePointer<UInt64>
+        private let slotCount: Int
         private var arena = OutputBytes(capacity: 1 << 12)
         private let shift: UInt64
         private let arenaLimit: Int
 
         init(slots: Int, arenaLimit: Int = Int(UInt32.max)) {
-            keys = [UInt64](repeating: UInt64.max, count: slots)
-            spans = [UInt64](repeating: 0, count: slots)
+            precondition(slots > 0 && slots & (slots - 1) == 0, "slots must be a power of two")
+            guard let memory = calloc(2 * slots, MemoryLayout<UInt64>.size) else { fatalError("out of memory") }
+            self.slots = memory.assumingMemoryBound(to: UInt64.self)
+            slotCount = slots
             shift = UInt64(64 - slots.trailingZeroBitCount)
             self.arenaLimit = arenaLimit
         }
+
+        deinit { free(slots) }
 
         @inline(__always)
         private func slot(_ key: UInt64) -> Int {
@@ -60,8 +73,8 @@ public struct FrameRenderer: ~Copyable {
         @inline(__always)
         func append(_ key: UInt64, to output: inout OutputBytes) -> Bool {
             let slot = slot(key)
-            guard keys[slot] == key else { return false }
-            let span = spans[slot]
+            guard slots[2 * slot] == key &+ 1 else { return false }
+            let span = slots[2 * slot + 1]
             let offset = Int(span >> 32)
             output.append(arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
             return true
@@ -71,7 +84,7 @@ public struct FrameRenderer: ~Copyable {
         @inline(__always)
         func length(_ key: UInt64) -> Int? {
             let slot = slot(key)
-            return keys[slot] == key ? Int(spans[slot] & 0xffff_ffff) : nil
+            return slots[2 * slot] == key &+ 1 ? Int(slots[2 * slot + 1] & 0xffff_ffff) : nil
         }
 
         /// Caches `bytes` for `key`.
@@ -79,12 +92,12 @@ public struct FrameRenderer: ~Copyable {
             if arena.count + bytes.count > arenaLimit {
                 // Start over rather than grow: old entries are as likely to be asked again as new ones.
                 arena.removeAll()
-                for index in keys.indices { keys[index] = UInt64.max }
+                slots.update(repeating: 0, count: 2 * slotCount)
                 guard bytes.count <= arenaLimit else { return }
             }
             let slot = slot(key)
-            keys[slot] = key
-            spans[slot] = UInt64(arena.count) << 32 | UInt64(bytes.count)
+            slots[2 * slot] = key &+ 1
+            slots[2 * slot + 1] = UInt64(arena.count) << 32 | UInt64(bytes.count)
             arena.append(bytes)
         }
     }
@@ -93,7 +106,18 @@ public struct FrameRenderer: ~Copyable {
     public init(table: SymbolTable, style: Style) {
         self.table = table
         self.style = style
-        mangled = ByteCache(slots: style == .json ? 1 << 13 : 1)
+        let statistics = table.statistics
+        functions = ByteCache(slots: Self.slots(for: statistics.names))
+        mangled = ByteCache(slots: style == .json ? Self.slots(for: statistics.names) : 1)
+        paths = ByteCache(slots: Self.slots(for: statistics.files))
+    }
+
+    /// Slots of a direct-mapped cache for `records` keys: the power of two at or above twice as
+    /// many (few collisions), between 2^6 and 2^16.
+    static func slots(for records: Int) -> Int {
+        var slots = 1 << 6
+        while slots < 2 * records && slots < 1 << 16 { slots <<= 1 }
+        return slots
     }
 
     /// What `answer(line:into:)` did with a line.
