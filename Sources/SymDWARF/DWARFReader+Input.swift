@@ -14,6 +14,10 @@ extension DWARFReader {
         let ranges: Bytes
         let rnglists: Bytes
         let line: Bytes
+        /// Whether `.debug_info` and `.debug_line` are views of a file mapping, whose pages the
+        /// walkers give back once past them (`DWARFSections.releasePages`).
+        let infoIsFileMapped: Bool
+        let lineIsFileMapped: Bool
         /// All units of `.debug_info` in section order (extracted or not: references may lead anywhere).
         private(set) var units: [Unit] = []
         /// Decoded abbreviation tables, indexed by `Unit.table`.
@@ -36,6 +40,8 @@ extension DWARFReader {
             ranges = Bytes(sections[".debug_ranges"], bigEndian: bigEndian, section: ".debug_ranges")
             rnglists = Bytes(sections[".debug_rnglists"], bigEndian: bigEndian, section: ".debug_rnglists")
             line = Bytes(sections[".debug_line"], bigEndian: bigEndian, section: ".debug_line")
+            infoIsFileMapped = sections.fileMapped.contains(".debug_info")
+            lineIsFileMapped = sections.fileMapped.contains(".debug_line")
 
             var offset = 0
             while offset < info.count {

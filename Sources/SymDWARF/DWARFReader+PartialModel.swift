@@ -29,11 +29,17 @@ extension DWARFReader {
         /// (possibly in different parts) is appended once, by the first.
         static func merge(_ parts: consuming [PartialModel], into builder: inout ModelBuilder) {
             var appendedTables = Set<Int>()
+            // The model's rows grow to at most the parts' total: one allocation, no copies while
+            // growing, and its pages become resident only as rows arrive, while each part is freed
+            // as soon as it has been appended.
+            builder.reserveCapacity(lines: parts.reduce(0) { $0 + $1.lines.count })
             for index in parts.indices {
-                // Take the rows out of the array so they are rewritten in place, not copied.
+                // Take the part out of the array so it is freed after this iteration and its rows
+                // are rewritten in place, not copied.
+                var part = PartialModel()
+                swap(&part, &parts[index])
                 var lines: [LineRow] = []
-                swap(&lines, &parts[index].lines)
-                let part = parts[index]
+                swap(&lines, &part.lines)
                 var global = [UInt32](repeating: 0, count: part.texts.count + 1)
                 for text in part.texts.indices {
                     global[text + 1] = part.isPath[text] ? builder.file(path: part.texts[text]) : builder.intern(part.texts[text])

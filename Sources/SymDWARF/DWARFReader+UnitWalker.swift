@@ -64,11 +64,29 @@ extension DWARFReader {
         /// Extracts units `range` of `input.units`, in order.
         mutating func extract(units range: Range<Int>, workLimit: Int) throws(FormatError) {
             reserveCapacity(for: range)
+            // Units and their line tables are read in section order: the pages behind the walk are
+            // given back as it goes (file mappings only), so resident memory holds the output, not
+            // the input. A later reference behind the watermark just reads the page in again.
+            var infoWatermark = range.isEmpty ? 0 : input.units[range.lowerBound].offset
+            var lineWatermark = -1
             for index in range {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
                 let files = try readLineTable(of: unit)
                 try walkDIEs(of: unit, files: files)
+                if input.infoIsFileMapped && unit.end > infoWatermark {
+                    infoWatermark = DWARFSections.releasePages(of: input.info.base, count: input.info.count,
+                                                               infoWatermark..<unit.end)
+                }
+                if input.lineIsFileMapped && unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
+                    if lineWatermark < 0 || unit.lineTableOffset < lineWatermark {
+                        lineWatermark = unit.lineTableOffset  // first table, or tables out of order: restart
+                    } else {
+                        // Every table before this unit's has been decoded.
+                        lineWatermark = DWARFSections.releasePages(of: input.line.base, count: input.line.count,
+                                                                   lineWatermark..<unit.lineTableOffset)
+                    }
+                }
             }
             output.work = workLimit - budget
         }

@@ -22,10 +22,13 @@ public enum DWARFReader {
     ///
     /// Throws on malformed DWARF and when a hostile file would need far more work than its size
     /// warrants; `builder` is left unchanged then.
-    public static func extract(_ sections: DWARFSections, into builder: inout ModelBuilder,
+    ///
+    /// The sections are consumed: given the caller's last copy, decompressed sections are freed
+    /// (and mapped ones' pages given back) as soon as the walk is done, before the model grows.
+    public static func extract(_ sections: consuming DWARFSections, into builder: inout ModelBuilder,
                                threads: Int = 1) throws(FormatError) {
         guard sections.hasDebugInfo else { return }
-        let input = try Input(sections)
+        let input = try Input(copy sections)
         let workLimit = workLimit(for: sections)
         let chunks = plan(input, threads: threads)
         let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit) }
@@ -48,6 +51,10 @@ public enum DWARFReader {
         guard work <= workLimit else {
             throw FormatError(.limitExceeded, "the DWARF needs more work than its size allows (hostile input?)")
         }
+        // The sections are not read again: their pages need not stay resident while the model grows.
+        sections.releaseFileMappedPages()
+        sections = DWARFSections(isLittleEndian: sections.isLittleEndian, is64Bit: sections.is64Bit,
+                                 machine: sections.machine)
         PartialModel.merge(parts, into: &builder)
     }
 

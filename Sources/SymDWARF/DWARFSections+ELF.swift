@@ -12,6 +12,7 @@ extension DWARFSections {
             let contents = try elf.contents(of: section)
             owners.append(contents)
             sections[name] = contents.bytes
+            if contents.isFileMapping { fileMapped.insert(name) }
         }
     }
 }

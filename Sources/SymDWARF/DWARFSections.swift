@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SymBytes
 
 /// The DWARF sections of one ELF file, decompressed, as handed over by SymELF (see `DWARFSections+ELF`).
@@ -16,6 +23,10 @@ public struct DWARFSections {
     public var sections: [String: UnsafeRawBufferPointer]
     /// Keeps `sections` valid.
     public var owners: [any AnyObject & Sendable]
+    /// Names of the sections whose bytes are a read-only view of a file mapping: their pages may
+    /// be given back to the kernel once read (`releasePages`), and are read again from the file
+    /// if needed. Decompressed sections are never listed (dropping their pages would zero them).
+    public var fileMapped: Set<String> = []
 
     /// The standard DWARF section names symbolication reads.
     public static let wantedNames = [
@@ -35,6 +46,35 @@ public struct DWARFSections {
     /// The bytes of a section, empty when absent.
     public subscript(_ name: String) -> UnsafeRawBufferPointer {
         sections[name] ?? UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    /// Gives back to the kernel the resident pages lying wholly inside `range` of `bytes`, which
+    /// must be a file-mapped section (see `fileMapped`): reading them again later faults them in
+    /// from the page cache, so this only lowers the resident memory of a pass that is done with
+    /// them, never changes what is read.
+    ///
+    /// Returns the offset up to which pages were released (`range.upperBound` rounded down to a
+    /// page), where a caller releasing a section piece by piece starts its next range, so that
+    /// pages straddling two ranges are released too.
+    @discardableResult
+    public static func releasePages(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
+        guard range.lowerBound >= 0, range.upperBound <= count else { return range.lowerBound }
+        let pageSize = UInt(max(1, sysconf(Int32(_SC_PAGESIZE))))
+        let address = UInt(bitPattern: base)
+        let start = (address + UInt(range.lowerBound) + pageSize - 1) / pageSize * pageSize
+        let end = (address + UInt(range.upperBound)) / pageSize * pageSize
+        guard start < end, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return range.lowerBound }
+        _ = madvise(pointer, Int(end - start), MADV_DONTNEED)
+        return Int(end - address)
+    }
+
+    /// Releases the pages of every file-mapped section (see `releasePages`).
+    func releaseFileMappedPages() {
+        for name in fileMapped {
+            let bytes = self[name]
+            guard let base = bytes.baseAddress else { continue }
+            Self.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+        }
     }
 
     /// Whether there is any DWARF to read.

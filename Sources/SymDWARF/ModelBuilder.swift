@@ -71,6 +71,11 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
+    /// Makes room for `lines` more line rows in one allocation.
+    public mutating func reserveCapacity(lines: Int) {
+        model.lines.reserveCapacity(model.lines.count + lines)
+    }
+
     /// Appends a line row.
     public mutating func addLine(_ row: LineRow) {
         model.lines.append(row)
@@ -84,7 +89,12 @@ public struct ModelBuilder {
 
     /// Appends a symbol-table entry.
     public mutating func addSymbol(name: String, address: UInt64, size: UInt64) {
-        model.symbols.append(SymbolEntry(name: intern(name), address: address, size: size))
+        addSymbol(name: intern(name), address: address, size: size)
+    }
+
+    /// Appends a symbol-table entry whose name is already interned.
+    public mutating func addSymbol(name: UInt32, address: UInt64, size: UInt64) {
+        model.symbols.append(SymbolEntry(name: name, address: address, size: size))
     }
 
     /// Joins DWARF path components as llvm-symbolizer does for absolute file paths

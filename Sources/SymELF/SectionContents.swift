@@ -40,6 +40,13 @@ public final class SectionContents: Sendable {
         withUnsafeBytes { Array($0) }
     }
 
+    /// Whether the bytes are a view of a file mapping (so the pages can be given back to the
+    /// kernel and read again from the file), not memory this process wrote.
+    public var isFileMapping: Bool {
+        if case .mapped = storage { return true }
+        return false
+    }
+
     /// Whether the section has no bytes (for example `SHT_NOBITS`).
     public var isEmpty: Bool { count == 0 }
 

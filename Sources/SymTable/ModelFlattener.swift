@@ -53,29 +53,32 @@ struct ModelFlattener {
     /// Emits every range and the records they refer to into `builder`.
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
         let scopes = scopeSegments()
-        let lines = lineSegments()
+        // Line segments are about as many as the rows: produced one at a time, never stored.
+        var lines = LineSegments(model.lines)
         let symbols = symbolSegments()
 
-        var cursors = (scope: 0, line: 0, symbol: 0)
-        let firsts = [scopes.first?.start, lines.first?.start, symbols.first?.start].compactMap { $0 }
+        // Every range starts at a segment boundary: at most two per segment, and line segments are
+        // at most the rows plus two per sequence.
+        builder.reserveCapacity(ranges: 2 * (scopes.count + symbols.count + 3 * model.lines.count) + 1)
+        var cursors = (scope: 0, symbol: 0)
+        let firsts = [scopes.first?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
         guard var address = firsts.min() else { return }
         while true {
             // Step past segments that ended; the current one of each list then ends after `address`.
             while cursors.scope < scopes.count, let end = scopes[cursors.scope].end, end <= address { cursors.scope += 1 }
-            while cursors.line < lines.count, let end = lines[cursors.line].end, end <= address { cursors.line += 1 }
+            while let segment = lines.current, let end = segment.end, end <= address { lines.advance() }
             while cursors.symbol < symbols.count, let end = symbols[cursors.symbol].end, end <= address { cursors.symbol += 1 }
 
             var next: UInt64? = nil
-            func current(_ segments: [Segment], _ cursor: Int) -> UInt32? {
-                guard cursor < segments.count else { return nil }
-                let segment = segments[cursor]
+            func current(_ segment: Segment?) -> UInt32? {
+                guard let segment else { return nil }
                 let boundary = segment.start > address ? segment.start : segment.end
                 if let boundary { next = min(next ?? boundary, boundary) }
                 return segment.start <= address ? segment.value : nil
             }
-            let scope = current(scopes, cursors.scope)
-            let row = current(lines, cursors.line)
-            let symbol = current(symbols, cursors.symbol)
+            let scope = current(cursors.scope < scopes.count ? scopes[cursors.scope] : nil)
+            let row = current(lines.current)
+            let symbol = current(cursors.symbol < symbols.count ? symbols[cursors.symbol] : nil)
 
             try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
             guard let next else { return }
@@ -206,59 +209,6 @@ extension ModelFlattener {
         return sweep.winners(valueCount: model.scopes.count)
     }
 
-    /// Rule 2: per address, the row of the first sequence (in model order) covering it; within a
-    /// sequence the last row at or below the address, rows sorted stably by address.
-    func lineSegments() -> [Segment] {
-        // Body rows of each sequence (global indices, sorted by address) and its end address.
-        var bodies: [UInt32] = []
-        bodies.reserveCapacity(model.lines.count)
-        var sequences: [(first: Int, last: Int, end: UInt64)] = []
-        var first = 0
-        for (index, row) in model.lines.enumerated() where row.isEndSequence {
-            let start = bodies.count
-            bodies.append(contentsOf: (first..<index).lazy.map { UInt32($0) })
-            let isSorted = zip(model.lines[first..<index], model.lines[first..<index].dropFirst())
-                .allSatisfy { $0.address <= $1.address }
-            if !isSorted {
-                bodies[start...].sort { (model.lines[Int($0)].address, $0) < (model.lines[Int($1)].address, $1) }
-            }
-            sequences.append((start, bodies.count, row.address))
-            first = index + 1
-        }
-        // Rows after the last end-of-sequence row belong to no sequence and cover nothing.
-
-        var sweep = CoverageSweep()
-        for (index, sequence) in sequences.enumerated() where sequence.first < sequence.last {
-            sweep.add(start: model.lines[Int(bodies[sequence.first])].address, end: sequence.end,
-                      priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
-        }
-        var result: [Segment] = []
-        for winner in sweep.winners(valueCount: sequences.count) {
-            let sequence = sequences[Int(winner.value)]
-            let end = winner.end ?? sequence.end
-            // Last body row at or below the segment start (equal addresses: the last one wins).
-            var low = sequence.first
-            var high = sequence.last
-            while low < high {
-                let middle = low + (high - low) / 2
-                if model.lines[Int(bodies[middle])].address <= winner.start { low = middle + 1 } else { high = middle }
-            }
-            var position = low - 1
-            while position < sequence.last {
-                let row = model.lines[Int(bodies[position])]
-                let nextAddress = position + 1 < sequence.last ? model.lines[Int(bodies[position + 1])].address : sequence.end
-                let pieceStart = max(row.address, winner.start)
-                let pieceEnd = min(nextAddress, end)
-                if pieceStart < pieceEnd {
-                    result.append(Segment(start: pieceStart, end: pieceEnd, value: bodies[position]))
-                }
-                if nextAddress >= end { break }
-                position += 1
-            }
-        }
-        return result
-    }
-
     /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,
     /// and among equals the last in model order, i.e. in the ELF symbol table's order); a symbol
     /// covers from its address to its end (size 0: no end) but never past the next kept symbol.
@@ -327,6 +277,99 @@ extension ModelFlattener {
         }
         for (index, symbol) in model.symbols.enumerated() where Int(symbol.name) >= strings {
             throw invalid("symbol \(index) names a string out of bounds")
+        }
+    }
+}
+
+/// Rule 2 as a stream: per address, the row of the first sequence (in model order) covering it;
+/// within a sequence the last row at or below the address, rows sorted stably by address.
+///
+/// Yields disjoint segments in address order, one at a time (`current`, `advance()`), so the
+/// flattener never holds a segment per row. Only sequences whose rows are out of address order
+/// get a sorted copy of their row indices.
+struct LineSegments {
+    private let rows: [LineRow]
+    /// Body rows of each sequence: `count` rows from `first` in the model, or (when `sorted >= 0`)
+    /// the row indices at `sorted..<sorted + count` of `sortedRows`; and the sequence's end address.
+    private var sequences: [(first: Int, count: Int, sorted: Int, end: UInt64)] = []
+    private var sortedRows: [UInt32] = []
+    /// Which sequence wins where, in address order.
+    private var winners: [Segment] = []
+    private var winner = 0
+    /// Position of the row being emitted in the current winner's sequence, and where the winner ends.
+    private var position = 0
+    private var winnerEnd: UInt64 = 0
+    private var inWinner = false
+    /// The segment at the cursor; nil after the last.
+    private(set) var current: Segment?
+
+    init(_ rows: [LineRow]) {
+        self.rows = rows
+        var first = 0
+        for (index, row) in rows.enumerated() where row.isEndSequence {
+            var sorted = -1
+            let isSorted = zip(rows[first..<index], rows[first..<index].dropFirst()).allSatisfy { $0.address <= $1.address }
+            if !isSorted {
+                sorted = sortedRows.count
+                sortedRows.append(contentsOf: (first..<index).lazy.map { UInt32($0) })
+                sortedRows[sorted...].sort { (rows[Int($0)].address, $0) < (rows[Int($1)].address, $1) }
+            }
+            sequences.append((first, index - first, sorted, row.address))
+            first = index + 1
+        }
+        // Rows after the last end-of-sequence row belong to no sequence and cover nothing.
+        var sweep = CoverageSweep()
+        for (index, sequence) in sequences.enumerated() where sequence.count > 0 {
+            sweep.add(start: rows[row(sequence, 0)].address, end: sequence.end,
+                      priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
+        }
+        winners = sweep.winners(valueCount: sequences.count)
+        advance()
+    }
+
+    /// The model index of body row `position` of `sequence`.
+    @inline(__always)
+    private func row(_ sequence: (first: Int, count: Int, sorted: Int, end: UInt64), _ position: Int) -> Int {
+        sequence.sorted < 0 ? sequence.first + position : Int(sortedRows[sequence.sorted + position])
+    }
+
+    /// Moves to the next segment.
+    mutating func advance() {
+        while true {
+            if !inWinner {
+                guard winner < winners.count else {
+                    current = nil
+                    return
+                }
+                let segment = winners[winner]
+                let sequence = sequences[Int(segment.value)]
+                winnerEnd = segment.end ?? sequence.end
+                // Last body row at or below the segment start (equal addresses: the last one wins).
+                var low = 0
+                var high = sequence.count
+                while low < high {
+                    let middle = low + (high - low) / 2
+                    if rows[row(sequence, middle)].address <= segment.start { low = middle + 1 } else { high = middle }
+                }
+                position = max(low - 1, 0)
+                inWinner = true
+            }
+            let segment = winners[winner]
+            let sequence = sequences[Int(segment.value)]
+            let index = row(sequence, position)
+            let nextAddress = position + 1 < sequence.count ? rows[row(sequence, position + 1)].address : sequence.end
+            let pieceStart = max(rows[index].address, segment.start)
+            let pieceEnd = min(nextAddress, winnerEnd)
+            if nextAddress >= winnerEnd {
+                inWinner = false
+                winner += 1
+            } else {
+                position += 1
+            }
+            if pieceStart < pieceEnd {
+                current = Segment(start: pieceStart, end: pieceEnd, value: UInt32(index))
+                return
+            }
         }
     }
 }

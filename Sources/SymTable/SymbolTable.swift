@@ -70,43 +70,145 @@ public final class SymbolTable: Sendable {
     /// Throws `FormatError` on a corrupt table.
     @discardableResult
     public func forEachFrame(at address: UInt64, _ body: (Frame) throws(FormatError) -> Void) throws(FormatError) -> Int {
-        try withBytes { bytes throws(FormatError) -> Int in
-            let reader = ByteReader(bytes)
-            guard let range = try layout.rangeIndex(reader, containing: address) else { return 0 }
-            let (location, scopeField) = try layout.rangeRecord(reader, range)
-            guard scopeField != 0 else { return 0 }
-            let scope = try layout.scopeRecord(reader, Int(scopeField - 1))
-            // The innermost frame: the range's position in the scope record's function.
-            var record = location
-            record.name = scope.name
-            record.caller = scope.caller
-            var callSite = Int.max  // index of `record` among the call sites; the range record is none
-            var count = 0
-            while true {
-                guard count == 0 || record.caller != TableFormat.callerSymbolOnly else {
-                    throw FormatError(.invalidValue, "call-site record \(callSite) is marked symbol-only")
+        guard let range = rangeIndex(containing: address) else { return 0 }
+        return try forEachFrame(inRange: range, body)
+    }
+
+    /// The index of the range containing `address`, nil when the address is below the first range.
+    ///
+    /// Every address in one range has the same frames, so callers may key caches of rendered
+    /// answers on it; `frames(inRange:)` walks them.
+    public func rangeIndex(containing address: UInt64) -> Int? {
+        withBytes { bytes in layout.fastRangeIndex(bytes, containing: address) }
+    }
+
+    /// The range index of each of `addresses` (as `rangeIndex(containing:)`; -1 when there is none
+    /// or the range has no frames) written to `result`, which must hold as many. Faster per address
+    /// than one search at a time: the searches overlap their memory reads, and the ranges' records
+    /// are left in cache for `frames(inRange:)`.
+    public func rangeIndices(_ addresses: UnsafeBufferPointer<UInt64>, into result: UnsafeMutableBufferPointer<Int>) {
+        withBytes { bytes in layout.fastRangeIndices(bytes, addresses, into: result) }
+    }
+
+    /// Calls `body` for each frame of range `index` (from `rangeIndex(containing:)`), as
+    /// `forEachFrame(at:)` does for an address in it; throws on an index out of bounds.
+    @discardableResult
+    public func forEachFrame(inRange index: Int, _ body: (Frame) throws(FormatError) -> Void) throws(FormatError) -> Int {
+        var frames = frames(inRange: index)
+        var count = 0
+        while let frame = try frames.next() {
+            try body(frame)
+            count += 1
+        }
+        return count
+    }
+
+    /// The frames of range `index` (from `rangeIndex(containing:)`), innermost first, one per
+    /// `next()` call; no allocation.
+    public func frames(inRange index: Int) -> FrameIterator {
+        FrameIterator(table: self, range: index)
+    }
+
+    /// Walks the inline chain of one range: the range record, its scope record, then call-site
+    /// records towards the physical function.
+    public struct FrameIterator {
+        private let table: SymbolTable
+        private let range: Int
+        /// The next frame's record; nil before the first `next()`.
+        private var record: FrameRecord?
+        private var physicalName: UInt32 = 0
+        /// Index of `record` among the call sites; the range record is none.
+        private var callSite = Int.max
+        private var done = false
+
+        init(table: SymbolTable, range: Int) {
+            self.table = table
+            self.range = range
+        }
+
+        /// The next frame, nil after the physical function (or at once for a range without frames).
+        /// Throws `FormatError` on a corrupt table.
+        public mutating func next() throws(FormatError) -> Frame? {
+            guard let frame = try nextIndices() else { return nil }
+            let (directory, file) = try table.file(frame.file)
+            return Frame(function: try table.functionName(frame.name), directory: directory, file: file,
+                         line: frame.line, column: frame.column, isInlined: frame.isInlined,
+                         isSymbolOnly: frame.isSymbolOnly)
+        }
+
+        /// The next frame as table indices, strings not yet resolved (`functionName(_:)`,
+        /// `file(_:)` do that, and throw for an index out of bounds): a caller that caches what it
+        /// renders per index reads no string data for the frames it has seen.
+        public mutating func nextIndices() throws(FormatError) -> FrameIndices? {
+            guard !done else { return nil }
+            return try table.withBytes { bytes throws(FormatError) -> FrameIndices? in
+                let current: FrameRecord
+                if let record {
+                    guard record.caller >= TableFormat.callerBias else {
+                        done = true
+                        return nil
+                    }
+                    let caller = Int(record.caller - TableFormat.callerBias)
+                    // Callers are written before their callees: requiring a smaller index makes every
+                    // chain finite, whatever the bytes say.
+                    guard caller < callSite else {
+                        done = true
+                        throw FormatError(.invalidValue, "call-site record \(callSite) is inlined into \(caller), which is not before it")
+                    }
+                    current = try table.layout.fastCallSite(bytes, caller)
+                    callSite = caller
+                    guard current.caller != TableFormat.callerSymbolOnly else {
+                        done = true
+                        throw FormatError(.invalidValue, "call-site record \(callSite) is marked symbol-only")
+                    }
+                } else {
+                    let (location, scopeField) = try table.layout.fastRangeRecord(bytes, range)
+                    guard scopeField != 0 else {
+                        done = true
+                        return nil
+                    }
+                    let scope = try table.layout.fastScopeRecord(bytes, Int(scopeField - 1))
+                    // The innermost frame: the range's position in the scope record's function.
+                    var innermost = location
+                    innermost.name = scope.name
+                    innermost.caller = scope.caller
+                    physicalName = scope.physicalName
+                    current = innermost
                 }
-                let (directory, file) = try layout.file(reader, record.file)
+                record = current
                 // The physical frame shows the covering ELF symbol's name when there is one.
-                let name = record.caller == TableFormat.callerNone && scope.physicalName != 0
-                    ? scope.physicalName - 1 : record.name
-                count += 1
-                try body(Frame(
-                    function: try layout.functionName(reader, name),
-                    directory: directory, file: file, line: record.line, column: record.column,
-                    isInlined: record.caller >= TableFormat.callerBias,
-                    isSymbolOnly: record.caller == TableFormat.callerSymbolOnly))
-                guard record.caller >= TableFormat.callerBias else { return count }
-                let caller = Int(record.caller - TableFormat.callerBias)
-                // Callers are written before their callees: requiring a smaller index makes every
-                // chain finite, whatever the bytes say.
-                guard caller < callSite else {
-                    throw FormatError(.invalidValue, "call-site record \(callSite) is inlined into \(caller), which is not before it")
-                }
-                record = try layout.callSite(reader, caller)
-                callSite = caller
+                let name = current.caller == TableFormat.callerNone && physicalName != 0 ? physicalName - 1 : current.name
+                return FrameIndices(name: name, file: current.file, line: current.line, column: current.column,
+                                    isInlined: current.caller >= TableFormat.callerBias,
+                                    isSymbolOnly: current.caller == TableFormat.callerSymbolOnly)
             }
         }
+    }
+
+    /// One frame as table indices (see `FrameIterator.nextIndices()`).
+    public struct FrameIndices: Sendable, Equatable {
+        /// Function-name record; resolve with `functionName(_:)`.
+        public var name: UInt32
+        /// File record; resolve with `file(_:)`.
+        public var file: UInt32
+        /// Line (0 when unknown).
+        public var line: UInt32
+        /// Column (0 when unknown).
+        public var column: UInt32
+        /// Whether this frame was inlined into the next one.
+        public var isInlined: Bool
+        /// Whether the name comes from the ELF symbol table only.
+        public var isSymbolOnly: Bool
+    }
+
+    /// The name of function-name record `index`; throws when it is out of bounds.
+    public func functionName(_ index: UInt32) throws(FormatError) -> StringRef {
+        try withBytes { bytes throws(FormatError) in try layout.fastFunctionName(bytes, index) }
+    }
+
+    /// The directory and name of file record `index`; throws when it is out of bounds.
+    public func file(_ index: UInt32) throws(FormatError) -> (directory: StringRef, name: StringRef) {
+        try withBytes { bytes throws(FormatError) in try layout.fastFile(bytes, index) }
     }
 
     /// The frames covering `address`, innermost first (allocates; `forEachFrame` does not).

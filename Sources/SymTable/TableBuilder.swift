@@ -3,22 +3,13 @@ import SymBytes
 /// Collects a table's records (deduplicated strings, files, function names, scope and call-site
 /// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v1 layout.
 struct TableBuilder {
-    /// A string compared and hashed by its UTF-8 bytes, so canonically equal but differently
-    /// encoded strings stay distinct (the table must return the bytes it was given).
-    private struct UTF8Key: Hashable {
-        var text: String
-
-        static func == (lhs: UTF8Key, rhs: UTF8Key) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
-
-        func hash(into hasher: inout Hasher) {
-            var text = text
-            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        }
-    }
-
     /// String data: ULEB128 length + UTF-8 bytes per string; offset 0 is the empty string.
     private(set) var stringData: [UInt8] = [0]
-    private var stringOffsets: [UTF8Key: UInt32] = [UTF8Key(text: ""): 0]
+    /// String offsets by their bytes (compared byte for byte, so canonically equal but differently
+    /// encoded strings stay distinct: the table must return the bytes it was given).
+    private var stringOffsets = IDTable()
+    /// Number of distinct strings, the empty one included.
+    private(set) var stringCount = 1
     /// Offsets of strings referenced by records (the module name is not one).
     private var largestRecordStringOffset: UInt32 = 0
 
@@ -32,35 +23,80 @@ struct TableBuilder {
 
     /// Scope records (name, physical-frame override, caller field) of innermost frames.
     private(set) var scopes: [FrameRecord] = []
-    private var scopeIDs: [FrameRecord: UInt32] = [:]
+    private var scopeIDs = IDTable()
 
     /// Call-site records; a record's caller always precedes it.
     private(set) var callSites: [FrameRecord] = []
-    private var callSiteIDs: [FrameRecord: UInt32] = [:]
+    private var callSiteIDs = IDTable()
 
-    /// Range starts and records (file, line, column of the innermost frame; `name` holds the
-    /// scope field: 0 = no frames, else scope record index + 1).
+    /// Range starts and records (file, line, column of the innermost frame and the scope field:
+    /// 0 = no frames, else scope record index + 1).
     private(set) var rangeStarts: [UInt64] = []
-    private(set) var rangeRecords: [FrameRecord] = []
+    private(set) var rangeRecords: [RangeRecord] = []
+
+    /// A range record as collected: 16 bytes (a `FrameRecord` is 24), as there are about as many
+    /// ranges as line rows.
+    struct RangeRecord: Equatable {
+        var file: UInt32
+        var line: UInt32
+        var column: UInt32
+        var scope: UInt32
+    }
+
+    /// Makes room for up to `ranges` ranges in one allocation. An over-estimate costs address
+    /// space only: pages never written are never resident.
+    mutating func reserveCapacity(ranges: Int) {
+        rangeStarts.reserveCapacity(ranges)
+        rangeRecords.reserveCapacity(ranges)
+    }
 
     /// Interns `text`, returning its offset in the string data.
     mutating func string(_ text: String) throws(FormatError) -> UInt32 {
-        if let offset = stringOffsets[UTF8Key(text: text)] { return offset }
-        guard let offset = UInt32(exactly: stringData.count) else {
+        var text = text
+        // `withUTF8` only rethrows untyped errors: carry the typed one out in a Result.
+        var result: Result<UInt32, FormatError> = .success(0)
+        text.withUTF8 { utf8 in
+            result = Result { () throws(FormatError) -> UInt32 in try string(UnsafeRawBufferPointer(utf8)) }
+        }
+        return try result.get()
+    }
+
+    /// Interns the UTF-8 `bytes`, returning their offset in the string data.
+    mutating func string(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> UInt32 {
+        if bytes.isEmpty { return 0 }
+        let hash = IDTable.hash(bytes)
+        let found = stringData.withUnsafeBytes { data in
+            stringOffsets.find(hash: hash) { offset in Self.bytes(at: Int(offset), in: data).elementsEqual(bytes) }
+        }
+        if let found { return found }
+        guard let offset = UInt32(exactly: stringData.count), offset < UInt32.max else {
             throw FormatError(.limitExceeded, "string data over 4 GiB")
         }
-        var length = text.utf8.count
+        var length = bytes.count
         repeat {
             stringData.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
             length >>= 7
         } while length > 0
-        stringData.append(contentsOf: text.utf8)
-        stringOffsets[UTF8Key(text: text)] = offset
+        stringData.append(contentsOf: bytes)
+        stringOffsets.insert(offset, hash: hash)
+        stringCount += 1
         return offset
     }
 
-    /// Number of distinct strings.
-    var stringCount: Int { stringOffsets.count }
+    /// The bytes of the string written at `offset` of the string data (ULEB128 length first).
+    private static func bytes(at offset: Int, in data: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var position = offset
+        var length = 0
+        var shift = 0
+        while true {
+            let byte = data[position]
+            position += 1
+            length |= Int(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { break }
+            shift += 7
+        }
+        return UnsafeRawBufferPointer(rebasing: data[position..<(position + length)])
+    }
 
     /// The file record for (directory, name) string offsets.
     mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
@@ -86,33 +122,36 @@ struct TableBuilder {
     /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
     mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
         let record = FrameRecord(name: name, physicalName: physicalName, caller: caller)
-        if let id = scopeIDs[record] { return id }
+        let hash = record.tableHash
+        if let id = scopeIDs.find(hash: hash, { scopes[Int($0)] == record }) { return id }
         // The scope field stores index + 1.
         let id = try Self.nextID(scopes.count, "scope records")
         scopes.append(record)
-        scopeIDs[record] = id
+        scopeIDs.insert(id, hash: hash)
         return id
     }
 
     /// The index of call-site `record`, added when new.
     mutating func callSite(_ record: FrameRecord) throws(FormatError) -> UInt32 {
-        if let id = callSiteIDs[record] { return id }
+        let hash = record.tableHash
+        if let id = callSiteIDs.find(hash: hash, { callSites[Int($0)] == record }) { return id }
         // The largest caller field is count + 1, so one id fewer than the field can hold.
         guard callSites.count < Int(UInt32.max) - 1 else {
             throw FormatError(.limitExceeded, "more than 2^32 - 2 call-site records")
         }
         let id = UInt32(callSites.count)
         callSites.append(record)
-        callSiteIDs[record] = id
+        callSiteIDs.insert(id, hash: hash)
         return id
     }
 
     /// Starts a range at `start` with `record` (its `name` is the scope field), unless it
     /// continues the last range.
-    mutating func range(start: UInt64, record: FrameRecord) throws(FormatError) {
+    mutating func range(start: UInt64, record frame: FrameRecord) throws(FormatError) {
+        let record = RangeRecord(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
         if let last = rangeRecords.last, last == record { return }
         // Leading gaps are implicit: addresses before the first range have no frames.
-        if rangeRecords.isEmpty, record.name == 0 { return }
+        if rangeRecords.isEmpty, record.scope == 0 { return }
         guard rangeStarts.count < Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
         }
@@ -140,6 +179,13 @@ extension TableBuilder {
     /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
     mutating func encode(module: ModuleIdentity, counts: Counts) throws(FormatError) -> [UInt8] {
         let moduleName = try string(module.name)
+        // Nothing is added from here on: the lookup tables go before the output is allocated (the
+        // string keys would otherwise keep every model string alive).
+        stringOffsets = IDTable()
+        fileIDs = [:]
+        nameIDs = [:]
+        scopeIDs = IDTable()
+        callSiteIDs = IDTable()
         let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
         let addressBase = compact ? (rangeStarts.first ?? 0) : 0
 
@@ -155,7 +201,7 @@ extension TableBuilder {
         for record in rangeRecords {
             largestLine = max(largestLine, record.line)
             largestColumn = max(largestColumn, record.column)
-            largestScopeField = max(largestScopeField, record.name)
+            largestScopeField = max(largestScopeField, record.scope)
         }
         for record in callSites {
             largestLine = max(largestLine, record.line)
@@ -209,34 +255,44 @@ extension TableBuilder {
         }
         precondition(out.count == TableFormat.headerSize, "header layout out of step with TableFormat")
 
-        out.append(contentsOf: module.buildID)
-        for start in rangeStarts {
-            if compact { out.appendLittleEndian(UInt32(start - addressBase)) } else { out.appendLittleEndian(start) }
+        // The sections are written in place into the final size (no per-byte append).
+        out.append(contentsOf: repeatElement(0, count: total - out.count))
+        out.withUnsafeMutableBytes { buffer in
+            var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
+            writer.bytes(module.buildID)
+            for start in rangeStarts {
+                if compact { writer.field(UInt32(start - addressBase), width: 4) } else { writer.u64(start) }
+            }
+            // The largest collections go as soon as they are encoded, so they and the output do not
+            // peak together.
+            rangeStarts = []
+            for record in rangeRecords {
+                writer.field(record.file, width: fileWidth)
+                writer.field(record.line, width: lineWidth)
+                writer.field(record.column, width: columnWidth)
+                writer.field(record.scope, width: scopeWidth)
+            }
+            rangeRecords = []
+            for record in scopes {
+                writer.field(record.name, width: nameWidth)
+                writer.field(record.physicalName, width: nameWidth)
+                writer.field(record.caller, width: callSiteWidth)
+            }
+            for record in callSites {
+                writer.field(record.file, width: fileWidth)
+                writer.field(record.line, width: lineWidth)
+                writer.field(record.column, width: columnWidth)
+                writer.field(record.name, width: nameWidth)
+                writer.field(record.caller, width: callSiteWidth)
+            }
+            for file in files {
+                writer.field(file.directory, width: stringWidth)
+                writer.field(file.name, width: stringWidth)
+            }
+            for name in names { writer.field(name, width: stringWidth) }
+            writer.bytes(stringData)
+            precondition(writer.position == total, "section sizes out of step with their contents")
         }
-        for record in rangeRecords {
-            out.appendField(record.file, width: fileWidth)
-            out.appendField(record.line, width: lineWidth)
-            out.appendField(record.column, width: columnWidth)
-            out.appendField(record.name, width: scopeWidth)
-        }
-        for record in scopes {
-            out.appendField(record.name, width: nameWidth)
-            out.appendField(record.physicalName, width: nameWidth)
-            out.appendField(record.caller, width: callSiteWidth)
-        }
-        for record in callSites {
-            out.appendField(record.file, width: fileWidth)
-            out.appendField(record.line, width: lineWidth)
-            out.appendField(record.column, width: columnWidth)
-            out.appendField(record.name, width: nameWidth)
-            out.appendField(record.caller, width: callSiteWidth)
-        }
-        for file in files {
-            out.appendField(file.directory, width: stringWidth)
-            out.appendField(file.name, width: stringWidth)
-        }
-        for name in names { out.appendField(name, width: stringWidth) }
-        out.append(contentsOf: stringData)
         precondition(out.count == total, "section sizes out of step with their contents")
         return out
     }
@@ -248,13 +304,41 @@ extension [UInt8] {
         var value = value.littleEndian
         Swift.withUnsafeBytes(of: &value) { append(contentsOf: $0) }
     }
+}
 
-    /// Appends the low `width` bytes of `value` little-endian (`width` 0...4).
-    mutating func appendField(_ value: UInt32, width: Int) {
-        var value = value
-        for _ in 0..<width {
-            append(UInt8(truncatingIfNeeded: value))
-            value >>= 8
+/// Writes little-endian fields at increasing offsets of a buffer sized beforehand.
+private struct FieldWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    var position: Int
+
+    /// Writes the low `width` bytes (0...4) of `value`.
+    @inline(__always)
+    mutating func field(_ value: UInt32, width: Int) {
+        precondition(position + width <= buffer.count, "field past the table's computed size")
+        switch width {
+        case 0: return
+        case 1: buffer.storeBytes(of: UInt8(truncatingIfNeeded: value), toByteOffset: position, as: UInt8.self)
+        case 2: buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: position, as: UInt16.self)
+        case 3:
+            buffer.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: position, as: UInt16.self)
+            buffer.storeBytes(of: UInt8(truncatingIfNeeded: value >> 16), toByteOffset: position + 2, as: UInt8.self)
+        default: buffer.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt32.self)
         }
+        position += width
+    }
+
+    mutating func u64(_ value: UInt64) {
+        precondition(position + 8 <= buffer.count, "field past the table's computed size")
+        buffer.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt64.self)
+        position += 8
+    }
+
+    mutating func bytes(_ bytes: [UInt8]) {
+        precondition(position + bytes.count <= buffer.count, "bytes past the table's computed size")
+        bytes.withUnsafeBytes { source in
+            guard let base = source.baseAddress else { return }
+            (buffer.baseAddress! + position).copyMemory(from: base, byteCount: source.count)
+        }
+        position += bytes.count
     }
 }

@@ -37,12 +37,17 @@ public struct Addr2lineRenderer {
     private let table: SymbolTable
     private let symbols: Addr2lineSymbols?
     private let demangler = Demangler()
-    private var functions = FrameRenderer.ByteCache()
-    private var paths = FrameRenderer.ByteCache()
+    private let names = Names()
     private var frames: [Frame] = []
     private let addressDigits: Int
     /// Symbol addresses by name, for `symbol+offset` input; made on first use.
     private var symbolAddresses: [String: UInt64]?
+
+    /// Rendered names and paths of the module, by table reference.
+    final class Names {
+        var functions = FrameRenderer.ByteCache()
+        var paths = FrameRenderer.ByteCache()
+    }
 
     /// Creates a renderer for one module.
     public init(module: CachedModule, options: Options) {
@@ -117,14 +122,14 @@ public struct Addr2lineRenderer {
 
     private mutating func function(_ reference: StringRef, physical: Bool) -> [UInt8] {
         let key = SymbolizerStrings.key(reference) | (physical ? 1 << 63 : 0)
-        if let cached = functions.value(key) { return cached }
+        if let cached = names.functions.value(key) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
         // The table names a physical frame after its ELF symbol; BFD uses the DWARF name, which
         // lacks gcc's clone suffixes (`main.cold` is part of `main`).
         if physical { raw = Self.withoutCloneSuffix(raw) }
         let bytes = displayName(raw)
-        functions.store(key, bytes)
+        names.functions.store(key, bytes)
         return bytes
     }
 
@@ -156,9 +161,9 @@ public struct Addr2lineRenderer {
 
     private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
         let key = SymbolizerStrings.key(directory, file)
-        if let cached = paths.value(key) { return cached }
+        if let cached = names.paths.value(key) { return cached }
         let bytes = pathBytes(SymbolizerStrings.joinedPath(table, directory, file))
-        paths.store(key, bytes)
+        names.paths.store(key, bytes)
         return bytes
     }
 

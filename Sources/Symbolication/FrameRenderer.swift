@@ -1,13 +1,22 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SymBytes
 import SymDemangle
 import SymTable
 
 /// Renders `lookup` answers straight into bytes: the hot path for answering many addresses.
 ///
-/// Names are demangled and JSON-escaped once per distinct string (cached by table reference); an
-/// address costs a table lookup plus copying cached bytes and formatting integers — no `String`
-/// per frame.
-public struct FrameRenderer {
+/// Every address in one table range has the same frames, so the rendered frames are memoised per
+/// range (repeated and neighbouring addresses, the common case in crash reports, cost a binary
+/// search and a copy). Names are demangled and JSON-escaped once per function-name record, paths
+/// joined once per file record, cached by record index, so a frame seen before reads no string
+/// data. Cached bytes live in arenas: no `String` or array per frame.
+public struct FrameRenderer: ~Copyable {
     /// Output styles.
     public enum Style: Sendable {
         /// `0x…` then one indented line per frame.
@@ -19,126 +28,288 @@ public struct FrameRenderer {
     private let table: SymbolTable
     private let style: Style
     private let demangler = Demangler()
-    /// Demangled names (escaped for the style) by table reference.
-    private var functions = ByteCache()
-    /// Mangled names escaped for JSON, by table reference.
-    private var mangled = ByteCache()
-    /// Joined source paths (escaped for the style) by (directory, file) references.
-    private var paths = ByteCache()
+    // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
+    // and paths are rendered about once, and a small table costs a one-address run few page faults.
+    /// Demangled names (escaped for the style) by function-name record.
+    private var functions: ByteCache
+    /// Mangled names escaped for JSON, by function-name record.
+    private var mangled: ByteCache
+    /// Joined source paths (escaped for the style) by file record.
+    private var paths: ByteCache
+    /// Rendered frames by range index (without the address, which differs within a range).
+    private var answers = ByteCache(slots: 1 << 12, arenaLimit: 1 << 20)
 
-    /// A direct-mapped cache of rendered bytes keyed by string-table positions: cheaper than a
-    /// `Dictionary` (no SipHash per frame); a collision only costs re-rendering.
-    struct ByteCache {
-        private var keys = [UInt64](repeating: UInt64.max, count: 1 << 15)
-        private var values = [[UInt8]](repeating: [], count: 1 << 15)
+    /// A direct-mapped cache of rendered bytes keyed by integers (string-table positions, range
+    /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
+    /// re-rendering. Values are slices of one arena, which is emptied (with the keys) when it
+    /// would grow past `arenaLimit`, so memory stays bounded however many addresses are asked.
+    struct ByteCache: ~Copyable {
+        /// Per slot: the key + 1 (0: empty), then `offset << 32 | length` of its bytes in `arena`.
+        /// Zero-filled by `calloc`, so the pages of slots never used are never touched: a big
+        /// cache costs a one-address run nothing.
+        private let slots: UnsafeMutablePointer<UInt64>
+        private let slotCount: Int
+        private var arena = OutputBytes(capacity: 1 << 12)
+        private let shift: UInt64
+        private let arenaLimit: Int
 
-        private static func slot(_ key: UInt64) -> Int {
-            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> 49)
+        init(slots: Int, arenaLimit: Int = Int(UInt32.max)) {
+            precondition(slots > 0 && slots & (slots - 1) == 0, "slots must be a power of two")
+            guard let memory = calloc(2 * slots, MemoryLayout<UInt64>.size) else { fatalError("out of memory") }
+            self.slots = memory.assumingMemoryBound(to: UInt64.self)
+            slotCount = slots
+            shift = UInt64(64 - slots.trailingZeroBitCount)
+            self.arenaLimit = arenaLimit
         }
 
+        deinit { free(slots) }
+
+        @inline(__always)
+        private func slot(_ key: UInt64) -> Int {
+            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        }
+
+        /// Appends the bytes cached for `key` to `output`; false when there are none.
+        @inline(__always)
+        func append(_ key: UInt64, to output: inout OutputBytes) -> Bool {
+            let slot = slot(key)
+            guard slots[2 * slot] == key &+ 1 else { return false }
+            let span = slots[2 * slot + 1]
+            let offset = Int(span >> 32)
+            output.append(arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
+            return true
+        }
+
+        /// The length of the bytes cached for `key`, nil when there are none.
+        @inline(__always)
+        func length(_ key: UInt64) -> Int? {
+            let slot = slot(key)
+            return slots[2 * slot] == key &+ 1 ? Int(slots[2 * slot + 1] & 0xffff_ffff) : nil
+        }
+
+        /// A cache of 2^12 slots (the drop-in renderers' size).
+        init() { self.init(slots: 1 << 12) }
+
+        /// A copy of the bytes cached for `key`, nil when there are none.
         func value(_ key: UInt64) -> [UInt8]? {
-            let slot = Self.slot(key)
-            return keys[slot] == key ? values[slot] : nil
+            let slot = slot(key)
+            guard slots[2 * slot] == key &+ 1 else { return nil }
+            let span = slots[2 * slot + 1]
+            let offset = Int(span >> 32)
+            return Array(arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
         }
 
-        mutating func store(_ key: UInt64, _ value: [UInt8]) {
-            let slot = Self.slot(key)
-            keys[slot] = key
-            values[slot] = value
+        /// Caches `bytes` for `key`.
+        mutating func store(_ key: UInt64, _ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { store(key, $0) }
         }
-    }
 
-    private static func key(_ reference: StringRef) -> UInt64 {
-        UInt64(reference.offset) << 32 | UInt64(reference.length)
+        /// Caches `bytes` for `key`.
+        mutating func store(_ key: UInt64, _ bytes: UnsafeRawBufferPointer) {
+            if arena.count + bytes.count > arenaLimit {
+                // Start over rather than grow: old entries are as likely to be asked again as new ones.
+                arena.removeAll()
+                slots.update(repeating: 0, count: 2 * slotCount)
+                guard bytes.count <= arenaLimit else { return }
+            }
+            let slot = slot(key)
+            slots[2 * slot] = key &+ 1
+            slots[2 * slot + 1] = UInt64(arena.count) << 32 | UInt64(bytes.count)
+            arena.append(bytes)
+        }
     }
 
     /// Creates a renderer for one table.
     public init(table: SymbolTable, style: Style) {
         self.table = table
         self.style = style
+        let statistics = table.statistics
+        functions = ByteCache(slots: Self.slots(for: statistics.names))
+        mangled = ByteCache(slots: style == .json ? Self.slots(for: statistics.names) : 1)
+        paths = ByteCache(slots: Self.slots(for: statistics.files))
+    }
+
+    /// Slots of a direct-mapped cache for `records` keys: the power of two at or above twice as
+    /// many (few collisions), between 2^6 and 2^16.
+    static func slots(for records: Int) -> Int {
+        var slots = 1 << 6
+        while slots < 2 * records && slots < 1 << 16 { slots <<= 1 }
+        return slots
+    }
+
+    /// What `answer(line:into:)` did with a line.
+    public enum LineOutcome: Sendable {
+        /// The answer was appended.
+        case answered
+        /// The line holds only blanks; nothing was appended.
+        case blank
+        /// The line is not a hex address; nothing was appended.
+        case notAnAddress
+    }
+
+    /// Appends the answer for one input line (a hex address, `0x` optional, blanks around it).
+    /// Throws `FormatError` on a corrupt table.
+    public mutating func answer(line: UnsafeRawBufferPointer, into output: inout OutputBytes) throws(FormatError) -> LineOutcome {
+        guard let address = Self.parseAddress(line) else {
+            return line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) ? .blank : .notAnAddress
+        }
+        try render(address, into: &output)
+        return .answered
     }
 
     /// Appends the answer for `address` to `output`.
-    public mutating func render(_ address: UInt64, into output: inout [UInt8]) throws(FormatError) {
+    public mutating func render(_ address: UInt64, into output: inout OutputBytes) throws(FormatError) {
+        try render(address, range: table.rangeIndex(containing: address) ?? -1, into: &output)
+    }
+
+    /// Appends the answers for `addresses`, in order, with their ranges found in one batch (see
+    /// `SymbolTable.rangeIndices`: several times faster per address than one at a time). An
+    /// address whose frames cannot be read (a corrupt table) gets no answer; the errors are
+    /// returned, and the others are answered all the same.
+    public mutating func render(_ addresses: UnsafeBufferPointer<UInt64>, into output: inout OutputBytes) -> [FormatError] {
+        var errors: [FormatError] = []
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
+            table.rangeIndices(addresses, into: ranges)
+            for index in addresses.indices {
+                do throws(FormatError) {
+                    try render(addresses[index], range: ranges[index], into: &output)
+                } catch {
+                    errors.append(error)
+                }
+            }
+        }
+        return errors
+    }
+
+    /// Appends the answer for `address`, in range `range` (-1: none, or a range without frames).
+    private mutating func render(_ address: UInt64, range: Int, into output: inout OutputBytes) throws(FormatError) {
         switch style {
         case .text:
-            output.append(contentsOf: Literal.hexPrefix)
-            Self.appendHex(address, to: &output)
+            output.append(Literal.hexPrefix)
+            output.appendHex(address)
             output.append(UInt8(ascii: "\n"))
-            let count = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-                output.append(contentsOf: Literal.indent)
-                output.append(contentsOf: function(frame.function))
-                if !frame.file.isEmpty || frame.line != 0 {
-                    output.append(contentsOf: Literal.gap)
-                    let path = self.path(frame.directory, frame.file)
-                    if path.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: path) }
+        case .json:
+            output.append(Literal.jsonAddress)
+            output.appendHex(address)
+            output.append(Literal.jsonFrames)
+        }
+        if range >= 0 {
+            let key = UInt64(range)
+            if !answers.append(key, to: &output) {
+                let start = output.count
+                try renderFrames(range: range, into: &output)
+                answers.store(key, output.bytes(start..<output.count))
+            }
+        } else if style == .text {
+            output.append(Literal.noFrames)
+        }
+        if style == .json { output.append(Literal.jsonEnd) }
+    }
+
+    /// Appends the answer for `address` to `output` (a convenience over `render(_:into:)` with an
+    /// `OutputBytes`, for callers that want an array).
+    public mutating func render(_ address: UInt64, into output: inout [UInt8]) throws(FormatError) {
+        var buffer = OutputBytes(capacity: 256)
+        try render(address, into: &buffer)
+        output.append(contentsOf: buffer.bytes)
+    }
+
+    /// Appends the frames of range `range` (text: one line per frame, or `??`; JSON: the
+    /// comma-separated frame objects).
+    private mutating func renderFrames(range: Int, into output: inout OutputBytes) throws(FormatError) {
+        var frames = table.frames(inRange: range)
+        var count = 0
+        // Indices, not strings: names and paths come from the caches, keyed by record.
+        while let frame = try frames.nextIndices() {
+            switch style {
+            case .text:
+                output.append(Literal.indent)
+                try appendFunction(frame.name, to: &output)
+                let hasFile = try !isEmptyFile(frame.file)
+                if frame.line != 0 || hasFile {
+                    output.append(Literal.gap)
+                    let before = output.count
+                    try appendPath(frame.file, to: &output)
+                    if output.count == before { output.append(Literal.unknown) }
                     output.append(UInt8(ascii: ":"))
-                    Self.appendDecimal(UInt64(frame.line), to: &output)
+                    output.appendDecimal(UInt64(frame.line))
                     if frame.column != 0 {
                         output.append(UInt8(ascii: ":"))
-                        Self.appendDecimal(UInt64(frame.column), to: &output)
+                        output.appendDecimal(UInt64(frame.column))
                     }
                 }
-                if frame.isInlined { output.append(contentsOf: Literal.inlined) }
-                if frame.isSymbolOnly { output.append(contentsOf: Literal.symbolOnly) }
+                if frame.isInlined { output.append(Literal.inlined) }
+                if frame.isSymbolOnly { output.append(Literal.symbolOnly) }
                 output.append(UInt8(ascii: "\n"))
-            }
-            if count == 0 { output.append(contentsOf: Literal.noFrames) }
-        case .json:
-            output.append(contentsOf: Literal.jsonAddress)
-            Self.appendHex(address, to: &output)
-            output.append(contentsOf: Literal.jsonFrames)
-            var first = true
-            _ = try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-                if !first { output.append(UInt8(ascii: ",")) }
-                first = false
-                output.append(contentsOf: Literal.jsonFunction)
-                output.append(contentsOf: function(frame.function))
-                output.append(contentsOf: Literal.jsonMangled)
-                output.append(contentsOf: mangledName(frame.function))
-                output.append(contentsOf: Literal.jsonFile)
-                output.append(contentsOf: path(frame.directory, frame.file))
-                output.append(contentsOf: Literal.jsonLine)
-                Self.appendDecimal(UInt64(frame.line), to: &output)
-                output.append(contentsOf: Literal.jsonColumn)
-                Self.appendDecimal(UInt64(frame.column), to: &output)
-                output.append(contentsOf: frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
-                if frame.isSymbolOnly { output.append(contentsOf: Literal.jsonSymbolOnly) }
+            case .json:
+                if count > 0 { output.append(UInt8(ascii: ",")) }
+                output.append(Literal.jsonFunction)
+                try appendFunction(frame.name, to: &output)
+                output.append(Literal.jsonMangled)
+                try appendMangledName(frame.name, to: &output)
+                output.append(Literal.jsonFile)
+                try appendPath(frame.file, to: &output)
+                output.append(Literal.jsonLine)
+                output.appendDecimal(UInt64(frame.line))
+                output.append(Literal.jsonColumn)
+                output.appendDecimal(UInt64(frame.column))
+                output.append(frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
+                if frame.isSymbolOnly { output.append(Literal.jsonSymbolOnly) }
                 output.append(UInt8(ascii: "}"))
             }
-            output.append(contentsOf: Literal.jsonEnd)
+            count += 1
         }
+        if count == 0 && style == .text { output.append(Literal.noFrames) }
     }
 
-    private mutating func function(_ reference: StringRef) -> [UInt8] {
-        if let cached = functions.value(Self.key(reference)) { return cached }
+    /// Appends the printed name of function-name record `index` (cached by record).
+    private mutating func appendFunction(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if functions.append(UInt64(index), to: &output) { return }
+        let bytes = function(try table.functionName(index))
+        bytes.withUnsafeBytes { functions.store(UInt64(index), $0) }
+        output.append(bytes)
+    }
+
+    /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.
+    private mutating func appendMangledName(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if mangled.append(UInt64(index), to: &output) { return }
+        let bytes = mangledName(try table.functionName(index))
+        bytes.withUnsafeBytes { mangled.store(UInt64(index), $0) }
+        output.append(bytes)
+    }
+
+    /// Appends the path of file record `index` (cached by record; nothing for an unknown file).
+    private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
+        if paths.append(UInt64(index), to: &output) { return }
+        let (directory, file) = try table.file(index)
+        let bytes = path(directory, file)
+        bytes.withUnsafeBytes { paths.store(UInt64(index), $0) }
+        output.append(bytes)
+    }
+
+    /// Whether file record `index` names no file (its cached path is empty when seen before).
+    private mutating func isEmptyFile(_ index: UInt32) throws(FormatError) -> Bool {
+        if let length = paths.length(UInt64(index)) { return length == 0 }
+        return try table.file(index).name.isEmpty
+    }
+
+    /// The name to print for a function: demangled when it looks mangled, `??` when empty.
+    private func function(_ reference: StringRef) -> [UInt8] {
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
-        let bytes: [UInt8]
-        if raw.isEmpty {
-            bytes = Literal.unknown
-        } else if Self.mayBeMangled(raw) {
-            bytes = escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self)))
-        } else {
-            bytes = escaped(raw)
-        }
-        functions.store(Self.key(reference), bytes)
-        return bytes
+        if raw.isEmpty { return Array("??".utf8) }
+        if Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
+        return escaped(raw)
     }
 
-    private mutating func mangledName(_ reference: StringRef) -> [UInt8] {
-        if let cached = mangled.value(Self.key(reference)) { return cached }
+    private func mangledName(_ reference: StringRef) -> [UInt8] {
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
-        let bytes = escaped(raw)
-        mangled.store(Self.key(reference), bytes)
-        return bytes
+        return escaped(raw)
     }
 
-    private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        // Files are few: directory offset and file offset fit one key.
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
-        if let cached = paths.value(key) { return cached }
+    /// The source path: the file name, joined to its directory unless absolute.
+    private func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
         var name: [UInt8] = [], folder: [UInt8] = []
         table.withUTF8(file) { name = Array($0) }
         table.withUTF8(directory) { folder = Array($0) }
@@ -150,9 +321,7 @@ public struct FrameRenderer {
             }
             joined.append(contentsOf: name)
         }
-        let bytes = escaped(joined)
-        paths.store(key, bytes)
-        return bytes
+        return escaped(joined)
     }
 
     private func escaped(_ text: String) -> [UInt8] {
@@ -195,28 +364,7 @@ public struct FrameRenderer {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Output fragments as bytes, made once.
-    private enum Literal {
-        static let hexPrefix = Array("0x".utf8)
-        static let indent = Array("    ".utf8)
-        static let gap = Array("  ".utf8)
-        static let unknown = Array("??".utf8)
-        static let inlined = Array("  (inlined)".utf8)
-        static let symbolOnly = Array("  (symbol table only)".utf8)
-        static let noFrames = Array("    ??\n".utf8)
-        static let jsonAddress = Array("{\"address\":\"0x".utf8)
-        static let jsonFrames = Array("\",\"frames\":[".utf8)
-        static let jsonFunction = Array("{\"function\":\"".utf8)
-        static let jsonMangled = Array("\",\"mangled\":\"".utf8)
-        static let jsonFile = Array("\",\"file\":\"".utf8)
-        static let jsonLine = Array("\",\"line\":".utf8)
-        static let jsonColumn = Array(",\"column\":".utf8)
-        static let jsonInlinedTrue = Array(",\"inlined\":true".utf8)
-        static let jsonInlinedFalse = Array(",\"inlined\":false".utf8)
-        static let jsonSymbolOnly = Array(",\"symbol_only\":true".utf8)
-        static let jsonEnd = Array("]}\n".utf8)
-    }
-
+    /// Appends `value` in lowercase hex without `0x` to a byte array (the drop-in renderers' output).
     static func appendHex(_ value: UInt64, to output: inout [UInt8]) {
         if value == 0 { output.append(UInt8(ascii: "0")); return }
         var shift = (63 - value.leadingZeroBitCount) / 4 * 4
@@ -226,11 +374,10 @@ public struct FrameRenderer {
         }
     }
 
+    /// Appends `value` in decimal to a byte array (the drop-in renderers' output).
     static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
         if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits = (0 as UInt64, 0 as UInt64, 0 as UInt64)  // 24 bytes: room for 20 digits
         var count = 0
         var rest = value
         withUnsafeMutableBytes(of: &digits) { buffer in
@@ -241,6 +388,28 @@ public struct FrameRenderer {
             }
             for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
         }
+    }
+
+    /// Output fragments: static strings, so using one costs no lazy initialisation.
+    private enum Literal {
+        static var hexPrefix: StaticString { "0x" }
+        static var indent: StaticString { "    " }
+        static var gap: StaticString { "  " }
+        static var unknown: StaticString { "??" }
+        static var inlined: StaticString { "  (inlined)" }
+        static var symbolOnly: StaticString { "  (symbol table only)" }
+        static var noFrames: StaticString { "    ??\n" }
+        static var jsonAddress: StaticString { "{\"address\":\"0x" }
+        static var jsonFrames: StaticString { "\",\"frames\":[" }
+        static var jsonFunction: StaticString { "{\"function\":\"" }
+        static var jsonMangled: StaticString { "\",\"mangled\":\"" }
+        static var jsonFile: StaticString { "\",\"file\":\"" }
+        static var jsonLine: StaticString { "\",\"line\":" }
+        static var jsonColumn: StaticString { ",\"column\":" }
+        static var jsonInlinedTrue: StaticString { ",\"inlined\":true" }
+        static var jsonInlinedFalse: StaticString { ",\"inlined\":false" }
+        static var jsonSymbolOnly: StaticString { ",\"symbol_only\":true" }
+        static var jsonEnd: StaticString { "]}\n" }
     }
 
     /// Parses a hex address (`0x` optional) from bytes, ignoring surrounding spaces; nil if invalid.

@@ -26,23 +26,28 @@ public enum ModuleConverter {
         if dwarfFile.hasDWARF {
             let sections = try DWARFSections(elf: dwarfFile)
             switch decoder {
-            case .builtin: try DWARFReader.extract(sections, into: &builder, threads: threads)
+            // The last copy: the reader frees decompressed sections before the model grows.
+            case .builtin: try DWARFReader.extract(consume sections, into: &builder, threads: threads)
             case .libdwarf: try LibdwarfExtractor.extract(sections, into: &builder)
             }
         }
         // Symbol order matters: among symbols of one size at one address the last one names the
         // function, as in llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no
         // `.symtab`). The debug file's table comes after, for functions the binary's lacks.
+        // Duplicates are found by interned name (an integer), not by String: big C++ and Swift
+        // modules have hundreds of thousands of long symbol names.
         var seen = Set<SymbolKey>()
         for file in [binary, debugFile].compactMap({ $0 }) {
             let all = try file.symbols()
-            let statics = all.filter { !$0.isDynamic }
-            for symbol in (statics.isEmpty ? all : statics) where isCodeSymbol(symbol, in: file) {
+            let hasStatics = all.contains { !$0.isDynamic }
+            for symbol in all where (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) {
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
-                guard seen.insert(SymbolKey(name: symbol.name, address: address)).inserted else { continue }
-                builder.addSymbol(name: symbol.name, address: address, size: symbol.size)
+                let name = builder.intern(symbol.name)
+                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
+                builder.addSymbol(name: name, address: address, size: symbol.size)
             }
+            releaseSymbolTablePages(of: file)
         }
         return builder.model
     }
@@ -50,8 +55,26 @@ public enum ModuleConverter {
     /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
     public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> [UInt8] {
-        let model = try model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads)
-        return try SymbolTableWriter.write(model)
+        // A temporary: the writer gets the only copy and frees it before encoding.
+        try SymbolTableWriter.write(model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads))
+    }
+
+    /// Gives back the resident pages of the file's symbol and string tables once they have been
+    /// read (file mappings only: the bytes stay readable and are read again from the page cache if
+    /// needed), so they do not weigh on the writer's peak memory: big C++ and Swift modules have
+    /// tens of megabytes of symbol names.
+    static func releaseSymbolTablePages(of file: ELFFile) {
+        for table in file.sections where table.type == ELF.SHT_SYMTAB || table.type == ELF.SHT_DYNSYM {
+            var sections = [table]
+            if Int(table.link) < file.sections.count { sections.append(file.sections[Int(table.link)]) }
+            for section in sections where !section.isCompressed {
+                guard let contents = try? file.contents(of: section), contents.isFileMapping else { continue }
+                contents.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    DWARFSections.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+                }
+            }
+        }
     }
 
     /// Symbols that name code: functions, IFUNCs and untyped labels in executable sections
@@ -79,6 +102,7 @@ public enum ModuleConverter {
 }
 
 private struct SymbolKey: Hashable {
-    var name: String
+    /// Interned name.
+    var name: UInt32
     var address: UInt64
 }

@@ -51,63 +51,89 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             var renderer = FrameRenderer(table: symbols.table, style: format == .json ? .json : .text)
-            var output: [UInt8] = []
-            output.reserveCapacity(1 << 17)
+            var output = OutputBytes(capacity: 1 << 17)
+            // Addresses are answered in batches: the renderer finds their ranges all at once.
+            var batch: [UInt64] = []
+            batch.reserveCapacity(Self.batchSize)
             var failed = false
-            func answer(_ line: UnsafeRawBufferPointer) {
-                guard let address = FrameRenderer.parseAddress(line) else {
-                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return }
-                    FileOutput.writeAll(output, to: STDOUT_FILENO)
-                    output.removeAll(keepingCapacity: true)
-                    FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
-                    failed = true
-                    return
-                }
-                do {
-                    try renderer.render(address, into: &output)
-                } catch {
-                    FileOutput.standardError("crashsym: \(path): \(error)\n")
-                    failed = true
-                }
-                if output.count >= 1 << 16 {
-                    FileOutput.writeAll(output, to: STDOUT_FILENO)
-                    output.removeAll(keepingCapacity: true)
-                }
-            }
             if addresses.isEmpty {
                 // Read standard input in chunks and answer every complete line of each chunk before
                 // the next read, so a partner on a pipe gets its answer without waiting for more input.
-                var pending: [UInt8] = []
-                var chunk = [UInt8](repeating: 0, count: 1 << 16)
+                // The buffer is raw memory so the loop captures nothing in closures (no boxed state).
+                var capacity = 1 << 16
+                var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+                defer { buffer.deallocate() }
+                var pending = 0  // bytes of an incomplete line at the start of the buffer
                 while true {
-                    let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                    if pending == capacity {
+                        // One line longer than the buffer: grow it.
+                        let larger = UnsafeMutableRawPointer.allocate(byteCount: capacity * 2, alignment: 16)
+                        larger.copyMemory(from: buffer, byteCount: pending)
+                        buffer.deallocate()
+                        buffer = larger
+                        capacity *= 2
+                    }
+                    let count = read(STDIN_FILENO, buffer + pending, capacity - pending)
                     if count < 0 && errno == EINTR { continue }
                     if count <= 0 { break }
-                    pending.append(contentsOf: chunk[0..<count])
+                    let end = pending + count
                     var lineStart = 0
-                    pending.withUnsafeBytes { bytes in
-                        var index = 0
-                        while index < bytes.count {
-                            if bytes[index] == 0x0a {
-                                answer(UnsafeRawBufferPointer(rebasing: bytes[lineStart..<index]))
-                                lineStart = index + 1
-                            }
-                            index += 1
+                    var index = pending
+                    while index < end {
+                        if buffer.load(fromByteOffset: index, as: UInt8.self) == 0x0a {
+                            let line = UnsafeRawBufferPointer(start: buffer + lineStart, count: index - lineStart)
+                            if !queue(line, &batch, &renderer, &output) { failed = true }
+                            lineStart = index + 1
                         }
+                        index += 1
                     }
-                    pending.removeFirst(lineStart)
-                    FileOutput.writeAll(output, to: STDOUT_FILENO)
-                    output.removeAll(keepingCapacity: true)
+                    pending = end - lineStart
+                    if lineStart > 0 && pending > 0 { buffer.copyMemory(from: buffer + lineStart, byteCount: pending) }
+                    if !answer(&batch, &renderer, &output) { failed = true }
+                    output.flush(to: STDOUT_FILENO)
                 }
-                if !pending.isEmpty { pending.withUnsafeBytes { answer($0) } }
+                if pending > 0 && !queue(UnsafeRawBufferPointer(start: buffer, count: pending), &batch, &renderer, &output) {
+                    failed = true
+                }
             } else {
                 for address in addresses {
                     var copy = address
-                    copy.withUTF8 { answer(UnsafeRawBufferPointer($0)) }
+                    if !copy.withUTF8({ queue(UnsafeRawBufferPointer($0), &batch, &renderer, &output) }) { failed = true }
                 }
             }
-            FileOutput.writeAll(output, to: STDOUT_FILENO)
+            if !answer(&batch, &renderer, &output) { failed = true }
+            output.flush(to: STDOUT_FILENO)
             if failed { throw ExitCode.failure }
+        }
+
+        /// Addresses answered at once: enough for the batch search to overlap its memory reads,
+        /// few enough that a partner on a pipe is not kept waiting.
+        static let batchSize = 4096
+
+        /// Queues the address on `line` for answering; false (after answering the queue and saying
+        /// why on standard error, so the two streams stay in order) when the line is not an address.
+        private func queue(_ line: UnsafeRawBufferPointer, _ batch: inout [UInt64], _ renderer: inout FrameRenderer,
+                           _ output: inout OutputBytes) -> Bool {
+            if let address = FrameRenderer.parseAddress(line) {
+                batch.append(address)
+                return batch.count < Self.batchSize || answer(&batch, &renderer, &output)
+            }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return true }
+            _ = answer(&batch, &renderer, &output)
+            output.flush(to: STDOUT_FILENO)
+            FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
+            return false
+        }
+
+        /// Answers the queued addresses into `output` and empties the queue; false (after saying
+        /// why on standard error) when the table could not answer some of them.
+        private func answer(_ batch: inout [UInt64], _ renderer: inout FrameRenderer, _ output: inout OutputBytes) -> Bool {
+            guard !batch.isEmpty else { return true }
+            let errors = batch.withUnsafeBufferPointer { renderer.render($0, into: &output) }
+            batch.removeAll(keepingCapacity: true)
+            if output.count >= 1 << 16 { output.flush(to: STDOUT_FILENO) }
+            for error in errors { FileOutput.standardError("crashsym: \(path): \(error)\n") }
+            return errors.isEmpty
         }
     }
 }

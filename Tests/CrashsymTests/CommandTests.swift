@@ -112,9 +112,31 @@ import Testing
         #expect(frames.last?["function"] as? String == "main")
         #expect(frames.last?["inlined"] as? Bool == false)
         let file = frames.last?["file"] as? String ?? ""
-        #expect(file.hasSuffix(".c"))
+        #expect(file.hasSuffix(".c"), "\(file)")
         let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
         #expect((first["frames"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func lookupAnswersEveryValidLineInOrderAndReportsTheOthers() throws {
+        let elf = CLI.fixture("gcc-c-O2-dwarf5")
+        let main = "0x" + String(try functionAddress(elf, "main") + 4, radix: 16)
+        // More lines than one batch, blank and bad lines among them, CRLF, and no final newline.
+        var lines: [String] = []
+        for index in 0..<5000 { lines.append(index % 3 == 0 ? main : "0x\(String(index, radix: 16))") }
+        lines.insert("", at: 10)
+        lines.insert("nothex", at: 4200)
+        lines.insert("  \(main)\r", at: 4201)
+        let result = try CLI.run(["lookup", elf], input: lines.joined(separator: "\n"))
+        #expect(result.status == 1)
+        #expect(result.stderr == "crashsym: not a hex address: 'nothex'\n")
+        let answers = result.stdout.split(separator: "\n").filter { $0.hasPrefix("0x") }
+        let expected = lines.filter { !$0.isEmpty && $0 != "nothex" }
+            .map { "0x" + String(UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines).dropFirst(2), radix: 16)!, radix: 16) }
+        #expect(answers.map(String.init) == expected)
+        // Every address of main answers the same frames, whichever batch it fell in.
+        let blocks = result.stdout.components(separatedBy: main + "\n").dropFirst().map { $0.prefix { $0 != "0" } }
+        #expect(Set(blocks).count == 1)
+        #expect(blocks.first?.contains("main") == true)
     }
 
     /// A function's address from `nm`.

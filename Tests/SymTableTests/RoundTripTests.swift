@@ -57,6 +57,44 @@ import Testing
         #expect(count == table.statistics.ranges)
     }
 
+    @Test(arguments: seeds.prefix(150))
+    func rangeIndicesAgreeWithRangesAndWalkTheSameFrames(seed: UInt64) throws {
+        let placement = RandomModels.Placement.allCases[Int(seed % 3)]
+        let model = RandomModels.model(seed: seed, placement: placement)
+        let oracle = ModelOracle(model)
+        let table = try SymbolTable(bytes: SymbolTableWriter.write(model))
+        for address in RandomModels.probeAddresses(for: model, oracle: oracle, seed: seed) + [0, UInt64.max] {
+            let range = try table.range(containing: address)
+            let index = table.rangeIndex(containing: address)
+            #expect((index == nil) == (range == nil), "seed \(seed) 0x\(String(address, radix: 16))")
+            guard let index, let range else { continue }
+            #expect(index >= 0 && index < table.statistics.ranges)
+            // Neighbouring addresses in one range share the index; the index walks the same frames.
+            #expect(table.rangeIndex(containing: range.start) == index)
+            if let end = range.end { #expect(table.rangeIndex(containing: end) == index + 1) }
+            var walked: [Frame] = []
+            var frames = table.frames(inRange: index)
+            while let frame = try frames.next() { walked.append(frame) }
+            #expect(try frames.next() == nil, "an exhausted walk stays exhausted")
+            #expect(walked == (try table.frames(at: address)))
+        }
+        // The batch search agrees with one search at a time (-1 also for ranges without frames).
+        let probes = RandomModels.probeAddresses(for: model, oracle: oracle, seed: seed) + [0, 1, UInt64.max]
+        var batch = [Int](repeating: -2, count: probes.count)
+        probes.withUnsafeBufferPointer { addresses in
+            batch.withUnsafeMutableBufferPointer { table.rangeIndices(addresses, into: $0) }
+        }
+        for (address, index) in zip(probes, batch) {
+            let single = table.rangeIndex(containing: address)
+            let hasFrames = try single.map { try table.forEachFrame(inRange: $0) { _ in } > 0 } ?? false
+            #expect(index == (hasFrames ? single! : -1), "seed \(seed) 0x\(String(address, radix: 16))")
+        }
+        #expect(throws: FormatError.self) { _ = try table.functionName(UInt32(table.statistics.names)) }
+        #expect(throws: FormatError.self) { _ = try table.file(UInt32(table.statistics.files)) }
+        #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: table.statistics.ranges) { _ in } }
+        #expect(throws: FormatError.self) { _ = try table.forEachFrame(inRange: -1) { _ in } }
+    }
+
     /// The first range start, found by probing (the API exposes ranges by address only).
     private func firstStart(_ table: SymbolTable) throws -> UInt64 {
         var low: UInt64 = 0

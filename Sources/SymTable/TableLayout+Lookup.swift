@@ -1,0 +1,205 @@
+import SymBytes
+
+/// The lookup hot path: the same reads as `TableLayout`'s `ByteReader` methods, without a bounds
+/// check per field.
+///
+/// `init` proved that every section lies inside the table and is exactly its count times its
+/// record size, so a record index checked against its count is a proof that every field of the
+/// record is in bounds: each method checks the index (and string offsets against the string data)
+/// and then loads unchecked. A hostile table still gets an error, never a read out of bounds.
+extension TableLayout {
+    /// Loads a little-endian field of `width` (0...4) bytes at `offset`, which the caller proved in bounds.
+    @inline(__always)
+    static func load(_ bytes: UnsafeRawBufferPointer, _ offset: Int, width: Int) -> UInt32 {
+        switch width {
+        case 0: return 0
+        case 1: return UInt32(bytes.load(fromByteOffset: offset, as: UInt8.self))
+        case 2: return UInt32(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+        case 3:
+            return UInt32(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+                | UInt32(bytes.load(fromByteOffset: offset + 2, as: UInt8.self)) << 16
+        default: return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        }
+    }
+
+    /// The index of the range containing `address` (the last with start <= address), if any.
+    ///
+    /// A branch-free binary search (the probe depends on a conditional move, not a jump), which
+    /// keeps random lookups from stalling on mispredicted branches; an unsorted (hostile) array
+    /// still ends after log2(n) probes at an index in bounds.
+    @inline(__always)
+    func fastRangeIndex(_ bytes: UnsafeRawBufferPointer, containing address: UInt64) -> Int? {
+        guard rangeCount > 0 else { return nil }
+        let starts = rangeStarts.offset
+        var low = 0
+        var length = rangeCount
+        if hasCompactRangeStarts {
+            guard address >= addressBase else { return nil }
+            // Compare in delta space; a key above UInt32.max lands in the last range.
+            let key = address - addressBase
+            // Indices stay below rangeCount, whose section init checked: no arithmetic can overflow.
+            while length > 1 {
+                let half = length &>> 1
+                let start = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 4, as: UInt32.self))
+                low = UInt64(start) <= key ? low &+ half : low
+                length &-= half
+            }
+            let first = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts + low * 4, as: UInt32.self))
+            return UInt64(first) <= key ? low : nil
+        } else {
+            while length > 1 {
+                let half = length &>> 1
+                let start = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 8, as: UInt64.self))
+                low = start <= address ? low &+ half : low
+                length &-= half
+            }
+            let first = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts + low * 8, as: UInt64.self))
+            return first <= address ? low : nil
+        }
+    }
+
+    /// `fastRangeIndex` for many addresses at once; -1 where there is none or the range has no
+    /// frames (a gap).
+    ///
+    /// The branch-free search takes the same number of steps for every key, so the searches run
+    /// in lockstep, one tree level at a time over all keys: the reads of different keys do not
+    /// depend on each other and the processor overlaps their cache misses, which is where a
+    /// single search spends its time. Then each range's record is read, likewise overlapped, so
+    /// that walking the frames right after finds it in cache.
+    func fastRangeIndices(_ bytes: UnsafeRawBufferPointer, _ addresses: UnsafeBufferPointer<UInt64>,
+                          into result: UnsafeMutableBufferPointer<Int>) {
+        precondition(result.count >= addresses.count, "result buffer too small")
+        guard rangeCount > 0 else {
+            for index in addresses.indices { result[index] = -1 }
+            return
+        }
+        let starts = rangeStarts.offset
+        let base = hasCompactRangeStarts ? addressBase : 0
+        for index in addresses.indices { result[index] = 0 }
+        var length = rangeCount
+        while length > 1 {
+            let half = length &>> 1
+            if hasCompactRangeStarts {
+                for index in addresses.indices {
+                    let low = result[index]
+                    let start = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 4, as: UInt32.self))
+                    // A key below the base wraps high here and is rejected after the search.
+                    result[index] = UInt64(start) <= addresses[index] &- base ? low &+ half : low
+                }
+            } else {
+                for index in addresses.indices {
+                    let low = result[index]
+                    let start = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ (low &+ half) &* 8, as: UInt64.self))
+                    result[index] = start <= addresses[index] ? low &+ half : low
+                }
+            }
+            length &-= half
+        }
+        for index in addresses.indices {
+            let low = result[index]
+            let address = addresses[index]
+            let first = hasCompactRangeStarts
+                ? UInt64(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ low &* 4, as: UInt32.self)))
+                : UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: starts &+ low &* 8, as: UInt64.self))
+            guard address >= base, first <= address &- base else {
+                result[index] = -1
+                continue
+            }
+            // The record's scope field (its last field) says whether the range has frames; reading
+            // it here, for all keys in a row, also brings the records into cache for the walk.
+            let recordEnd = rangeRecords.offset + (low + 1) * rangeRecordSize
+            if Self.load(bytes, recordEnd - scopeWidth, width: scopeWidth) == 0 { result[index] = -1 }
+        }
+    }
+
+    /// Range record `index` (see `rangeRecord`).
+    @inline(__always)
+    func fastRangeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {
+        guard index >= 0, index < rangeCount else {
+            throw FormatError(.invalidValue, "range index \(index) out of bounds")
+        }
+        var offset = rangeRecords.offset + index * rangeRecordSize
+        var record = FrameRecord()
+        record.file = Self.load(bytes, offset, width: fileWidth)
+        offset += fileWidth
+        record.line = Self.load(bytes, offset, width: lineWidth)
+        offset += lineWidth
+        record.column = Self.load(bytes, offset, width: columnWidth)
+        offset += columnWidth
+        return (record, Self.load(bytes, offset, width: scopeWidth))
+    }
+
+    /// Scope record `index` (see `scopeRecord`).
+    @inline(__always)
+    func fastScopeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
+        guard index >= 0, index < scopeCount else {
+            throw FormatError(.invalidValue, "scope record \(index) out of bounds (\(scopeCount) records)")
+        }
+        let offset = scopes.offset + index * scopeRecordSize
+        var record = FrameRecord()
+        record.name = Self.load(bytes, offset, width: nameWidth)
+        record.physicalName = Self.load(bytes, offset + nameWidth, width: nameWidth)
+        record.caller = Self.load(bytes, offset + 2 * nameWidth, width: callSiteWidth)
+        return record
+    }
+
+    /// Call-site record `index` (see `callSite`).
+    @inline(__always)
+    func fastCallSite(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
+        guard index >= 0, index < callSiteCount else {
+            throw FormatError(.invalidValue, "call-site record \(index) out of bounds (\(callSiteCount) records)")
+        }
+        var offset = callSites.offset + index * callSiteRecordSize
+        var record = FrameRecord()
+        record.file = Self.load(bytes, offset, width: fileWidth)
+        offset += fileWidth
+        record.line = Self.load(bytes, offset, width: lineWidth)
+        offset += lineWidth
+        record.column = Self.load(bytes, offset, width: columnWidth)
+        offset += columnWidth
+        record.name = Self.load(bytes, offset, width: nameWidth)
+        offset += nameWidth
+        record.caller = Self.load(bytes, offset, width: callSiteWidth)
+        return record
+    }
+
+    /// The string whose length prefix is at `offset` in the string data (see `string`).
+    @inline(__always)
+    func fastString(_ bytes: UnsafeRawBufferPointer, at offset: UInt32) throws(FormatError) -> StringRef {
+        let size = strings.size
+        var position = Int(offset)
+        // Most strings are shorter than 128 bytes: one length byte.
+        if position < size {
+            let byte = bytes.load(fromByteOffset: strings.offset + position, as: UInt8.self)
+            if byte & 0x80 == 0 {
+                position += 1
+                guard Int(byte) <= size - position else {
+                    throw FormatError(.truncated, "string at \(offset) (\(byte) bytes) runs past the string data",
+                                      offset: UInt64(strings.offset) + UInt64(offset))
+                }
+                return StringRef(offset: UInt32(position), length: UInt32(byte))
+            }
+        }
+        return try string(ByteReader(bytes), at: offset)
+    }
+
+    /// The name of function-name record `index` (see `functionName`).
+    @inline(__always)
+    func fastFunctionName(_ bytes: UnsafeRawBufferPointer, _ index: UInt32) throws(FormatError) -> StringRef {
+        guard Int(index) < nameCount else {
+            throw FormatError(.invalidValue, "function name \(index) out of bounds (\(nameCount) names)")
+        }
+        return try fastString(bytes, at: Self.load(bytes, names.offset + Int(index) * stringWidth, width: stringWidth))
+    }
+
+    /// The directory and name of file record `index` (see `file`).
+    @inline(__always)
+    func fastFile(_ bytes: UnsafeRawBufferPointer, _ index: UInt32) throws(FormatError) -> (directory: StringRef, name: StringRef) {
+        guard Int(index) < fileCount else {
+            throw FormatError(.invalidValue, "file \(index) out of bounds (\(fileCount) files)")
+        }
+        let offset = files.offset + Int(index) * fileRecordSize
+        return (try fastString(bytes, at: Self.load(bytes, offset, width: stringWidth)),
+                try fastString(bytes, at: Self.load(bytes, offset + stringWidth, width: stringWidth)))
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import SymELF
+import SymTable
+import Testing
+@testable import Symbolication
+
+/// `FrameRenderer` (the `lookup` hot path: cached bytes, answers memoised per range) against the
+/// plain path (`ModuleSymbols.frames`, Strings joined one by one) on real fixtures.
+@Suite struct FrameRendererTests {
+    static let fixtures = ["clang-cpp-O2-dwarf5", "gcc-cpp-O2-dwarf5", "gcc-c-O2-dwarf5-strip-debug", "clang-c-O2-dwarf4"]
+
+    /// Addresses in the order a busy input would ask them: sampled addresses, each again later, and
+    /// its neighbours (same range or the next), plus addresses in no function.
+    static func addresses(_ model: SymbolModel) -> [UInt64] {
+        let sampled = DifferentialTests.sampleAddresses(model, count: 300, seed: 11)
+        var result: [UInt64] = [0, 1, UInt64.max]
+        for address in sampled { result += [address, address + 1, address &- 1] }
+        result += sampled.reversed()
+        return result
+    }
+
+    /// The text answer built from `ModuleSymbols.frames`, as `crashsym lookup` documents it.
+    static func expectedText(_ address: UInt64, _ frames: [SymbolicatedFrame]) -> String {
+        var text = "0x" + String(address, radix: 16) + "\n"
+        if frames.isEmpty { return text + "    ??\n" }
+        for frame in frames {
+            text += "    " + frame.function
+            if !frame.file.isEmpty || frame.line != 0 {
+                text += "  " + (frame.file.isEmpty ? "??" : frame.file) + ":\(frame.line)"
+                if frame.column != 0 { text += ":\(frame.column)" }
+            }
+            if frame.inlined { text += "  (inlined)" }
+            if frame.symbolOnly { text += "  (symbol table only)" }
+            text += "\n"
+        }
+        return text
+    }
+
+    @Test(arguments: fixtures)
+    func textAnswersEqualThePlainPath(fixture: String) throws {
+        let binary = try ELFFile(path: Corpus.fixture(fixture))
+        let model = try ModuleConverter.model(binary: binary)
+        let table = try SymbolTable(bytes: try SymbolTableWriter.write(model))
+        let symbols = ModuleSymbols(table: table)
+        var renderer = FrameRenderer(table: table, style: .text)
+        var output = OutputBytes(capacity: 64)
+        var inlined = 0
+        for address in Self.addresses(model) {
+            let start = output.count
+            try renderer.render(address, into: &output)
+            let frames = try symbols.frames(at: address)
+            inlined += frames.filter(\.inlined).count
+            let actual = String(decoding: output.bytes(start..<output.count), as: UTF8.self)
+            #expect(actual == Self.expectedText(address, frames), "\(fixture) 0x\(String(address, radix: 16))")
+        }
+        if fixture.hasPrefix("clang-cpp-O2") { #expect(inlined > 0, "the fixture exercises inline chains") }
+    }
+
+    @Test(arguments: fixtures)
+    func batchesAnswerAsOneAddressAtATime(fixture: String) throws {
+        let binary = try ELFFile(path: Corpus.fixture(fixture))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        for style in [FrameRenderer.Style.text, .json] {
+            var single = FrameRenderer(table: table, style: style)
+            var expected = OutputBytes()
+            for address in addresses { try single.render(address, into: &expected) }
+            var batched = FrameRenderer(table: table, style: style)
+            var actual = OutputBytes()
+            // Uneven batches, so that memoised answers cross batch boundaries.
+            var start = 0
+            var size = 1
+            while start < addresses.count {
+                let end = min(addresses.count, start + size)
+                let errors = addresses[start..<end].withUnsafeBufferPointer { batched.render($0, into: &actual) }
+                #expect(errors.isEmpty)
+                start = end
+                size = size * 3 % 97 + 1
+            }
+            #expect(Array(actual.bytes) == Array(expected.bytes), "\(fixture) \(style)")
+        }
+    }
+
+    @Test(arguments: fixtures)
+    func jsonAnswersParseAndEqualThePlainPath(fixture: String) throws {
+        let binary = try ELFFile(path: Corpus.fixture(fixture))
+        let model = try ModuleConverter.model(binary: binary)
+        let table = try SymbolTable(bytes: try SymbolTableWriter.write(model))
+        let symbols = ModuleSymbols(table: table)
+        var renderer = FrameRenderer(table: table, style: .json)
+        for address in Self.addresses(model) {
+            var bytes: [UInt8] = []
+            try renderer.render(address, into: &bytes)
+            #expect(bytes.last == UInt8(ascii: "\n"))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+            #expect(object["address"] as? String == "0x" + String(address, radix: 16))
+            let frames = try #require(object["frames"] as? [[String: Any]])
+            let expected = try symbols.frames(at: address)
+            try #require(frames.count == expected.count, "0x\(String(address, radix: 16))")
+            for (frame, plain) in zip(frames, expected) {
+                #expect(frame["function"] as? String == plain.function)
+                #expect(frame["mangled"] as? String == plain.mangled)
+                #expect(frame["file"] as? String == plain.file)
+                #expect(frame["line"] as? Int == Int(plain.line))
+                #expect(frame["column"] as? Int == Int(plain.column))
+                #expect(frame["inlined"] as? Bool == plain.inlined)
+                #expect((frame["symbol_only"] as? Bool ?? false) == plain.symbolOnly)
+            }
+        }
+    }
+
+    static func bytes(_ text: StaticString) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+
+    @Test func theCacheForgetsEverythingWhenItsArenaIsFull() {
+        var cache = FrameRenderer.ByteCache(slots: 4, arenaLimit: 8)
+        var output = OutputBytes(capacity: 1)
+        cache.store(1, Self.bytes("abcde"))
+        #expect(cache.append(1, to: &output))
+        #expect(!cache.append(2, to: &output))
+        // 5 + 5 bytes would pass the limit: the arena restarts and entry 1 is gone.
+        cache.store(2, Self.bytes("fghij"))
+        #expect(!cache.append(1, to: &output))
+        #expect(cache.append(2, to: &output))
+        // Bytes over the limit are never cached.
+        cache.store(3, Self.bytes("0123456789"))
+        #expect(!cache.append(3, to: &output))
+        #expect(String(decoding: output.bytes, as: UTF8.self) == "abcdefghij")
+    }
+
+    @Test func lineOutcomes() throws {
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: ELFFile(path: Corpus.fixture("gcc-c-O2-dwarf5"))))
+        var renderer = FrameRenderer(table: table, style: .text)
+        var output = OutputBytes()
+        func outcome(_ line: String) throws -> FrameRenderer.LineOutcome {
+            var copy = line
+            return try copy.withUTF8 { try renderer.answer(line: UnsafeRawBufferPointer($0), into: &output) }
+        }
+        #expect(try outcome(" \t\r") == .blank)
+        #expect(try outcome("") == .blank)
+        #expect(try outcome("0xg1") == .notAnAddress)
+        #expect(try outcome("0x10000000000000000") == .notAnAddress)
+        #expect(output.count == 0)
+        #expect(try outcome("  0X1A2b\r") == .answered)
+        #expect(String(decoding: output.bytes, as: UTF8.self).hasPrefix("0x1a2b\n"))
+    }
+}
