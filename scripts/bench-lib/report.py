@@ -244,7 +244,7 @@ METHOD = """\
 ## Method
 
 - **One command, one run.** `scripts/bench` installs what is missing, builds crashsym
-  (`swift build -c release`), then runs every tool on every corpus in the same invocation;
+  (`swift build -c release --static-swift-stdlib`), then runs every tool on every corpus in the same invocation;
   every ratio is computed from medians of that invocation.
 - **Rounds, interleaved.** Each phase runs every tool once per round, for {runs} rounds, and the
   order of the tools rotates every round, so the machine's noise (2 shared cores) falls on all
