@@ -170,6 +170,9 @@ struct EndToEndTests {
         #expect(statuses.values.filter { $0 == "uploaded" }.count == 3, "\(statuses)")
         #expect(Set(try e2e.modules(version: "4.1").keys) == Set(expected.values))
         #expect(Array(try e2e.modules(version: "4.0").keys) == [libraryID])
+        #expect(Set(try e2e.recordedModules().keys) == Set(expected.values))
+        #expect(try e2e.server.leftovers().isEmpty)
+        #expect(!(result.stdout + result.stderr).contains(e2e.server.key))
     }
 
     @Test("debuginfod-find fetches a debug file uploaded with --include-debug")
