@@ -87,7 +87,10 @@ final class CurlTransfer {
         defer { context.close() }
 
         var headerList: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers + ["Content-Type: \(request.contentType)", "Accept: application/json"] {
+        // An empty `Expect:` stops libcurl from sending `Expect: 100-continue` with bodies over
+        // 1 MiB: crashsym serve (Hummingbird) never answers `100 Continue`, so each upload would
+        // wait libcurl's one-second timeout first. Auth and limits are checked on the final answer anyway.
+        for header in request.headers + ["Content-Type: \(request.contentType)", "Accept: application/json", "Expect:"] {
             headerList = curl_slist_append(headerList, header)
         }
         defer { curl_slist_free_all(headerList) }

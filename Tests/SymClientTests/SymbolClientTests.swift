@@ -124,6 +124,22 @@ import Testing
         #expect(!String(describing: error).contains(Self.key))
     }
 
+    @Test func aBodyOverOneMiBIsSentWithoutExpect100Continue() throws {
+        // libcurl adds `Expect: 100-continue` above 1 MiB by default; crashsym serve never answers
+        // it, so every upload would first wait for libcurl's timeout.
+        let directory = NSTemporaryDirectory() + "crashsym-expect-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/bundle.zip"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 3 << 20)))
+        let answer: [String: Any] = ["version": "1", "stored": [], "already_present": []]
+        let server = try FakeSymbolServer(script: ["upload": [["status": 201, "body": answer]]])
+        _ = try Self.client(server).uploadBundle(at: path)
+        let received = try #require(server.requests().first)
+        #expect(received.bodySize == 3 << 20)
+        #expect(received.headers["expect"] == nil, "\(received.headers)")
+    }
+
     @Test func retriesConnectionRefusedUntilTheServerListens() throws {
         // Bound but not listening for 1.5 s: connections are refused, as while a server restarts.
         let server = try FakeSymbolServer(listenAfter: 1.5)

@@ -106,7 +106,7 @@ def main():
 
         def upload():
             result = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
-                                     f"Authorization: Bearer {key}", "-H", "Content-Type: application/zip",
+                                     f"Authorization: Bearer {key}", "-H", "Content-Type: application/zip", "-H", "Expect:",
                                      "--data-binary", "@" + bundle, url], capture_output=True, text=True)
             statuses.append(result.stdout)
 

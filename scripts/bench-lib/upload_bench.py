@@ -1,50 +1,71 @@
 #!/usr/bin/env python3
-"""Upload benchmark (standalone): `crashsym upload --bundle` vs `curl -T` over loopback.
+"""Upload benchmark (standalone): `crashsym upload --bundle` vs `curl -T` over loopback, to `crashsym serve`.
 
     python3 scripts/bench-lib/upload_bench.py [--crashsym PATH] [--size-mib 1024] [--runs 3]
 
-Writes a bundle-sized file of random bytes (the client streams bytes; it does not look inside),
-starts a sink HTTP server on 127.0.0.1 that reads and discards request bodies in 1 MiB chunks, then
-uploads the same file alternately with crashsym and with curl, in the same run. Reports the median
-throughput of each, crashsym's share of curl's, and crashsym's peak RSS (from wait4). The issue's
+Builds a valid bundle of about --size-mib MiB (the table of a fixture from `crashsym dump`, and as
+its debug file the fixture padded with random bytes after its last section, stored uncompressed),
+starts the real `crashsym serve` on 127.0.0.1 (port 0, fresh data directory), uploads it once to
+store it, then uploads the same file alternately with crashsym and with curl, in the same run. Each
+timed upload includes the server's validation (every byte is inflated and hashed) and its answer;
+the server answers 201 with the module already present. Reports the median time and throughput of
+each, crashsym's share of curl's, and crashsym's peak RSS (from wait4). curl gets an empty `Expect:`
+header as crashsym sends (the server never answers `100 Continue`; curl would wait 1 s). The issue's
 targets: peak RSS <= 64 MB, throughput >= 80% of curl.
 """
 import argparse
+import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class Sink(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
-    def log_message(self, *args):
-        pass
 
-    def do_POST(self):
-        remaining = int(self.headers.get("Content-Length", "0"))
-        view = memoryview(bytearray(1 << 20))
-        while remaining > 0:
-            count = self.rfile.readinto(view[: min(remaining, len(view))])
-            if not count:
-                break
-            remaining -= count
-        body = json.dumps({"version": "bench", "stored": ["bench"], "already_present": []}).encode()
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_PUT = do_POST
+def make_bundle(crashsym, fixture, size_mib, work, app_id):
+    """A bundle the server's validator accepts, of about `size_mib` MiB."""
+    out = subprocess.run([crashsym, "dump", fixture, "-o", work, "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout.splitlines()[0]
+    module = json.loads(out)
+    build_id = module["build_id"]
+    debug = os.path.join(work, "padded.debug")
+    shutil.copyfile(fixture, debug)
+    with open(debug, "ab") as handle:
+        chunk = os.urandom(1 << 20)
+        for _ in range(size_mib):
+            handle.write(chunk)
+    table = module["output"]
+    manifest = {
+        "format": "crashsym-bundle", "format_version": 1, "app_id": app_id, "package": "bench",
+        "version": "1.0", "platform": "linux", "tool": "upload_bench.py", "created": "2026-11-22T00:00:00Z",
+        "modules": [{
+            "build_id": build_id, "name": os.path.basename(fixture), "arch": module["arch"],
+            "has_dwarf": module["dwarf"],
+            "symbols": {"path": f"symbols/{build_id}.csym", "size": os.path.getsize(table), "sha256": sha256(table)},
+            "debug": {"path": f"debug/{build_id}.debug", "size": os.path.getsize(debug), "sha256": sha256(debug)},
+        }],
+    }
+    bundle = os.path.join(work, "bundle.zip")
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        z.write(table, f"symbols/{build_id}.csym")
+        z.write(debug, f"debug/{build_id}.debug")
+    os.unlink(debug)
+    return bundle
 
 
 def run_measured(command):
@@ -63,26 +84,33 @@ def main():
     if not os.path.exists(default):
         default = os.path.join(ROOT, ".build/debug/crashsym")
     parser.add_argument("--crashsym", default=default)
+    parser.add_argument("--fixture", default=os.path.join(ROOT, "Fixtures/elf/gcc-c-O2-dwarf5"))
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     options = parser.parse_args()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = "http://127.0.0.1:%d" % server.server_address[1]
-
-    with tempfile.TemporaryDirectory(prefix="crashsym-upload-bench-") as directory:
-        bundle = os.path.join(directory, "bundle.zip")
-        with open(bundle, "wb") as handle:
-            chunk = os.urandom(1 << 20)
-            for _ in range(options.size_mib):
-                handle.write(chunk)
-        size = options.size_mib << 20
-        crashsym = [options.crashsym, "upload", "--bundle", bundle, "--app-id", "bench", "--app-key", "bench-key",
+    work = tempfile.mkdtemp(prefix="crashsym-upload-bench-")
+    server = None
+    try:
+        data = os.path.join(work, "data")
+        created = json.loads(subprocess.run([options.crashsym, "apps", "create", "bench", "--id", "bench",
+                                             "--data-dir", data, "--format", "json"],
+                                            check=True, capture_output=True, text=True).stdout)
+        key = created["key"]
+        bundle = make_bundle(options.crashsym, options.fixture, options.size_mib, work, "bench")
+        size = os.path.getsize(bundle)
+        server = subprocess.Popen([options.crashsym, "serve", "--data-dir", data, "--port", "0", "--log-level", "warning"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        base = "http://127.0.0.1:%d" % int(server.stdout.readline().rsplit(":", 1)[1])
+        crashsym = [options.crashsym, "upload", "--bundle", bundle, "--app-id", "bench", "--app-key", key,
                     "--server", base]
-        curl = ["curl", "-sS", "-o", "/dev/null", "-T", bundle, "-H", "Authorization: Bearer bench-key",
-                "-H", "Content-Type: application/zip", base + "/api/v1/apps/bench/symbols"]
+        curl = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-X", "POST", "-T", bundle,
+                "-H", "Authorization: Bearer " + key, "-H", "Content-Type: application/zip", "-H", "Expect:",
+                base + "/api/v1/apps/bench/symbols"]
+        # Store it once, so every timed upload does the same server-side work.
+        if run_measured(crashsym)[2] != 0:
+            sys.exit("the first upload failed")
         results = {"crashsym": [], "curl": []}
         peak = 0
         for _ in range(options.runs):
@@ -93,18 +121,24 @@ def main():
                 results[name].append(seconds)
                 if name == "crashsym":
                     peak = max(peak, rss)
-    server.shutdown()
+    finally:
+        if server:
+            server.terminate()
+            server.wait()
+        shutil.rmtree(work, ignore_errors=True)
 
     crashsym_rate = size / statistics.median(results["crashsym"]) / 1e6
     curl_rate = size / statistics.median(results["curl"]) / 1e6
-    report = {"size_mib": options.size_mib, "runs": options.runs,
+    report = {"bundle_bytes": size, "runs": options.runs, "server": "crashsym serve",
+              "crashsym_seconds": [round(x, 2) for x in results["crashsym"]],
+              "curl_seconds": [round(x, 2) for x in results["curl"]],
               "crashsym_mb_per_s": round(crashsym_rate, 1), "curl_mb_per_s": round(curl_rate, 1),
               "crashsym_share_of_curl": round(crashsym_rate / curl_rate, 3),
               "crashsym_peak_rss_mb": round(peak / 1e6, 1), "crashsym": options.crashsym}
     if options.json:
         print(json.dumps(report))
     else:
-        print("upload of %d MiB over loopback, median of %d runs" % (options.size_mib, options.runs))
+        print("upload of a %.0f MiB bundle to crashsym serve over loopback, median of %d runs" % (size / 2**20, options.runs))
         print("  crashsym upload --bundle  %8.1f MB/s   peak RSS %.1f MB" % (crashsym_rate, peak / 1e6))
         print("  curl -T                   %8.1f MB/s" % curl_rate)
         print("  crashsym / curl           %8.1f %%" % (100 * crashsym_rate / curl_rate))

@@ -112,11 +112,12 @@ final class TestServer {
 
     var base: String { "http://127.0.0.1:\(port)" }
 
-    /// Starts the server and waits for its "listening on" line.
-    func start() throws {
+    /// Starts the server (on `port`, else a free port) and waits for its "listening on" line.
+    func start(port requested: Int = 0) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binary.crashsym)
-        process.arguments = ["serve", "--data-dir", dataDirectory, "--port", "0", "--log-level", "warning"] + extraArguments
+        process.arguments = ["serve", "--data-dir", dataDirectory, "--port", String(requested), "--log-level", "warning"]
+            + extraArguments
         let output = Pipe()
         process.standardOutput = output
         let log = scratch + "/server-\(UUID().uuidString).log"
