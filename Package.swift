@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "crashsym", targets: ["crashsym"]),
+        .executable(name: "crashsym-net", targets: ["crashsym-net"]),
         .library(name: "Symbolication", targets: ["Symbolication"]),
     ],
     dependencies: [
@@ -76,12 +77,27 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Command-line pieces shared by the two executables.
+        .target(
+            name: "CrashsymCommandLine",
+            dependencies: ["Symbolication", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // `crashsym`: dump, lookup, symbolicate and the drop-in modes, without the network stack, so
+        // one-shot runs start fast; it runs `crashsym-net` (next to it) for upload, serve and apps.
         .executableTarget(
             name: "crashsym",
             dependencies: [
-                "Symbolication", "SymReport", "SymBundle", "SymClient", "SymServer",
+                "Symbolication", "SymReport", "CrashsymCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "crashsym-net",
+            dependencies: [
+                "Symbolication", "SymBundle", "SymClient", "SymServer", "CrashsymCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
 
@@ -101,7 +117,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SymClientTests", dependencies: ["SymClient"]),
-        .testTarget(name: "CrashsymTests", dependencies: ["crashsym"]),
+        .testTarget(name: "CrashsymTests", dependencies: ["crashsym", "crashsym-net"]),
     ],
     swiftLanguageModes: [.v6]
 )

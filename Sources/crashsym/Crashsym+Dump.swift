@@ -1,27 +1,7 @@
 import ArgumentParser
 import Symbolication
 import SymBytes
-
-/// Options shared by commands that read debug information.
-struct DebugOptions: ParsableArguments {
-    @Option(name: .customLong("debug-dir"),
-            help: ArgumentHelp("Directory searched for separate debug files: a .build-id/ tree or files named by .gnu_debuglink (repeatable; /usr/lib/debug is always searched last).",
-                               valueName: "dir"))
-    var debugDirectories: [String] = []
-
-    @Option(help: "DWARF decoder: builtin (fast) or libdwarf.")
-    var decoder: DWARFDecoder = .builtin
-
-    var locator: DebugFileLocator { DebugFileLocator(debugDirectories: debugDirectories) }
-}
-
-extension DWARFDecoder: ExpressibleByArgument {}
-
-/// Output format of data-producing commands.
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case text
-    case json
-}
+import CrashsymCommandLine
 
 extension Crashsym {
     /// `crashsym dump`: ELF files to `.csym` symbol tables.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashsymCommandLine
 import Symbolication
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashsymCommandLine
 import SymBytes
 import SymReport
 import Symbolication

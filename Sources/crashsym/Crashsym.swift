@@ -1,4 +1,6 @@
 import ArgumentParser
+import CrashsymCommandLine
+import Symbolication
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,12 +14,13 @@ struct Crashsym: AsyncParsableCommand {
         discussion: """
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
-        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Upload.self, Serve.self, Apps.self]
+        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self,
+                      NetworkCommand.Upload.self, NetworkCommand.Serve.self, NetworkCommand.Apps.self]
     )
 
     /// The tool's version. Not given to ArgumentParser, which would take `upload --version 1.4.2` for
     /// a request to print it; `crashsym --version` is answered in `main()`.
-    static let version = "0.1.0"
+    static let version = CrashsymVersion.current
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
     static func main() async {
@@ -33,6 +36,7 @@ struct Crashsym: AsyncParsableCommand {
         case "addr2line":
             await run(Addr2line.self, arguments: Array(CommandLine.arguments.dropFirst()))
         default:
+            NetworkCommand.handOver(Array(CommandLine.arguments.dropFirst()))
             if let command = quickParse(Array(CommandLine.arguments.dropFirst())) {
                 await execute(command, root: Crashsym.self)
             }

@@ -167,13 +167,17 @@ struct ServerAPITests {
         slow.arguments = ["-sS", "-o", "/dev/null", "--limit-rate", "8k", "-H", "Authorization: Bearer \(server.key)",
                           "--data-binary", "@" + slowBody, server.base + "/api/v1/apps/\(server.appID)/symbols"]
         try slow.run()
-        defer { slow.terminate(); slow.waitUntilExit() }
+        // SIGKILL: children of the test runner inherit a blocked SIGTERM.
+        defer { kill(slow.processIdentifier, SIGKILL); slow.waitUntilExit() }
         let small = server.scratch + "/small.bin"
         try Data("not a zip".utf8).write(to: URL(fileURLWithPath: small))
-        // Until the slow upload holds the only slot, a small one gets through (422: not a zip).
+        // The slow upload must take the only slot first: a small upload sent at the same moment
+        // would hold it and get the slow one refused. So give it a head start with nothing else
+        // running, then poll sparingly; until it holds the slot, a small one gets through (422).
+        Thread.sleep(forTimeInterval: 3)
         var answer = try server.upload(small)
-        for _ in 0..<300 where answer.status == 422 {
-            Thread.sleep(forTimeInterval: 0.1)
+        for _ in 0..<20 where answer.status == 422 && slow.isRunning {
+            Thread.sleep(forTimeInterval: 1)
             answer = try server.upload(small)
         }
         #expect(answer.status == 429)

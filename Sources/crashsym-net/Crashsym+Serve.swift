@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashsymCommandLine
 import Logging
 import Metrics
 import SymServer

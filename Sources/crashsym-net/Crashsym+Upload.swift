@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashsymCommandLine
 import Foundation
 import Logging
 import SymBundle

@@ -1,3 +1,4 @@
+import CrashsymCommandLine
 import Foundation
 import Logging
 import SymBundle

@@ -1,0 +1,35 @@
+import ArgumentParser
+import Symbolication
+
+/// crashsym's version, printed by `crashsym --version` (both executables).
+public enum CrashsymVersion {
+    /// The version string.
+    public static let current = "0.1.0"
+}
+
+/// Options shared by commands that read debug information.
+public struct DebugOptions: ParsableArguments {
+    @Option(name: .customLong("debug-dir"),
+            help: ArgumentHelp("Directory searched for separate debug files: a .build-id/ tree or files named by .gnu_debuglink (repeatable; /usr/lib/debug is always searched last).",
+                               valueName: "dir"))
+    public var debugDirectories: [String] = []
+
+    @Option(help: "DWARF decoder: builtin (fast) or libdwarf.")
+    public var decoder: DWARFDecoder = .builtin
+
+    /// Creates the defaults.
+    public init() {}
+
+    /// The debug-file locator these options describe.
+    public var locator: DebugFileLocator { DebugFileLocator(debugDirectories: debugDirectories) }
+}
+
+extension DWARFDecoder: ExpressibleByArgument {}
+
+/// Output format of data-producing commands.
+public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// Human-readable text.
+    case text
+    /// JSON.
+    case json
+}
