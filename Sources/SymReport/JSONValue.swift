@@ -290,20 +290,46 @@ struct JSONText {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Appends members made by another `JSONText` (each led by its comma) to the current object,
+    /// which already has a member.
+    mutating func continueObject(with members: [UInt8]) {
+        bytes.append(contentsOf: members)
+    }
+
     mutating func bool(_ key: StaticString?, _ value: Bool) { separator(key); bytes.append(contentsOf: value ? Self.true : Self.false) }
     mutating func null(_ key: StaticString?) { separator(key); bytes.append(contentsOf: Self.null) }
 
     private static let null = Array("null".utf8), `true` = Array("true".utf8), `false` = Array("false".utf8)
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// Whether `value` holds a byte JSON must escape (a control character, `"` or `\`), checked
+    /// eight bytes at a time: names and paths are long and almost never need escaping.
+    static func needsEscaping(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var position = 0
+        if let base = value.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while position + 8 <= value.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+                // A zero byte in `x` sets its high bit in `(x - ones) & ~x & highs` (exact for
+                // "some byte is zero"); bytes below 0x20 likewise with `word - 0x20…`.
+                let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5c)
+                let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if found & highs != 0 { return true }
+                position += 8
+            }
+        }
+        while position < value.count {
+            let byte = value[position]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            position += 1
+        }
+        return false
+    }
+
     static func appendQuoted(_ value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        var clean = true
-        for byte in value where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            clean = false
-            break
-        }
-        if clean {
+        if !needsEscaping(value) {
             bytes.append(contentsOf: value)
         } else {
             for byte in value {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A read position inside one line of a text report: small checked steps (literals, hex and
 /// decimal numbers, spans up to a delimiter) that never trap, whatever the line holds.
 struct LineCursor {
@@ -92,31 +98,49 @@ struct LineCursor {
 
     /// The first position at or after the cursor where `literal` starts.
     func find(_ literal: String, from start: Int? = nil) -> Int? {
-        Self.find(Array(literal.utf8), in: bytes, from: start ?? index)
+        var literal = literal
+        return literal.withUTF8 { Self.find($0, in: bytes, from: start ?? index) }
     }
 
     /// The last position where `literal` starts.
     func findLast(_ literal: String) -> Int? {
-        let needle = Array(literal.utf8)
-        guard !needle.isEmpty, bytes.count >= needle.count else { return nil }
-        var position = bytes.count - needle.count
-        while position >= 0 {
-            if bytes[position..<(position + needle.count)].elementsEqual(needle) { return position }
-            position -= 1
+        var literal = literal
+        return literal.withUTF8 { needle -> Int? in
+            guard !needle.isEmpty, bytes.count >= needle.count else { return nil }
+            return bytes.withUnsafeBufferPointer { haystack -> Int? in
+                var position = haystack.count - needle.count
+                while position >= 0 {
+                    if haystack[position] == needle[0] && memoryEqual(haystack, position, needle) { return position }
+                    position -= 1
+                }
+                return nil
+            }
         }
-        return nil
     }
 
     static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        needle.withUnsafeBufferPointer { find($0, in: bytes, from: start) }
+    }
+
+    static func find(_ needle: UnsafeBufferPointer<UInt8>, in bytes: [UInt8], from start: Int) -> Int? {
         guard !needle.isEmpty, start >= 0, bytes.count >= needle.count else { return nil }
-        var position = start
-        while position <= bytes.count - needle.count {
-            if bytes[position] == needle[0] && bytes[position..<(position + needle.count)].elementsEqual(needle) {
-                return position
+        return bytes.withUnsafeBufferPointer { haystack -> Int? in
+            var position = start
+            let first = needle[0]
+            while position <= haystack.count - needle.count {
+                if haystack[position] == first && memoryEqual(haystack, position, needle) { return position }
+                position += 1
             }
-            position += 1
+            return nil
         }
-        return nil
+    }
+
+    /// Whether the bytes at `range` equal `other` (one comparison, no copy).
+    func bytes(_ range: Range<Int>, equal other: [UInt8]) -> Bool {
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count, range.count == other.count else { return false }
+        return bytes.withUnsafeBufferPointer { haystack in
+            other.withUnsafeBufferPointer { memoryEqual(haystack, range.lowerBound, $0) }
+        }
     }
 
     func text(_ range: Range<Int>) -> String {
@@ -139,6 +163,14 @@ struct LineCursor {
         return count >= 4 && count <= 128 && count % 2 == 0 && text.utf8.allSatisfy { hexValue($0) != nil }
     }
 
+    /// Whether `bytes` are a plausible GNU build-id (see `isBuildID(_:)`), without a `String`.
+    static func isBuildID(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let count = bytes.count
+        guard count >= 4 && count <= 128 && count % 2 == 0 else { return false }
+        for byte in bytes where hexValue(byte) == nil { return false }
+        return true
+    }
+
     /// A build-id in lowercase (copied only when it has uppercase digits).
     static func lowercaseHex(_ text: String) -> String {
         text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x46 }) ? text.lowercased() : text
@@ -154,6 +186,13 @@ extension String {
         while end > start && (utf8[end - 1] == 0x20 || utf8[end - 1] == 0x09 || utf8[end - 1] == 0x0d) { end -= 1 }
         return String(decoding: utf8[start..<end], as: UTF8.self)
     }
+}
+
+/// Whether `haystack[position...]` starts with `needle` (the caller checked it fits).
+private func memoryEqual(_ haystack: UnsafeBufferPointer<UInt8>, _ position: Int, _ needle: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard position >= 0, position + needle.count <= haystack.count else { return false }
+    if needle.isEmpty { return true }
+    return memcmp(haystack.baseAddress! + position, needle.baseAddress!, needle.count) == 0
 }
 
 /// Lowercase hex of a value, with `0x`.

@@ -133,6 +133,19 @@ public enum ReportWriter {
         static let unknown = Array("??".utf8)
     }
 
+    /// The `"module"`, `"module_index"` and `"build_id"` members of a frame in `module` (at its
+    /// index), or of a frame without a module, as they follow the frame's `"index"`.
+    private static func moduleFragment(_ module: (index: Int, module: ReportModule)?) -> [UInt8] {
+        var json = JSONText()
+        json.beginObject()
+        json.number("index", 0)
+        let start = json.bytes.count
+        json.string("module", module?.module.name)
+        if let module { json.number("module_index", module.index) } else { json.null("module_index") }
+        json.string("build_id", module?.module.buildID)
+        return Array(json.bytes[start...])
+    }
+
     /// Appends the report as one JSON document (docs/crash-report.md) and a newline.
     public static func writeJSON(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
         let report = result.report
@@ -157,6 +170,10 @@ public enum ReportWriter {
             json.endObject()
         }
         json.endArray()
+        // A frame's module members are the same for every frame of the module: made once.
+        let moduleMembers = (0...report.modules.count).map { index in
+            moduleFragment(index < report.modules.count ? (index, report.modules[index]) : nil)
+        }
         json.beginArray("stacks")
         for (s, stack) in report.stacks.enumerated() {
             json.beginObject()
@@ -168,10 +185,8 @@ public enum ReportWriter {
                 let resolution = result.frames[s][f]
                 json.beginObject()
                 json.number("index", frame.index)
-                let module = frame.module.flatMap { $0 < report.modules.count ? report.modules[$0] : nil }
-                json.string("module", module?.name)
-                if let index = frame.module, module != nil { json.number("module_index", index) } else { json.null("module_index") }
-                json.string("build_id", module?.buildID)
+                let moduleIndex = frame.module.flatMap { $0 >= 0 && $0 < report.modules.count ? $0 : nil }
+                json.continueObject(with: moduleMembers[moduleIndex ?? report.modules.count])
                 json.hex("address", frame.address)
                 json.hex("module_offset", resolution.moduleAddress)
                 json.string("address_kind", frame.convention.rawValue)

@@ -17,6 +17,7 @@ enum SanitizerParser {
         var report = CrashReport(format: .sanitizer, lines: lines)
         var header: String?
         var inStack = false
+        var modules = ModuleMemo()
         for (number, line) in lines.enumerated() {
             var cursor = LineCursor(line)
             cursor.skipSpaces()
@@ -27,7 +28,7 @@ enum SanitizerParser {
                                                      crashed: report.stacks.isEmpty))
                     inStack = true
                 }
-                var frame = parseFrame(&cursor, index: index, line: number, report: &report)
+                var frame = parseFrame(&cursor, index: index, line: number, report: &report, modules: &modules)
                 frame.line = number
                 report.stacks[report.stacks.count - 1].frames.append(frame)
                 continue
@@ -84,7 +85,7 @@ enum SanitizerParser {
     /// The part of a frame line after `#N `: address, optional `in function`, then
     /// `(module+0xoffset)` and `(BuildId: …)`.
     private static func parseFrame(_ cursor: inout LineCursor, index: Int, line: Int,
-                                   report: inout CrashReport) -> ReportFrame {
+                                   report: inout CrashReport, modules: inout ModuleMemo) -> ReportFrame {
         var frame = ReportFrame(index: index, convention: .exact, line: line)
         frame.address = cursor.hexNumber()
         if frame.address == nil { _ = cursor.skip("<null>") }
@@ -92,11 +93,11 @@ enum SanitizerParser {
         let afterAddress = cursor.index
         // The build-id group is last; the module group is the last `(…+0x…)` before it.
         var end = bytes.count
-        var buildID: String?
+        var buildIDRange: Range<Int>?
         if let start = cursor.findLast("(BuildId: ") {
-            if let close = bytes[(start + 10)...].firstIndex(of: UInt8(ascii: ")")) {
-                let text = cursor.text((start + 10)..<close)
-                if LineCursor.isBuildID(text) { buildID = LineCursor.lowercaseHex(text) }
+            if let close = bytes[(start + 10)...].firstIndex(of: UInt8(ascii: ")")),
+               LineCursor.isBuildID(bytes[(start + 10)..<close]) {
+                buildIDRange = (start + 10)..<close
             }
             end = start
         }
@@ -106,7 +107,7 @@ enum SanitizerParser {
             var offsetCursor = cursor
             offsetCursor.index = plus + 1
             if let offset = offsetCursor.hexNumber(), offsetCursor.index == close, open + 1 < plus {
-                frame.module = report.moduleIndex(path: cursor.text((open + 1)..<plus), buildID: buildID)
+                frame.module = modules.index(path: (open + 1)..<plus, buildID: buildIDRange, of: cursor, in: &report)
                 frame.moduleOffset = offset
                 frame.offsetBase = .virtualAddress
                 var name = cursor
@@ -133,6 +134,30 @@ enum SanitizerParser {
             frame.problem = "no address on this frame line"
         }
         return frame
+    }
+}
+
+/// The modules a report's frame lines named so far, by their exact bytes: a report names few
+/// modules on many lines, so a repeated one costs a byte comparison instead of building its path
+/// and build-id strings and hashing them.
+struct ModuleMemo {
+    private var entries: [(path: [UInt8], buildID: [UInt8], index: Int)] = []
+
+    /// The index in `report.modules` of the module at `path` with the build-id at `buildID` (byte
+    /// ranges of `cursor`'s line), added to the report when new.
+    mutating func index(path: Range<Int>, buildID: Range<Int>?, of cursor: LineCursor, in report: inout CrashReport) -> Int {
+        let emptyRange = 0..<0
+        for entry in entries where cursor.bytes(path, equal: entry.path)
+            && cursor.bytes(buildID ?? emptyRange, equal: entry.buildID) {
+            return entry.index
+        }
+        let id = buildID.map { LineCursor.lowercaseHex(cursor.text($0)) }
+        let index = report.moduleIndex(path: cursor.text(path), buildID: id)
+        // Bounded, so a hostile report naming thousands of modules stays linear.
+        if entries.count < 32 {
+            entries.append((Array(cursor.bytes[path]), buildID.map { Array(cursor.bytes[$0]) } ?? [], index))
+        }
+        return index
     }
 }
 

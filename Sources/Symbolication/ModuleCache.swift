@@ -2,7 +2,7 @@ import SymBytes
 import SymELF
 
 /// One module opened by path for the drop-in symbolizers: its symbol table (an ELF file converted
-/// in memory, or a `.csym` mapped) and, for an ELF file, its own ELF symbol table, read on first
+/// in memory or read from the persistent table cache by build-id, or a `.csym` mapped) and, for an ELF file, its own ELF symbol table, read on first
 /// use only (DATA queries and addresses no function covers need it).
 public final class CachedModule {
     /// The path as asked for.
@@ -41,8 +41,9 @@ public final class CachedModule {
     }
 }
 
-/// Modules opened once per path and kept for the life of the process: a drop-in symbolizer is
-/// asked about few modules many times (a sanitizer runtime keeps one symbolizer process for its
+/// Modules opened once per path and kept for the life of the process, their conversions kept
+/// across processes in the persistent table cache: a drop-in symbolizer is asked about few
+/// modules many times (a sanitizer runtime keeps one symbolizer process for its
 /// whole report). Failures are cached too, so a missing module is reported once per path's
 /// request without retrying the file system. Not thread-safe: one cache per answering loop.
 public final class ModuleCache {
@@ -50,14 +51,20 @@ public final class ModuleCache {
     public let locator: DebugFileLocator
     /// The DWARF decoder for ELF files.
     public let decoder: DWARFDecoder
+    /// The persistent cache of converted tables (by build-id), shared with `symbolicate`; nil:
+    /// every process converts the modules it is asked about.
+    public let tableCache: TableCache?
     private var modules: [String: Result<CachedModule, FormatError>] = [:]
     /// The module asked for last: consecutive requests are mostly about one module.
     private var last: (path: String, module: Result<CachedModule, FormatError>)?
 
-    /// Creates an empty cache.
-    public init(locator: DebugFileLocator = DebugFileLocator(), decoder: DWARFDecoder = .builtin) {
+    /// Creates an empty cache over `tableCache` (by default `$CRASHSYM_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/crashsym`, else `~/.cache/crashsym`).
+    public init(locator: DebugFileLocator = DebugFileLocator(), decoder: DWARFDecoder = .builtin,
+                tableCache: TableCache? = TableCache.standard) {
         self.locator = locator
         self.decoder = decoder
+        self.tableCache = tableCache
     }
 
     /// The module at `path`, opened (and converted) on first request.
@@ -69,7 +76,7 @@ public final class ModuleCache {
         }
         let result: Result<CachedModule, FormatError>
         do {
-            let symbols = try ModuleSymbols(path: path, locator: locator, decoder: decoder)
+            let symbols = try ModuleSymbols(path: path, locator: locator, decoder: decoder, cache: tableCache)
             result = .success(CachedModule(path: path, symbols: symbols))
         } catch {
             result = .failure(error.at(path: path))

@@ -9,24 +9,46 @@ import SymTable
 public final class ModuleSymbols: Sendable {
     /// The table answering lookups.
     public let table: SymbolTable
+    /// The persistent cache file the table was read from; nil when it was converted here or
+    /// opened from the path asked for.
+    public let cachedPath: String?
     private let demangler = Demangler()
 
     /// Wraps an open table.
-    public init(table: SymbolTable) {
+    public init(table: SymbolTable, cachedPath: String? = nil) {
         self.table = table
+        self.cachedPath = cachedPath
     }
 
     /// Opens `path`: a `.csym` table is memory-mapped; an ELF file is converted in memory (its
     /// separate debug file found through `locator`).
+    ///
+    /// With a `cache`, the conversion of an ELF file with a build-id and DWARF (its own or its
+    /// debug file's) is read from, or else written to, the cache's `<build-id>.csym`, so that only
+    /// the first process to meet a module pays for its DWARF. A cached table is used only when it
+    /// carries the ELF file's build-id; an ELF file without build-id or without DWARF is always
+    /// converted (a table of its symbols alone is cheap, and caching it would hide a debug file
+    /// installed later). Tables are cached for the built-in decoder only, which is the one the
+    /// cache's other writer, `symbolicate`, uses by default.
     public convenience init(path: String, locator: DebugFileLocator = DebugFileLocator(),
-                            decoder: DWARFDecoder = .builtin) throws(FormatError) {
+                            decoder: DWARFDecoder = .builtin, cache: TableCache? = nil) throws(FormatError) {
         let file = try MappedFile(path: path)
         let bytes = file.bytes
         if bytes.count >= 4 && bytes[0] == 0x7f && bytes[1] == 0x45 && bytes[2] == 0x4c && bytes[3] == 0x46 {
             let binary = try ELFFile(file: file)
             let debugFile = binary.hasDWARF ? nil : locator.locate(for: binary)
+            let hasDWARF = binary.hasDWARF || (debugFile?.hasDWARF ?? false)
+            let cache = hasDWARF && decoder == .builtin ? cache : nil
+            let buildID = binary.buildID.flatMap { $0.isEmpty ? nil : hexString($0) }
+            if let cache, let buildID, case .hit(let cached) = cache.table(for: buildID) {
+                self.init(table: cached.table, cachedPath: cache.path(for: buildID))
+                return
+            }
             let tableBytes = try ModuleConverter.table(binary: binary, debugFile: debugFile, decoder: decoder, threads: 2)
-            self.init(table: try SymbolTable(bytes: tableBytes))
+            let table = try SymbolTable(bytes: tableBytes)
+            // Best effort: a cache that cannot be written costs the next process a conversion.
+            if let cache, let buildID { _ = try? cache.store(tableBytes, buildID: buildID) }
+            self.init(table: table)
         } else {
             do {
                 self.init(table: try SymbolTable(file: file))

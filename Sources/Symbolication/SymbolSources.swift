@@ -31,6 +31,9 @@ public struct SymbolSources: Sendable {
         self.decoder = decoder
     }
 
+    /// The conversion cache over `cacheDirectory`, nil when caching is off.
+    public var tableCache: TableCache? { cacheDirectory.map(TableCache.init(directory:)) }
+
     /// `$CRASHSYM_CACHE_DIR`, else `$XDG_CACHE_HOME/crashsym`, else `~/.cache/crashsym`; nil when
     /// none can be formed.
     public static var defaultCacheDirectory: String? {

@@ -56,8 +56,8 @@ extension Symbolicator {
         guard status.st_size <= Self.maximumReportSize else {
             throw FormatError(.limitExceeded, "larger than \(Self.maximumReportSize >> 20) MiB: not a crash report", path: path)
         }
-        // Read straight into a buffer of the file's size (one more byte shows a file that grew);
-        // a file that grows further is read in further rounds.
+        // Read straight into a buffer of the file's size (one more byte shows a file that grew):
+        // one read call; a file that grows further is read in further rounds.
         var bytes: [UInt8] = []
         var capacity = max(Int(status.st_size) + 1, 4096)
         while true {
@@ -74,10 +74,11 @@ extension Symbolicator {
             }
             guard count >= 0 else { throw FormatError(.io, "cannot read: \(String(cString: strerror(failure)))", path: path) }
             bytes.removeLast(capacity - count)
-            if count == 0 { break }
             guard bytes.count <= Self.maximumReportSize else {
                 throw FormatError(.limitExceeded, "larger than \(Self.maximumReportSize >> 20) MiB: not a crash report", path: path)
             }
+            // A regular file reads short only at its end: one read for a file that did not grow.
+            if count < capacity { break }
             capacity = max(capacity, 1 << 16)
         }
         return String(decoding: bytes, as: UTF8.self)

@@ -39,7 +39,7 @@ public final class Symbolicator: Sendable {
             }
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
-        var resolved: [Int: ResolvedModule] = [:]
+        var resolved = [ResolvedModule?](repeating: nil, count: report.modules.count)
         let frames = report.stacks.map { stack in
             stack.frames.map { frame in
                 guard let index = frame.module, index < report.modules.count else {
@@ -251,8 +251,8 @@ public final class Symbolicator: Sendable {
         }
 
         // 2. The conversion cache.
-        if let expected, let cache = sources.cacheDirectory {
-            let cached = "\(cache)/\(expected).csym"
+        if let expected, let cache = sources.tableCache {
+            let cached = cache.path(for: expected)
             if FileSystem.kind(of: cached) == .file {
                 // A cached table is used with the ELF file beside it when there is one (for the
                 // load bias and symbol-relative frames), else alone.
@@ -315,11 +315,10 @@ public final class Symbolicator: Sendable {
             result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)))
             result.source = (debugFile ?? binary).path
             result.status = .ok
-            if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.cacheDirectory {
+            if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.tableCache {
                 do {
-                    try FileSystem.createDirectory(cache)
-                    try FileSystem.writeAtomically(bytes, to: "\(cache)/\(id).csym")
-                    result.explanation.append("cache \(cache)/\(id).csym: written")
+                    let path = try cache.store(bytes, buildID: id)
+                    result.explanation.append("cache \(path): written")
                 } catch {
                     result.explanation.append("cache: \(error)")
                 }

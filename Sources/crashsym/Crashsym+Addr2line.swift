@@ -16,8 +16,9 @@ extension Crashsym {
                 Addresses are hex module file addresses (0x optional), from the arguments or one per line on
                 standard input; each gets one answer, written before the next line is read. Unknown addresses
                 print ??:0 (and ?? for the function); line 0 prints ?. FILE is an ELF file (converted on the fly,
-                its separate debug file found like `dump` does) or a .csym table. Discriminators are not
-                printed: the tables do not keep them.
+                its separate debug file found like `dump` does; with a build-id and DWARF, its table is kept in
+                symbolicate's cache for later processes) or a .csym table. Discriminators are not printed: the
+                tables do not keep them.
 
                 Examples:
                   crashsym addr2line -e app -f -i -C 0x4be844

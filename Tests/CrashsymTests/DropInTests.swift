@@ -280,6 +280,49 @@ import Testing
         }
     }
 
+    /// The persistent table cache: a run with an empty cache converts and writes the module's
+    /// table; a second run (or a run for a twin with the same build-id, whose table another file
+    /// wrote) reads it and answers with the same bytes, in both drop-in modes.
+    @Test("answers from the table cache are the bytes of a conversion", arguments: [
+        ("gcc-c-O2-dwarf5", "gcc-c-O2-dwarf5"), ("clang-cpp-O2-dwarf5", "clang-cpp-O2-dwarf5-zstd"),
+        ("debuglink/prog", "gcc-cpp-O2-dwarf5"), ("clang-c-O2-dwarf5-gz", "clang-c-O2-dwarf5"),
+        ("gcc-c-O2-dwarf5-strip-debug", "gcc-c-O2-dwarf5"),
+    ])
+    func cachedAnswersAreTheBytesOfAConversion(fixture: String, twin: String) throws {
+        let path = CLI.fixture(fixture)
+        let addresses = try DropIn.functionAddresses(path, stride: 5)
+        let symbolizerInput = Self.input(path, addresses)
+        let addr2lineInput = addresses.map(DropIn.hex).joined(separator: "\n") + "\n"
+        func answers(cache: String) throws -> [String] {
+            let environment = ["CRASHSYM_CACHE_DIR": cache]
+            let symbolizer = try CLI.run(["llvm-symbolizer"], input: symbolizerInput, environment: environment)
+            let addr2line = try CLI.run(["addr2line", "-e", path, "-a", "-f", "-i", "-C"], input: addr2lineInput,
+                                        environment: environment)
+            #expect(symbolizer.status == 0 && addr2line.status == 0)
+            return [symbolizer.stdout, addr2line.stdout]
+        }
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let converted = try answers(cache: directory + "/cold")
+        let buildID = try #require(try Self.buildID(of: path))
+        // Written by the run that converted (stripped twins carry no DWARF: nothing to cache).
+        let written = FileManager.default.fileExists(atPath: directory + "/cold/\(buildID).csym")
+        #expect(written == !fixture.hasSuffix("strip-debug"))
+        #expect(try answers(cache: directory + "/cold") == converted)
+        // The twin writes the table; this fixture is then answered from it (or, without DWARF, not).
+        _ = try CLI.run(["llvm-symbolizer", "--obj=" + CLI.fixture(twin), "0x0"],
+                        environment: ["CRASHSYM_CACHE_DIR": directory + "/twin"])
+        #expect(FileManager.default.fileExists(atPath: directory + "/twin/\(buildID).csym"))
+        #expect(try answers(cache: directory + "/twin") == converted)
+        #expect(converted[0].contains(":") && converted[1].split(separator: "\n").count > addresses.count)
+    }
+
+    /// The GNU build-id of `path`, as readelf prints it.
+    static func buildID(of path: String) throws -> String? {
+        let notes = try DropIn.run("/usr/bin/readelf", ["-n", path]).stdout
+        return notes.split(separator: "\n").first { $0.contains("Build ID:") }.map { String($0.split(separator: " ").last!) }
+    }
+
     /// DATA answers: the ELF symbol, its start and size, and where it was declared. llvm takes the
     /// declaration from DWARF variables, which the tables do not keep: there we print what llvm
     /// prints without DWARF (the STT_FILE name of a local symbol with line 0, else `??:?`).

@@ -1,0 +1,151 @@
+import Foundation
+import SymBytes
+import Testing
+@testable import Symbolication
+
+/// The persistent table cache as the drop-in symbolizers use it (through `ModuleCache`): hits by
+/// build-id only, the same answers as a conversion, nothing cached without a build-id or DWARF.
+@Suite struct TableCacheTests {
+    /// The GNU build-id of `path`, as readelf prints it.
+    static func buildID(_ path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
+        process.arguments = ["-n", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let line = try #require(text.split(separator: "\n").first { $0.contains("Build ID:") })
+        return String(line.split(separator: " ").last!)
+    }
+
+    /// Every third byte of every function nm lists in `path`.
+    static func addresses(_ path: String) throws -> [UInt64] {
+        let starts = try ConversionTests.textSymbols(path).values.sorted()
+        var result: [UInt64] = []
+        for (start, next) in zip(starts, starts.dropFirst()) where next - start < 1 << 16 {
+            result += Swift.stride(from: start, to: next, by: 3)
+        }
+        return result
+    }
+
+    /// The frames of every address, as one comparable value.
+    static func answers(_ symbols: ModuleSymbols, _ addresses: [UInt64]) throws -> [[SymbolicatedFrame]] {
+        try addresses.map { address throws(FormatError) in try symbols.frames(at: address) }
+    }
+
+    /// A module cache seeing only `cache` (no system debug directory).
+    static func modules(_ cache: String) -> ModuleCache {
+        ModuleCache(locator: DebugFileLocator(includeSystemDirectory: false), tableCache: TableCache(directory: cache))
+    }
+
+    static func open(_ cache: String, _ path: String) throws -> ModuleSymbols {
+        try modules(cache).module(at: path).get().symbols
+    }
+
+    /// What an uncached conversion answers.
+    static func uncached(_ path: String) throws -> ModuleSymbols {
+        try ModuleSymbols(path: path, locator: DebugFileLocator(includeSystemDirectory: false), cache: nil)
+    }
+
+    @Test func aSecondProcessIsAnsweredFromTheCacheWithTheSameFrames() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/nested/cache"
+        let app = directory + "/app"
+        try FileManager.default.copyItem(atPath: Corpus.fixture("gcc-c-O2-dwarf5"), toPath: app)
+        let table = cache + "/" + (try Self.buildID(app)) + ".csym"
+
+        let first = try Self.open(cache, app)
+        #expect(first.cachedPath == nil)
+        #expect(FileManager.default.fileExists(atPath: table))
+        let second = try Self.open(cache, app)
+        #expect(second.cachedPath == table)
+
+        let addresses = try Self.addresses(app)
+        try #require(addresses.count > 100)
+        let expected = try Self.answers(Self.uncached(app), addresses)
+        #expect(try Self.answers(first, addresses) == expected)
+        #expect(try Self.answers(second, addresses) == expected)
+        #expect(expected.filter { $0.contains { !$0.file.isEmpty } }.count > 100)
+    }
+
+    @Test func aRebuiltFileWithAnotherBuildIDIsNotAnsweredFromTheStaleTable() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        let app = directory + "/app"
+        try FileManager.default.copyItem(atPath: Corpus.fixture("gcc-c-O2-dwarf5"), toPath: app)
+        let oldID = try Self.buildID(app)
+        _ = try Self.open(cache, app)
+
+        // The same path, another build: its own table, not the cached one.
+        try FileManager.default.removeItem(atPath: app)
+        try FileManager.default.copyItem(atPath: Corpus.fixture("clang-c-O2-dwarf5"), toPath: app)
+        let newID = try Self.buildID(app)
+        try #require(newID != oldID)
+        // A stale table planted under the new build-id's name is refused too (its header says
+        // the old build-id) and replaced by the right one.
+        try FileManager.default.copyItem(atPath: cache + "/\(oldID).csym", toPath: cache + "/\(newID).csym")
+        let rebuilt = try Self.open(cache, app)
+        #expect(rebuilt.cachedPath == nil)
+        let addresses = try Self.addresses(app)
+        let expected = try Self.answers(Self.uncached(app), addresses)
+        #expect(try Self.answers(rebuilt, addresses) == expected)
+        guard case .hit(let replaced) = TableCache(directory: cache).table(for: newID) else {
+            Issue.record("the stale table was not replaced")
+            return
+        }
+        #expect(hexString(replaced.table.module.buildID) == newID)
+        let again = try Self.open(cache, app)
+        #expect(again.cachedPath == cache + "/\(newID).csym")
+        #expect(try Self.answers(again, addresses) == expected)
+    }
+
+    @Test func withoutABuildIDNothingIsCached() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        let app = directory + "/app"
+        #expect(try ReportFixtures.run("/usr/bin/objcopy", ["--remove-section=.note.gnu.build-id",
+                                                            Corpus.fixture("gcc-c-O2-dwarf5"), app]) == 0)
+        let symbols = try Self.open(cache, app)
+        #expect(symbols.cachedPath == nil)
+        #expect(!FileManager.default.fileExists(atPath: cache))
+        let addresses = try Self.addresses(app)
+        #expect(try Self.answers(symbols, addresses) == Self.answers(Self.uncached(app), addresses))
+    }
+
+    /// A stripped twin shares the build-id of its DWARF-carrying original; uncached it is
+    /// answered from its symbol table alone, so the cached table must not answer it either.
+    @Test func aTwinWithoutDWARFIsNotAnsweredFromTheCache() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        _ = try Self.open(cache, Corpus.fixture("gcc-c-O2-dwarf5"))
+        let stripped = Corpus.fixture("gcc-c-O2-dwarf5-strip-debug")
+        #expect(FileManager.default.fileExists(atPath: cache + "/" + (try Self.buildID(stripped)) + ".csym"))
+        let symbols = try Self.open(cache, stripped)
+        #expect(symbols.cachedPath == nil)
+        let addresses = try Self.addresses(stripped)
+        let answers = try Self.answers(symbols, addresses)
+        #expect(answers == (try Self.answers(Self.uncached(stripped), addresses)))
+        #expect(answers.allSatisfy { $0.allSatisfy { $0.file.isEmpty } })
+    }
+
+    @Test func anUnreadableCacheFileIsConvertedAgainAndReplaced() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        let app = Corpus.fixture("gcc-c-O2-dwarf5")
+        let table = cache + "/" + (try Self.buildID(app)) + ".csym"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        for damage in [Data(), Data("CSYM but not really a table".utf8)] {
+            try damage.write(to: URL(fileURLWithPath: table))
+            let symbols = try Self.open(cache, app)
+            #expect(symbols.cachedPath == nil)
+            #expect(try Self.open(cache, app).cachedPath == table)
+        }
+    }
+}
