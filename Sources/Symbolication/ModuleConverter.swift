@@ -45,7 +45,7 @@ public enum ModuleConverter {
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
                 let name = builder.intern(symbol.name)
                 guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
-                builder.addSymbol(name: name, address: address, size: symbol.size)
+                builder.addSymbol(name: name, address: address, size: extent(of: symbol, at: address, in: file))
             }
             releaseSymbolTablePages(of: file)
         }
@@ -75,6 +75,16 @@ public enum ModuleConverter {
                 }
             }
         }
+    }
+
+    /// The size a symbol covers: its own, or for a zero-size label (`_fini`, assembly entry points)
+    /// the rest of its section, so the last label of the code does not claim every address above it.
+    /// (The table ends a zero-size symbol at the next symbol in any case.)
+    static func extent(of symbol: ELFSymbol, at address: UInt64, in file: ELFFile) -> UInt64 {
+        guard symbol.size == 0, Int(symbol.sectionIndex) < file.sections.count else { return symbol.size }
+        let section = file.sections[Int(symbol.sectionIndex)]
+        let (end, overflow) = section.address.addingReportingOverflow(section.size)
+        return !overflow && end > address ? end - address : 0
     }
 
     /// Symbols that name code: functions, IFUNCs and untyped labels in executable sections

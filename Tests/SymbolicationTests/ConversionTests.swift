@@ -27,6 +27,22 @@ import Testing
         return result
     }
 
+    /// A zero-size label covers the rest of its section, not every address above it. (llvm-symbolizer
+    /// names `_fini` up to the next symbol of any kind, here `_IO_stdin_used` in `.rodata`; a crash
+    /// frame there is in no function, and we say so.)
+    @Test func aZeroSizeLastLabelEndsWithItsSection() throws {
+        let path = Corpus.fixture("gcc-c-O2-dwarf5")
+        let binary = try ELFFile(path: path)
+        let fini = try #require(try binary.symbols().first { $0.name == "_fini" })
+        try #require(fini.size == 0)
+        let section = binary.sections[Int(fini.sectionIndex)]
+        let symbols = ModuleSymbols(table: try SymbolTable(bytes: try ModuleConverter.table(binary: binary)))
+        #expect(try symbols.frames(at: fini.value).first?.mangled == "_fini")
+        #expect(try symbols.frames(at: section.address + section.size - 1).first?.mangled == "_fini")
+        #expect(try symbols.frames(at: section.address + section.size).isEmpty)
+        #expect(try symbols.frames(at: 0xffff_f000).isEmpty)
+    }
+
     @Test func aBinaryWithoutDWARFGivesSymbolTableNamesOnly() throws {
         let path = Corpus.fixture("gcc-c-O2-dwarf5-strip-debug")
         let binary = try ELFFile(path: path)
