@@ -278,15 +278,7 @@ struct JSONText {
         separator(key)
         guard let value else { bytes.append(contentsOf: Self.null); return }
         bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "0"), UInt8(ascii: "x")])
-        if value == 0 {
-            bytes.append(UInt8(ascii: "0"))
-        } else {
-            var shift = (63 - value.leadingZeroBitCount) / 4 * 4
-            while shift >= 0 {
-                bytes.append(Self.hexDigits[Int((value >> UInt64(shift)) & 15)])
-                shift -= 4
-            }
-        }
+        appendHex(value, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -300,7 +292,6 @@ struct JSONText {
     mutating func null(_ key: StaticString?) { separator(key); bytes.append(contentsOf: Self.null) }
 
     private static let null = Array("null".utf8), `true` = Array("true".utf8), `false` = Array("false".utf8)
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Whether `value` holds a byte JSON must escape (a control character, `"` or `\`), checked
     /// eight bytes at a time: names and paths are long and almost never need escaping.
@@ -332,20 +323,7 @@ struct JSONText {
         if !needsEscaping(value) {
             bytes.append(contentsOf: value)
         } else {
-            for byte in value {
-                switch byte {
-                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case 0x0a: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0d: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case 0..<0x20:
-                    bytes.append(contentsOf: Array("\\u00".utf8))
-                    bytes.append(hexDigits[Int(byte >> 4)])
-                    bytes.append(hexDigits[Int(byte & 15)])
-                default: bytes.append(byte)
-                }
-            }
+            appendJSONEscaped(value, to: &bytes)
         }
         bytes.append(UInt8(ascii: "\""))
     }

@@ -1,3 +1,5 @@
+import SymBytes
+
 /// Prints symbolicated reports: a text report in place, line for line, or the JSON model of
 /// docs/crash-report.md. Output is built as UTF-8 bytes (the `String` forms wrap them).
 public enum ReportWriter {
@@ -105,11 +107,6 @@ public enum ReportWriter {
             }
         }
         output.append(0x0a)
-    }
-
-    private static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
-        if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
-        output.append(contentsOf: String(value).utf8)
     }
 
     /// Appends a substring's bytes with one copy (`append(contentsOf: utf8)` goes byte by byte).

@@ -69,7 +69,7 @@ public struct Addr2lineRenderer {
             if digits < addressDigits {
                 output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: addressDigits - digits))
             }
-            FrameRenderer.appendHex(address, to: &output)
+            appendHex(address, to: &output)
             output.append(contentsOf: options.pretty ? Literal.colon : Literal.newline)
         }
         frames.removeAll(keepingCapacity: true)
@@ -115,7 +115,7 @@ public struct Addr2lineRenderer {
         if line == 0 {
             output.append(UInt8(ascii: "?"))
         } else {
-            FrameRenderer.appendDecimal(UInt64(line), to: &output)
+            appendDecimal(UInt64(line), to: &output)
         }
         output.append(UInt8(ascii: "\n"))
     }

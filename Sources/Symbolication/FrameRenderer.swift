@@ -340,55 +340,14 @@ public struct FrameRenderer: ~Copyable {
     }
 
     private func escaped(_ text: [UInt8]) -> [UInt8] {
-        guard style == .json, text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            return text
-        }
+        guard style == .json, needsJSONEscaping(text) else { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.count + 8)
-        for byte in text {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case UInt8(ascii: "\n"): out.append(contentsOf: "\\n".utf8)
-            case UInt8(ascii: "\r"): out.append(contentsOf: "\\r".utf8)
-            case UInt8(ascii: "\t"): out.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(Self.hexDigits[Int(byte >> 4)])
-                out.append(Self.hexDigits[Int(byte & 15)])
-            default: out.append(byte)
-            }
-        }
+        appendJSONEscaped(text, to: &out)
         return out
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Appends `value` in lowercase hex without `0x` to a byte array (the drop-in renderers' output).
-    static func appendHex(_ value: UInt64, to output: inout [UInt8]) {
-        if value == 0 { output.append(UInt8(ascii: "0")); return }
-        var shift = (63 - value.leadingZeroBitCount) / 4 * 4
-        while shift >= 0 {
-            output.append(hexDigits[Int((value >> UInt64(shift)) & 15)])
-            shift -= 4
-        }
-    }
-
-    /// Appends `value` in decimal to a byte array (the drop-in renderers' output).
-    static func appendDecimal(_ value: UInt64, to output: inout [UInt8]) {
-        if value < 10 { output.append(UInt8(ascii: "0") + UInt8(value)); return }
-        var digits = (0 as UInt64, 0 as UInt64, 0 as UInt64)  // 24 bytes: room for 20 digits
-        var count = 0
-        var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
-        }
-    }
 
     /// Output fragments: static strings, so using one costs no lazy initialisation.
     private enum Literal {

@@ -97,9 +97,9 @@ public struct SymbolizerRenderer {
             output.append(contentsOf: Literal.jsonData)
             if let symbol { output.append(contentsOf: displayName(Array(symbol.name.utf8), shortened: false)) }
             output.append(contentsOf: Literal.jsonSize)
-            FrameRenderer.appendHex(symbol?.size ?? 0, to: &output)
+            appendHex(symbol?.size ?? 0, to: &output)
             output.append(contentsOf: Literal.jsonStart)
-            FrameRenderer.appendHex(symbol?.address ?? 0, to: &output)
+            appendHex(symbol?.address ?? 0, to: &output)
             output.append(contentsOf: Literal.jsonDataEnd)
             appendJSONString(moduleName, to: &output)
             output.append(contentsOf: Literal.jsonObjectEnd)
@@ -112,9 +112,9 @@ public struct SymbolizerRenderer {
             output.append(contentsOf: Literal.unknown)
         }
         output.append(UInt8(ascii: "\n"))
-        FrameRenderer.appendDecimal(symbol?.address ?? 0, to: &output)
+        appendDecimal(symbol?.address ?? 0, to: &output)
         output.append(UInt8(ascii: " "))
-        FrameRenderer.appendDecimal(symbol?.size ?? 0, to: &output)
+        appendDecimal(symbol?.size ?? 0, to: &output)
         output.append(UInt8(ascii: "\n"))
         if let file = symbol?.file {
             output.append(contentsOf: pathBytes(Array(file.utf8)))
@@ -178,13 +178,13 @@ public struct SymbolizerRenderer {
     private func header(_ address: UInt64, into output: inout [UInt8]) {
         guard options.printAddress else { return }
         output.append(contentsOf: Literal.hexPrefix)
-        FrameRenderer.appendHex(address, to: &output)
+        appendHex(address, to: &output)
         output.append(contentsOf: options.pretty ? Literal.colon : Literal.newline)
     }
 
     private func beginJSON(address: UInt64, into output: inout [UInt8]) {
         output.append(contentsOf: Literal.jsonAddress)
-        FrameRenderer.appendHex(address, to: &output)
+        appendHex(address, to: &output)
         output.append(contentsOf: Literal.jsonAddressEnd)
     }
 
@@ -194,17 +194,17 @@ public struct SymbolizerRenderer {
         if isJSON {
             if inlined { output.append(UInt8(ascii: ",")) }
             output.append(contentsOf: Literal.jsonColumn)
-            FrameRenderer.appendDecimal(UInt64(column), to: &output)
+            appendDecimal(UInt64(column), to: &output)
             output.append(contentsOf: Literal.jsonFile)
             output.append(contentsOf: file)
             output.append(contentsOf: Literal.jsonFunction)
             if options.functions != .none { output.append(contentsOf: name) }
             output.append(contentsOf: Literal.jsonLine)
-            FrameRenderer.appendDecimal(UInt64(line), to: &output)
+            appendDecimal(UInt64(line), to: &output)
             output.append(contentsOf: Literal.jsonStartAddress)
             if let start {
                 output.append(contentsOf: Literal.hexPrefix)
-                FrameRenderer.appendHex(start, to: &output)
+                appendHex(start, to: &output)
             }
             output.append(contentsOf: Literal.jsonFrameEnd)
             return
@@ -216,9 +216,9 @@ public struct SymbolizerRenderer {
         }
         output.append(contentsOf: file.isEmpty ? Literal.unknown : file)
         output.append(UInt8(ascii: ":"))
-        FrameRenderer.appendDecimal(UInt64(line), to: &output)
+        appendDecimal(UInt64(line), to: &output)
         output.append(UInt8(ascii: ":"))
-        FrameRenderer.appendDecimal(UInt64(column), to: &output)
+        appendDecimal(UInt64(column), to: &output)
         output.append(UInt8(ascii: "\n"))
     }
 
@@ -322,31 +322,13 @@ public struct SymbolizerRenderer {
 
     /// JSON string contents as llvm's `json::OStream` writes them.
     static func jsonEscaped(_ text: [UInt8]) -> [UInt8] {
-        guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            return text
-        }
+        guard needsJSONEscaping(text) else { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.count + 8)
-        for byte in text {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case UInt8(ascii: "\n"): out.append(contentsOf: "\\n".utf8)
-            case UInt8(ascii: "\r"): out.append(contentsOf: "\\r".utf8)
-            case UInt8(ascii: "\t"): out.append(contentsOf: "\\t".utf8)
-            case 0x08: out.append(contentsOf: "\\b".utf8)
-            case 0x0c: out.append(contentsOf: "\\f".utf8)
-            case 0..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 15)])
-            default: out.append(byte)
-            }
-        }
+        appendJSONEscaped(text, to: &out)
         return out
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Output fragments as bytes, made once.
     private enum Literal {

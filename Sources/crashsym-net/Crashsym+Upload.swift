@@ -159,7 +159,7 @@ extension Crashsym {
             let flow = UploadFlow(
                 inputs: paths + inputs, appID: resolvedAppID, appKey: settings.appKey ?? "", server: settings.server,
                 metadata: BundleMetadata(appID: resolvedAppID, package: package, version: version ?? "",
-                                         platform: platform.rawValue, tool: "crashsym \(Crashsym.version)"),
+                                         platform: platform.rawValue, tool: "crashsym \(CrashsymVersion.current)"),
                 output: output, uploads: uploads, includeDebug: includeDebug,
                 maximumBundleSize: UInt64(maxBundleSize) << 20, deadline: start + .seconds(timeout),
                 dump: dumpConfiguration, logger: Logger(label: "crashsym.upload"))

@@ -218,7 +218,7 @@ struct UploadFlow {
     /// The client of this run (one libcurl handle, used from this thread only).
     func makeClient() throws(ClientError) -> SymbolClient {
         try SymbolClient(configuration: ClientConfiguration(
-            server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(Crashsym.version)", deadline: deadline),
+            server: server, appID: appID, appKey: appKey, userAgent: "crashsym/\(CrashsymVersion.current)", deadline: deadline),
             logger: logger)
     }
 

@@ -1,8 +1,5 @@
 import ArgumentParser
 import CrashsymCommandLine
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `crashsym-net`: crashsym's network commands (`upload`, `serve`, `apps`). `crashsym` runs it in its
 /// own place for them, so users type `crashsym upload …`; see Sources/crashsym/NetworkCommand.swift.
@@ -17,32 +14,8 @@ struct Crashsym: AsyncParsableCommand {
         subcommands: [Upload.self, Serve.self, Apps.self]
     )
 
-    /// The tool's version (`upload --version` is the app's version, so not given to ArgumentParser).
-    static let version = CrashsymVersion.current
-
     static func main() async {
-        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {
-            FileOutput.standardOutput(version + "\n")
-            Glibc.exit(0)
-        }
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-            Glibc.exit(0)
-        } catch {
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
-            if code == .validationFailure {
-                if !message.isEmpty { FileOutput.standardError(message + "\n") }
-                Glibc.exit(2)
-            }
-            if code != .success && !message.isEmpty { FileOutput.standardError(message + "\n") }
-            if code == .success && !message.isEmpty { print(message) }
-            Glibc.exit(code.rawValue)
-        }
+        CommandExecution.answerVersion(Array(CommandLine.arguments.dropFirst()))
+        await CommandExecution.run(Crashsym.self)
     }
 }
