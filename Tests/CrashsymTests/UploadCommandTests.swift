@@ -139,6 +139,47 @@ import Testing
         #expect(debuglink["has_dwarf"] as? Bool == true)
     }
 
+    /// Streaming, measured on its own process: a module whose debug file is padded to 192 MiB goes
+    /// into a bundle with a peak RSS within 48 MiB of the same module unpadded. (Measured in a child
+    /// process: the test runner's own RSS moves with every suite running beside this one.)
+    @Test func aLargeDebugFileIsStreamedIntoTheBundle() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func peakRSS(padTo size: UInt64?) throws -> (kilobytes: Int, status: Int32, bundle: String) {
+            let name = size == nil ? "small" : "large"
+            let module = directory + "/\(name)/libgreet.so"
+            try FileManager.default.createDirectory(atPath: directory + "/\(name)", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: Self.library, toPath: module)
+            if let size {
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: module))
+                try handle.truncate(atOffset: size)  // zeros after the section headers: the same ELF
+                try handle.close()
+            }
+            let bundle = directory + "/\(name).zip"
+            // RUSAGE_CHILDREN's ru_maxrss is the peak of crashsym (and crashsym-net, which it execs).
+            let measure = """
+                import resource, subprocess, sys
+                status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, env={"XDG_CONFIG_HOME": sys.argv[0]}).returncode
+                print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+                """
+            let output = try Self.tool("/usr/bin/env", ["python3", "-c", measure, CLI.binary, "upload", module,
+                                                        "--app-id", "demo", "--version", "1", "--include-debug",
+                                                        "-o", bundle])
+            let fields = output.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+            try #require(fields.count == 2, "measurement printed \(output)")
+            return (fields[1], Int32(fields[0]), bundle)
+        }
+        let small = try peakRSS(padTo: nil)
+        let size: UInt64 = 192 << 20
+        let large = try peakRSS(padTo: size)
+        #expect(small.status == 0 && large.status == 0)
+        let growth = large.kilobytes - small.kilobytes
+        #expect(growth < 48 << 10, "peak RSS grew by \(growth >> 10) MiB for a \(size >> 20) MiB entry")
+        let modules = try #require(Self.manifest(of: large.bundle)["modules"] as? [[String: Any]])
+        let debug = try #require(modules.first?["debug"] as? [String: Any])
+        #expect((debug["size"] as? NSNumber)?.uint64Value == size)
+    }
+
     @Test("-o without -u, or --no-upload, only writes the bundle", arguments: [["-o"], ["--no-upload", "-o"]])
     func writeOnly(flags: [String]) throws {
         let server = try FakeSymbolServer()

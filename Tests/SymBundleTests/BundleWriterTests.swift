@@ -169,8 +169,9 @@ import ZIPFoundation
     }
 }
 
-/// Streaming: a 192 MiB debug file goes into a bundle without the process's peak memory growing by
-/// anything like its size.
+/// A 192 MiB debug file goes into a bundle whole (size, SHA-256, zip integrity). Its peak memory is
+/// measured in a process of its own by UploadCommandTests.aLargeDebugFileIsStreamedIntoTheBundle:
+/// this test runner's RSS moves with every suite running beside this one.
 @Suite(.serialized) struct BundleWriterMemoryTests {
     @Test func entriesAreStreamedFromDisk() throws {
         let directory = try temporaryDirectory()
@@ -183,11 +184,7 @@ import ZIPFoundation
         try handle.close()
         var input = BundleWriterTests.inputs()[0]
         input.debugPath = big
-        try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-        let before = try memory("VmRSS")
         let bundle = try BundleWriter().write([input], metadata: BundleWriterTests.metadata, to: directory + "/b.zip")[0]
-        let growth = try memory("VmHWM") - before
-        #expect(growth < 48 << 20, "peak RSS grew by \(growth >> 20) MiB for a \(size >> 20) MiB entry")
         #expect(bundle.manifest.modules[0].debug?.size == size)
         #expect(bundle.manifest.modules[0].debug?.sha256 == (try sha256sum(big)))
         #expect(try run("/usr/bin/unzip", ["-tq", bundle.path]).contains("No errors detected"))
@@ -225,9 +222,3 @@ func sha256sum(_ path: String) throws -> String {
     String(try run("/usr/bin/sha256sum", [path]).prefix(64))
 }
 
-/// `VmHWM` / `VmRSS` of this process in bytes.
-func memory(_ field: String) throws -> Int {
-    let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-    let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
-    return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])) * 1024
-}
