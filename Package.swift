@@ -116,7 +116,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "SymClientTests", dependencies: ["SymClient"]),
+        .testTarget(name: "SymClientTests", dependencies: ["SymClient", "SymBundle"]),
         .testTarget(name: "CrashsymTests", dependencies: ["crashsym", "crashsym-net"]),
     ],
     swiftLanguageModes: [.v6]

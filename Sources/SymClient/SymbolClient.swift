@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SymBundle
 
 /// Client of the crashsym symbol API (`docs/http-api.md`) over libcurl.
 ///
@@ -109,7 +110,7 @@ public final class SymbolClient {
 
     /// The error of a non-2xx answer, with the server's code and message when its body has them.
     static func httpError(_ response: HTTPResponse, attempts: Int) -> ClientError {
-        if let body = try? JSONDecoder().decode(ServerErrorBody.self, from: Data(response.body)) {
+        if let body = try? JSONDecoder().decode(ErrorResponse.self, from: Data(response.body)) {
             return ClientError(.http, body.error.message, status: response.status, serverCode: body.error.code,
                                attempts: attempts)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SymBundle
 
 /// An answer other than 2xx: an HTTP status, a stable code and a message (docs/http-api.md, "Errors").
 public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -47,20 +48,13 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The JSON answer `{"error": {"code": …, "message": …}}`.
     func response() -> Response {
-        struct Body: Encodable {
-            struct Detail: Encodable {
-                var code: String
-                var message: String
-            }
-            var error: Detail
-        }
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         // Sorted keys: the same error gives the same bytes (a 401 must not tell its causes apart).
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(Body(error: .init(code: code.rawValue, message: message)))) ?? Data()
+        let data = (try? encoder.encode(ErrorResponse(code: code.rawValue, message: message))) ?? Data()
         return Response(status: code.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

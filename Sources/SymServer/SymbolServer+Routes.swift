@@ -10,31 +10,6 @@ import Glibc
 #endif
 
 extension SymbolServer {
-    /// `POST /api/v1/apps/{appId}/symbols/missing` body.
-    struct MissingRequest: Decodable {
-        var version: String
-        var package: String?
-        var platform: String?
-        var modules: [Module]
-
-        struct Module: Decodable {
-            var buildID: String
-            enum CodingKeys: String, CodingKey { case buildID = "build_id" }
-        }
-    }
-
-    struct MissingAnswer: Encodable {
-        var missing: [String]
-        var present: [String]
-    }
-
-    struct UploadAnswer: Encodable {
-        var version: String
-        var stored: [String]
-        var alreadyPresent: [String]
-        enum CodingKeys: String, CodingKey { case version, stored, alreadyPresent = "already_present" }
-    }
-
     /// Build-ids in, the ones the app lacks out; present ones are linked to the version.
     func missing(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
@@ -44,14 +19,14 @@ extension SymbolServer {
         } catch {
             throw ServerError(.tooLarge, "the build-id list is over 16 MiB")
         }
-        let query: MissingRequest
+        let query: MissingSymbolsRequest
         do {
-            query = try JSONDecoder().decode(MissingRequest.self, from: Data(buffer: body))
+            query = try JSONDecoder().decode(MissingSymbolsRequest.self, from: Data(buffer: body))
         } catch {
             throw ServerError(.badRequest, "malformed request: \(Self.describe(error))")
         }
         guard BundleManifest.isVersion(query.version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
-        let platform = query.platform ?? "linux"
+        let platform = query.platform
         guard ["linux", "android"].contains(platform) else { throw ServerError(.badRequest, "platform must be linux or android") }
         var ids: [String] = []
         var seen = Set<String>()
@@ -60,9 +35,9 @@ extension SymbolServer {
             guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id \"\(id.prefix(140))\"") }
             if seen.insert(id).inserted { ids.append(id) }
         }
-        let (missing, present) = try await store.missing(appID: appID, version: query.version, package: query.package ?? "",
+        let (missing, present) = try await store.missing(appID: appID, version: query.version, package: query.package,
                                                         platform: platform, buildIDs: ids)
-        return Self.json(MissingAnswer(missing: missing, present: present))
+        return Self.json(MissingSymbolsResponse(missing: missing, present: present))
     }
 
     /// Receives a bundle: streamed to disk, validated, files made durable, metadata committed,
@@ -129,7 +104,7 @@ extension SymbolServer {
             "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
             "crashsym.stored": "\(stored.count)", "crashsym.already_present": "\(alreadyPresent.count)",
         ])
-        return Self.json(UploadAnswer(version: bundle.manifest.version, stored: stored, alreadyPresent: alreadyPresent),
+        return Self.json(UploadResponse(version: bundle.manifest.version, stored: stored, alreadyPresent: alreadyPresent),
                          status: .created)
     }
 

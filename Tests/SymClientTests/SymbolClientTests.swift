@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import Testing
 @testable import SymClient
+import SymBundle
 
 /// The client against a real HTTP server on 127.0.0.1 (`Tests/Support/fake_symbol_server.py`):
 /// request shapes, retries (503/429 with Retry-After, connection refused), the deadline, errors.

@@ -1,3 +1,6 @@
+/// The JSON bodies of the symbol API (`docs/http-api.md`), shared by the client (SymClient) and the
+/// server (SymServer) so the two cannot drift apart.
+
 /// `POST /api/v1/apps/{appId}/symbols/missing` request body (`docs/http-api.md`).
 public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
     /// One module the client has.
@@ -19,6 +22,14 @@ public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case buildID = "build_id", name, arch
         }
+
+        /// Decodes a module entry; only `build_id` is required (`name` and `arch` default to "").
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            buildID = try container.decode(String.self, forKey: .buildID)
+            name = try container.decodeIfPresent(String.self, forKey: .name) ?? ""
+            arch = try container.decodeIfPresent(String.self, forKey: .arch) ?? ""
+        }
     }
 
     /// Application version the modules belong to.
@@ -36,6 +47,19 @@ public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
         self.package = package
         self.platform = platform
         self.modules = modules
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version, package, platform, modules
+    }
+
+    /// Decodes a request; `package` defaults to "" and `platform` to `linux`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(String.self, forKey: .version)
+        package = try container.decodeIfPresent(String.self, forKey: .package) ?? ""
+        platform = try container.decodeIfPresent(String.self, forKey: .platform) ?? "linux"
+        modules = try container.decode([Module].self, forKey: .modules)
     }
 }
 
@@ -75,11 +99,26 @@ public struct UploadResponse: Codable, Sendable, Equatable {
 }
 
 /// The JSON error body of any non-2xx answer: `{"error": {"code": …, "message": …}}`.
-struct ServerErrorBody: Decodable {
-    struct Detail: Decodable {
-        var code: String
-        var message: String
+public struct ErrorResponse: Codable, Sendable, Equatable {
+    /// The error's stable code and message.
+    public struct Detail: Codable, Sendable, Equatable {
+        /// Stable machine-readable code (`unauthorized`, `too-large`, …).
+        public var code: String
+        /// Human-readable explanation.
+        public var message: String
+
+        /// Creates a detail.
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
     }
 
-    var error: Detail
+    /// The error.
+    public var error: Detail
+
+    /// Creates an error body.
+    public init(code: String, message: String) {
+        error = Detail(code: code, message: message)
+    }
 }
