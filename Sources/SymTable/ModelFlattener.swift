@@ -121,7 +121,16 @@ struct ModelFlattener {
                 // Rule 3: enclosing frames at call sites. Rule 4: the physical frame is named by the
                 // symbol; the override lives here, so caller chains stay independent of symbols.
                 var physicalName: UInt32 = 0
-                if let symbolName { physicalName = try name(symbolName, builder: &builder) + 1 }
+                if let symbolName {
+                    // An override that repeats the physical function's own name changes nothing:
+                    // leaving it out lets such ranges share a scope record (and merge) with their
+                    // neighbours that no symbol covers.
+                    let physical = model.scopes[physicalScope(of: Int(scope))].name
+                    if symbolName != physical
+                        && !model.strings[Int(symbolName)].utf8.elementsEqual(model.strings[Int(physical)].utf8) {
+                        physicalName = try name(symbolName, builder: &builder) + 1
+                    }
+                }
                 id = try builder.scope(name: try name(innermost.name, builder: &builder), physicalName: physicalName,
                                        caller: try callerOf(Int(scope), builder: &builder) + TableFormat.callerBias)
             } else {
@@ -135,6 +144,18 @@ struct ModelFlattener {
             return 0
         }
         return id + 1
+    }
+
+    /// The physical (not inlined) scope enclosing `scope`; bounded by the scope count, so a
+    /// malformed parent chain ends instead of looping.
+    private func physicalScope(of scope: Int) -> Int {
+        var current = scope
+        var steps = 0
+        while model.scopes[current].isInlined && steps < model.scopes.count {
+            current = Int(model.scopes[current].parent)
+            steps += 1
+        }
+        return current
     }
 
     /// The call-site record of the frame that inlined scope `child`: the parent's name at `child`'s
