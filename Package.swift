@@ -101,23 +101,25 @@ let package = Package(
             ]
         ),
 
-        .testTarget(name: "SymELFTests", dependencies: ["SymELF", "CElf"]),
-        .testTarget(name: "SymTableTests", dependencies: ["SymTable", "SymBytes"]),
-        .testTarget(name: "SymDWARFTests", dependencies: ["SymDWARF", "SymELF", "SymTable"]),
-        .testTarget(name: "SymDemangleTests", dependencies: ["SymDemangle"]),
-        .testTarget(name: "SymReportTests", dependencies: ["SymReport"]),
-        .testTarget(name: "SymbolicationTests", dependencies: ["Symbolication", "SymReport", "SymTable", "SymELF"]),
-        .testTarget(name: "SymBundleTests", dependencies: ["SymBundle", "SymTable"]),
+        // Helpers shared by the test targets (seeded generator).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "SymELFTests", dependencies: ["TestSupport", "SymELF", "CElf"]),
+        .testTarget(name: "SymTableTests", dependencies: ["TestSupport", "SymTable", "SymBytes"]),
+        .testTarget(name: "SymDWARFTests", dependencies: ["TestSupport", "SymDWARF", "SymELF", "SymTable"]),
+        .testTarget(name: "SymDemangleTests", dependencies: ["TestSupport", "SymDemangle"]),
+        .testTarget(name: "SymReportTests", dependencies: ["TestSupport", "SymReport"]),
+        .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF"]),
+        .testTarget(name: "SymBundleTests", dependencies: ["TestSupport", "SymBundle", "SymTable"]),
         .testTarget(
             name: "SymServerTests",
             dependencies: [
-                "SymServer", "SymClient", "SymBundle", "SymTable",
+                "TestSupport", "SymServer", "SymClient", "SymBundle", "SymTable",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "SymClientTests", dependencies: ["SymClient", "SymBundle"]),
-        .testTarget(name: "CrashsymTests", dependencies: ["crashsym", "crashsym-net"]),
+        .testTarget(name: "SymClientTests", dependencies: ["TestSupport", "SymClient", "SymBundle"]),
+        .testTarget(name: "CrashsymTests", dependencies: ["TestSupport", "crashsym", "crashsym-net"]),
     ],
     swiftLanguageModes: [.v6]
 )

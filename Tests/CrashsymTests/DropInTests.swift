@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -136,7 +137,7 @@ import Testing
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: CLI.fixture("gcc-c-O2-dwarf5")))
-        var random = DropInRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         for cut in [1, 4, 16, 63, 64, 200, 4096, bytes.count / 2, bytes.count - 1] + (0..<6).map({ _ in Int.random(in: 1..<bytes.count, using: &random) }) {
             let path = directory + "/cut-\(cut)"
             try bytes.prefix(cut).write(to: URL(fileURLWithPath: path))
@@ -154,7 +155,7 @@ import Testing
         // ways not worth copying; the symbol forms are checked one by one below.
         let tokens = ["0x", "0X", "1", "3", "9", "a", "F", "e0", "10e0", "1390", " ", "\t", "-", "z", "g", ":",
                       "ffffffff", "0", "x", "\r", "main", "fibonacci"]
-        var random = DropInRandom(seed: 42)
+        var random = SplitMix64(seed: 42)
         var lines: [String] = []
         for _ in 0..<300 {
             var line = ""
@@ -387,7 +388,7 @@ import Testing
         let path = CLI.fixture("gcc-c-O2-dwarf5-strip-debug")
         let tokens = ["CODE ", "DATA ", "FILE:", "\"", "'", " ", "  ", "0x", "0X", "0", "1", "7", "9", "1390", "a", "f",
                       "z", path, ":x86_64", "\t", "-", "\r", "CODE", "/nonexistent", "0b", "1010"]
-        var random = DropInRandom(seed: 20261122)
+        var random = SplitMix64(seed: 20261122)
         var lines: [String] = []
         for _ in 0..<400 {
             let count = Int.random(in: 1...7, using: &random)
@@ -529,7 +530,7 @@ import Testing
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: CLI.fixture("gcc-c-O2-dwarf5")))
-        var random = DropInRandom(seed: 99)
+        var random = SplitMix64(seed: 99)
         var lines: [String] = []
         for cut in [0, 1, 52, 64, 1000, bytes.count / 3, bytes.count - 100] + (0..<8).map({ _ in Int.random(in: 1..<bytes.count, using: &random) }) {
             let path = directory + "/cut-\(cut)"

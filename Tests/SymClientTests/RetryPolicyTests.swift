@@ -1,23 +1,13 @@
+import TestSupport
 import Testing
 @testable import SymClient
 
 /// Backoff arithmetic with a seeded generator.
 @Suite struct RetryPolicyTests {
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("backoff doubles, is capped, and stays in the upper half", arguments: [1, 2, 3, 42])
     func backoffBounds(seed: UInt64) {
         let policy = RetryPolicy(maxAttempts: 20, initialDelay: .milliseconds(500), maximumDelay: .seconds(30))
-        var generator = SplitMix64(state: seed)
+        var generator = SplitMix64(seed: seed)
         var distinct = Set<Duration>()
         for attempt in 2...20 {
             let ceiling = min(Duration.milliseconds(500) * (1 << min(attempt - 2, 30)), .seconds(30))
@@ -30,13 +20,13 @@ import Testing
 
     @Test func retryAfterWinsAndIsCapped() {
         let policy = RetryPolicy(maximumRetryAfter: .seconds(60))
-        var generator = SplitMix64(state: 7)
+        var generator = SplitMix64(seed: 7)
         #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(5), using: &generator) == .seconds(5))
         #expect(policy.delay(beforeAttempt: 2, retryAfter: .seconds(3600), using: &generator) == .seconds(60))
     }
 
     @Test func aHugeAttemptNumberDoesNotOverflow() {
-        var generator = SplitMix64(state: 1)
+        var generator = SplitMix64(seed: 1)
         let delay = RetryPolicy().backoff(beforeAttempt: Int.max, using: &generator)
         #expect(delay <= .seconds(30))
     }

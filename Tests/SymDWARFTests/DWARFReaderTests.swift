@@ -1,3 +1,4 @@
+import TestSupport
 import SymBytes
 import SymDWARF
 import SymTable
@@ -333,7 +334,7 @@ extension DWARFReaderTests {
         var failures = 0
         var successes = 0
         for seed in 0..<3000 {
-            var random = DWARFReaderRandom(seed: UInt64(seed))
+            var random = SplitMix64(seed: UInt64(seed))
             var copy = sections
             for _ in 0..<Int.random(in: 1...3, using: &random) {
                 let name = names.randomElement(using: &random)!
@@ -370,7 +371,7 @@ extension DWARFReaderTests {
         let sections = try DWARFReaderELF.sectionBytes(of: "/usr/bin/python3.11d").sections
         var failures = 0
         for seed in 0..<6 {
-            var random = DWARFReaderRandom(seed: UInt64(seed))
+            var random = SplitMix64(seed: UInt64(seed))
             var copy = sections
             // Damage the second half of the DIEs or the line programs (what the second thread reads):
             // a few changed bytes, or a run of 0xff that no DIE or opcode sequence survives.

@@ -1,3 +1,4 @@
+import TestSupport
 import SymDemangle
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
     /// Thousands of seeded random names (mangling alphabet, occasionally any byte) per seed.
     @Test(.timeLimit(.minutes(2)), arguments: 1...10 as ClosedRange<UInt64>)
     func randomNames(seed: UInt64) {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$.".utf8)
         for _ in 0..<1_000 {
             var bytes = Array(Self.prefixes.randomElement(using: &generator)!.utf8)

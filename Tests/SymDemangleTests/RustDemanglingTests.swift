@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import SymDemangle
 import Testing
@@ -75,7 +76,7 @@ import Testing
     @Test(.timeLimit(.minutes(2)), arguments: 1...8 as ClosedRange<UInt64>)
     func mutatedNamesMatchRustcDemangle(seed: UInt64) throws {
         let originals = try Fixtures.names("rust-legacy.txt") + Fixtures.names("rust-v0.txt")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         let mutants = (0..<600).map { _ in
             Self.mutate(originals.randomElement(using: &generator)!, using: &generator)
         }
@@ -162,7 +163,7 @@ import Testing
     }
 
     /// One random edit of `name`, using only characters that can appear in mangled names.
-    static func mutate(_ name: String, using generator: inout SeededGenerator) -> String {
+    static func mutate(_ name: String, using generator: inout SplitMix64) -> String {
         let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$.".utf8)
         var bytes = Array(name.utf8)
         let edits = Int.random(in: 1...3, using: &generator)

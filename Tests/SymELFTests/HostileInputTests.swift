@@ -1,3 +1,4 @@
+import TestSupport
 import SymBytes
 import SymELF
 import Testing

@@ -1,21 +1,10 @@
+import TestSupport
 import Foundation
 import Testing
 @testable import SymReport
 
 /// The parser's and writer's fast paths against their plain definitions.
 @Suite struct FastPathTests {
-    /// A seeded generator so failures reproduce.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The escaping check, eight bytes at a time, agrees with a byte-by-byte reading for every
     /// position of every byte that needs escaping, and for random text.
     @Test func escapingCheckAgreesWithTheByteByByteRule() {
@@ -38,7 +27,7 @@ import Testing
                 }
             }
         }
-        var random = Seeded(state: 42)
+        var random = SplitMix64(seed: 42)
         for _ in 0..<20_000 {
             let bytes = (0..<Int.random(in: 0..<64, using: &random)).map { _ in UInt8.random(in: 0x1c...0xff, using: &random) }
             if fast(bytes) != naive(bytes) { mismatches.append(bytes) }

@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import SymBundle
 import SymBytes
@@ -157,7 +158,7 @@ struct BundleValidatorTests {
         let (directory, path, _) = try Self.validBundle()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        var generator = SeededGenerator(state: 0xB0B5)
+        var generator = SplitMix64(seed: 0xB0B5)
         let mutated = directory + "/mutated.zip"
         for round in 0..<300 {
             var bytes: [UInt8]

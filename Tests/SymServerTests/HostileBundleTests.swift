@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import SymBundle
 import Testing
@@ -127,7 +128,7 @@ struct CrashSafetyTests {
     @Test("kill -9 during 24 concurrent uploads, restart, check and retry")
     func killDuringUploads() throws {
         let server = try TestServer(arguments: ["--max-concurrent-uploads", "32"])
-        var generator = SeededGenerator(state: 0x5EED_0004)
+        var generator = SplitMix64(seed: 0x5EED_0004)
         var bundles: [(path: String, version: String, module: ModuleFiles)] = []
         for index in 0..<24 {
             let module = try Bundles.synthetic(symbolCount: 20_000, into: server.scratch, using: &generator)

@@ -1,3 +1,4 @@
+import TestSupport
 import Foundation
 import SymBundle
 import Synchronization
@@ -212,7 +213,7 @@ struct ServerAPITests {
     @Test("SIGTERM lets an upload in flight finish with 201, then the server exits 0")
     func gracefulShutdown() throws {
         let server = try TestServer()
-        var generator = SeededGenerator(state: 42)
+        var generator = SplitMix64(seed: 42)
         let module = try Bundles.synthetic(symbolCount: 20_000, into: server.scratch, using: &generator)
         let bundle = server.scratch + "/bundle.zip"
         try Bundles.bundle(to: bundle, appID: server.appID, version: "drain", modules: [module])

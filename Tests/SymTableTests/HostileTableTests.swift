@@ -1,3 +1,4 @@
+import TestSupport
 import SymBytes
 import SymTable
 import Testing
@@ -76,7 +77,7 @@ import Testing
     func bitFlipsNeverTrap(tableIndex: Int) throws {
         let bytes = try Self.validTables()[tableIndex]
         let addresses = try Self.probes(bytes)
-        var random = SeededGenerator(seed: UInt64(tableIndex) * 7919)
+        var random = SplitMix64(seed: UInt64(tableIndex) * 7919)
         var opened = 0
         for _ in 0..<1500 {
             var corrupt = bytes
@@ -93,7 +94,7 @@ import Testing
 
     @Test(arguments: 0..<20)
     func randomBytesNeverTrap(seed: UInt64) {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<200 {
             var bytes = (0..<random.int(0...400)).map { _ in UInt8.random(in: 0...255, using: &random) }
             if random.chance(50), bytes.count >= 8 {

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import SymTable
 
@@ -6,7 +7,7 @@ import Testing
 @Suite struct IDTableTests {
     @Test(arguments: [1, 7, 1 << 20])
     func findsEveryRecordAcrossGrowth(distinctHashes: Int) {
-        var generator = SeededGenerator(seed: UInt64(distinctHashes))
+        var generator = SplitMix64(seed: UInt64(distinctHashes))
         let records = (0..<5000).map { _ in UInt64.random(in: 0...UInt64.max, using: &generator) }
         func hash(_ record: UInt64) -> UInt64 { IDTable.mix(record % UInt64(distinctHashes)) }
         var table = IDTable()

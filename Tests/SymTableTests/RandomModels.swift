@@ -1,3 +1,4 @@
+import TestSupport
 import SymTable
 
 /// Seeded random symbol models exercising every lookup rule: nested scopes with several ranges,
@@ -16,7 +17,7 @@ enum RandomModels {
     }
 
     static func model(seed: UInt64, placement: Placement) -> SymbolModel {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         var model = SymbolModel(module: ModuleIdentity(
             buildID: (0..<random.int(0...20)).map { _ in UInt8.random(in: 0...255, using: &random) },
             machine: UInt16(random.int(0...300)), is64Bit: random.chance(50), name: "lib\(seed).so"))
@@ -42,10 +43,10 @@ enum RandomModels {
         case .wide:
             { let base = random.u64(0...0x7FFF_0000_0000); return [base, base + 0x1_0000_0000 + random.u64(0...0xFFFF_FFFF)] }()
         }
-        func address(_ random: inout SeededGenerator) -> UInt64 {
+        func address(_ random: inout SplitMix64) -> UInt64 {
             clusterBases[random.int(0...clusterBases.count - 1)] + random.u64(0...0x600)
         }
-        func name(_ random: inout SeededGenerator) -> UInt32 { names[random.int(0...names.count - 1)] }
+        func name(_ random: inout SplitMix64) -> UInt32 { names[random.int(0...names.count - 1)] }
 
         // Physical functions, then inlined scopes nested under earlier scopes.
         for _ in 0..<random.int(0...8) {
@@ -108,7 +109,7 @@ enum RandomModels {
 
     /// Random addresses near the model's clusters plus its boundaries.
     static func probeAddresses(for model: SymbolModel, oracle: ModelOracle, seed: UInt64) -> [UInt64] {
-        var random = SeededGenerator(seed: seed ^ 0xADD7)
+        var random = SplitMix64(seed: seed ^ 0xADD7)
         var addresses = oracle.interestingAddresses()
         let points = model.ranges.map(\.start) + model.lines.map(\.address) + model.symbols.map(\.address)
         for _ in 0..<200 {

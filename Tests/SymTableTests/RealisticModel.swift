@@ -1,3 +1,4 @@
+import TestSupport
 import SymTable
 
 /// A seeded model shaped like compiled C++: contiguous functions, one line sequence per
@@ -5,7 +6,7 @@ import SymTable
 /// and a sized symbol per function. Used for size comparisons and scale.
 enum RealisticModel {
     static func model(functions: Int, seed: UInt64) -> SymbolModel {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         var model = SymbolModel(module: ModuleIdentity(buildID: Array(repeating: 0xAB, count: 20), machine: 62,
                                                        is64Bit: true, name: "librealistic.so"))
         let directory = model.appendString("/build/project/src")

@@ -1,3 +1,4 @@
+import TestSupport
 import SymBytes
 import SymTable
 import Testing
@@ -202,7 +203,7 @@ import Testing
         let model = RealisticModel.model(functions: 300, seed: 5)
         let table = try SymbolTable(bytes: SymbolTableWriter.write(model))
         let oracle = ModelOracle(model)
-        var random = SeededGenerator(seed: 99)
+        var random = SplitMix64(seed: 99)
         let low = model.ranges.map(\.start).min() ?? 0
         let high = model.ranges.map(\.end).max() ?? 0
         for _ in 0..<300 {
