@@ -3,7 +3,8 @@ import Logging
 import Testing
 @testable import SymClient
 
-/// A large upload is streamed from disk: the process's peak memory grows by far less than the body.
+/// A large upload is streamed from disk: the process's peak memory grows by far less than the body
+/// (scripts/bench's upload suite measures the whole command's peak in a process of its own).
 @Suite(.serialized) struct StreamingUploadTests {
     /// `VmHWM` / `VmRSS` of this process in bytes.
     static func memory(_ field: String) throws -> Int {
@@ -37,7 +38,9 @@ import Testing
         var last: (UInt64, UInt64) = (0, 0)
         _ = try client.uploadBundle(at: path) { sent, total in last = (sent, total) }
         let growth = try Self.memory("VmHWM") - before
-        #expect(growth < 48 << 20, "peak RSS grew by \(growth >> 20) MiB for a \(size >> 20) MiB body")
+        // Half the body: a buffered upload grows by at least the whole body, while the bound leaves
+        // room for the suites that run beside this one in the same process (the peak is per process).
+        #expect(growth < size / 2, "peak RSS grew by \(growth >> 20) MiB for a \(size >> 20) MiB body")
         #expect(last == (UInt64(size), UInt64(size)))
         let received = try #require(server.requests().first)
         #expect(received.bodySize == size)
