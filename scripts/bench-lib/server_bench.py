@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """crashsym serve under load (standalone): concurrent large uploads and symbols/missing latency.
 
-  server_bench.py [--crashsym BIN] [--elf FILE] [--uploads 8] [--missing-ids 1000] [--runs 200]
+  server_bench.py [--crashsym BIN] [--elf FILE] [--uploads 8] [--missing-ids 1000] [--runs 200] [--json]
 
 1. Converts FILE (default libLLVM-14.so.1 of Debian 12, 105 MB) with `crashsym dump` and zips a
    bundle of its table plus the ELF itself as debug file (stored, so the body is about the ELF's
@@ -11,12 +11,11 @@
 3. Sends `symbols/missing` with M build-ids (one present, the rest random) `--runs` times over one
    keep-alive connection and reports the median and p95 latency.
 
-Prints one JSON object. Targets from issue 4: peak RSS <= 150 MB with 8 concurrent 100 MB uploads;
+Prints a short text summary (one JSON object with --json). Targets from issue 4: peak RSS <= 150 MB with 8 concurrent 100 MB uploads;
 median symbols/missing with 1,000 build-ids <= 20 ms.
 """
 
 import argparse
-import hashlib
 import http.client
 import json
 import os
@@ -28,40 +27,8 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def make_bundle(crashsym, elf, work, app_id):
-    out = subprocess.run([crashsym, "dump", elf, "-o", work, "--format", "json"], check=True,
-                         capture_output=True, text=True).stdout.splitlines()[0]
-    module = json.loads(out)
-    build_id = module["build_id"]
-    files = {"symbols": module["output"], "debug": elf}
-    manifest = {
-        "format": "crashsym-bundle", "format_version": 1, "app_id": app_id, "package": "bench",
-        "version": "1.0", "platform": "linux", "tool": "server_bench.py", "created": "2026-11-22T00:00:00Z",
-        "modules": [{
-            "build_id": build_id, "name": os.path.basename(elf), "arch": module["arch"],
-            "has_dwarf": module["dwarf"],
-            "symbols": {"path": f"symbols/{build_id}.csym", "size": os.path.getsize(files["symbols"]),
-                        "sha256": sha256(files["symbols"])},
-            "debug": {"path": f"debug/{build_id}.debug", "size": os.path.getsize(elf), "sha256": sha256(elf)},
-        }],
-    }
-    bundle = os.path.join(work, "bundle.zip")
-    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
-        z.writestr("manifest.json", json.dumps(manifest))
-        z.write(files["symbols"], f"symbols/{build_id}.csym")
-        z.write(elf, f"debug/{build_id}.debug")
-    return bundle, build_id
+from serverkit import create_app, default_crashsym, make_bundle, start_server, stop_server
 
 
 def peak_rss(pid):
@@ -74,32 +41,24 @@ def peak_rss(pid):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    default = os.path.join(root, ".build/release/crashsym")
-    if not os.path.exists(default):
-        default = os.path.join(root, ".build/debug/crashsym")
-    parser.add_argument("--crashsym", default=default)
+    parser.add_argument("--crashsym", default=default_crashsym())
     parser.add_argument("--elf", default="/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1")
     parser.add_argument("--uploads", type=int, default=8)
     parser.add_argument("--missing-ids", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="crashsym-server-bench-")
     server = None
     try:
         data = os.path.join(work, "data")
-        created = json.loads(subprocess.run([args.crashsym, "apps", "create", "bench", "--id", "bench",
-                                             "--data-dir", data, "--format", "json"],
-                                            check=True, capture_output=True, text=True).stdout)
-        key = created["key"]
-        bundle, build_id = make_bundle(args.crashsym, args.elf, work, "bench")
-        server = subprocess.Popen([args.crashsym, "serve", "--data-dir", data, "--port", "0", "--log-level", "warning",
-                                   "--max-concurrent-uploads", str(args.uploads)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        port = int(server.stdout.readline().rsplit(":", 1)[1])
+        key = create_app(args.crashsym, data, "bench")
+        bundle, build_id = make_bundle(args.crashsym, args.elf, work, "bench", "server_bench.py")
+        server, base = start_server(args.crashsym, data, "--max-concurrent-uploads", str(args.uploads))
+        port = int(base.rsplit(":", 1)[1])
         rss_idle = peak_rss(server.pid)
-        url = f"http://127.0.0.1:{port}/api/v1/apps/bench/symbols"
+        url = f"{base}/api/v1/apps/bench/symbols"
 
         start = time.perf_counter()
         statuses = []
@@ -131,7 +90,7 @@ def main():
             latencies.append(time.perf_counter() - t0)
             assert answer.status == 200 and payload["present"] == [build_id], payload
         latencies.sort()
-        print(json.dumps({
+        report = {
             "crashsym": args.crashsym,
             "bundle_bytes": os.path.getsize(bundle),
             "uploads": args.uploads,
@@ -142,11 +101,21 @@ def main():
             "missing_ids": args.missing_ids,
             "missing_median_ms": round(statistics.median(latencies) * 1000, 2),
             "missing_p95_ms": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 2),
-        }, indent=1))
+        }
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            r = report
+            print(f"crashsym serve, {r['uploads']} concurrent uploads of a {r['bundle_bytes'] / 1e6:.1f} MB bundle "
+                  f"(curl), then symbols/missing {args.runs} times")
+            print(f"  upload answers            {', '.join(sorted(set(r['upload_statuses'])))} "
+                  f"(all {r['uploads']} in {r['upload_seconds']} s)")
+            print(f"  server peak RSS           {r['server_peak_rss_mb']} MiB (idle {r['server_peak_rss_idle_mb']} MiB; "
+                  f"target <= 150 MB)")
+            print(f"  symbols/missing, {r['missing_ids']} ids   median {r['missing_median_ms']} ms, "
+                  f"p95 {r['missing_p95_ms']} ms (target: median <= 20 ms)")
     finally:
-        if server:
-            server.terminate()
-            server.wait()
+        stop_server(server)
         shutil.rmtree(work, ignore_errors=True)
 
 

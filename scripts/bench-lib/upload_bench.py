@@ -14,7 +14,6 @@ header as crashsym sends (the server never answers `100 Continue`; curl would wa
 targets: peak RSS <= 64 MB, throughput >= 80% of curl.
 """
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -23,47 +22,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+from serverkit import ROOT, create_app, default_crashsym, make_bundle, start_server, stop_server
 
 
-def make_bundle(crashsym, fixture, size_mib, work, app_id):
-    """A bundle the server's validator accepts, of about `size_mib` MiB."""
-    out = subprocess.run([crashsym, "dump", fixture, "-o", work, "--format", "json"], check=True,
-                         capture_output=True, text=True).stdout.splitlines()[0]
-    module = json.loads(out)
-    build_id = module["build_id"]
+def make_padded_bundle(crashsym, fixture, size_mib, work, app_id):
+    """A bundle the server's validator accepts, of about `size_mib` MiB: the fixture's table, and as
+    its debug file the fixture padded with random bytes after its last section."""
     debug = os.path.join(work, "padded.debug")
     shutil.copyfile(fixture, debug)
     with open(debug, "ab") as handle:
         chunk = os.urandom(1 << 20)
         for _ in range(size_mib):
             handle.write(chunk)
-    table = module["output"]
-    manifest = {
-        "format": "crashsym-bundle", "format_version": 1, "app_id": app_id, "package": "bench",
-        "version": "1.0", "platform": "linux", "tool": "upload_bench.py", "created": "2026-11-22T00:00:00Z",
-        "modules": [{
-            "build_id": build_id, "name": os.path.basename(fixture), "arch": module["arch"],
-            "has_dwarf": module["dwarf"],
-            "symbols": {"path": f"symbols/{build_id}.csym", "size": os.path.getsize(table), "sha256": sha256(table)},
-            "debug": {"path": f"debug/{build_id}.debug", "size": os.path.getsize(debug), "sha256": sha256(debug)},
-        }],
-    }
-    bundle = os.path.join(work, "bundle.zip")
-    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
-        z.writestr("manifest.json", json.dumps(manifest))
-        z.write(table, f"symbols/{build_id}.csym")
-        z.write(debug, f"debug/{build_id}.debug")
+    bundle, _ = make_bundle(crashsym, fixture, work, app_id, "upload_bench.py", debug=debug)
     os.unlink(debug)
     return bundle
 
@@ -80,10 +52,7 @@ def run_measured(command):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default = os.path.join(ROOT, ".build/release/crashsym")
-    if not os.path.exists(default):
-        default = os.path.join(ROOT, ".build/debug/crashsym")
-    parser.add_argument("--crashsym", default=default)
+    parser.add_argument("--crashsym", default=default_crashsym())
     parser.add_argument("--fixture", default=os.path.join(ROOT, "Fixtures/elf/gcc-c-O2-dwarf5"))
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=3)
@@ -94,15 +63,10 @@ def main():
     server = None
     try:
         data = os.path.join(work, "data")
-        created = json.loads(subprocess.run([options.crashsym, "apps", "create", "bench", "--id", "bench",
-                                             "--data-dir", data, "--format", "json"],
-                                            check=True, capture_output=True, text=True).stdout)
-        key = created["key"]
-        bundle = make_bundle(options.crashsym, options.fixture, options.size_mib, work, "bench")
+        key = create_app(options.crashsym, data, "bench")
+        bundle = make_padded_bundle(options.crashsym, options.fixture, options.size_mib, work, "bench")
         size = os.path.getsize(bundle)
-        server = subprocess.Popen([options.crashsym, "serve", "--data-dir", data, "--port", "0", "--log-level", "warning"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        base = "http://127.0.0.1:%d" % int(server.stdout.readline().rsplit(":", 1)[1])
+        server, base = start_server(options.crashsym, data)
         crashsym = [options.crashsym, "upload", "--bundle", bundle, "--app-id", "bench", "--app-key", key,
                     "--server", base]
         curl = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-X", "POST", "-T", bundle,
@@ -122,9 +86,7 @@ def main():
                 if name == "crashsym":
                     peak = max(peak, rss)
     finally:
-        if server:
-            server.terminate()
-            server.wait()
+        stop_server(server)
         shutil.rmtree(work, ignore_errors=True)
 
     crashsym_rate = size / statistics.median(results["crashsym"]) / 1e6

@@ -1,0 +1,76 @@
+"""What the upload and server benchmarks share: a valid bundle and a running `crashsym serve`.
+
+Both need a bundle the server's validator accepts (a table from `crashsym dump`, a debug file,
+a manifest with sizes and SHA-256s, stored uncompressed so the body is about the files' size) and
+a real server on 127.0.0.1 with a fresh data directory and one app.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_crashsym():
+    """The release build when there is one, else the debug build."""
+    release = os.path.join(ROOT, ".build/release/crashsym")
+    return release if os.path.exists(release) else os.path.join(ROOT, ".build/debug/crashsym")
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def make_bundle(crashsym, elf, work, app_id, tool, debug=None):
+    """Converts `elf` and zips its table with `debug` (default: `elf` itself) as its debug file.
+
+    Returns (bundle path, build-id)."""
+    out = subprocess.run([crashsym, "dump", elf, "-o", work, "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout.splitlines()[0]
+    module = json.loads(out)
+    build_id = module["build_id"]
+    table = module["output"]
+    debug = debug or elf
+    manifest = {
+        "format": "crashsym-bundle", "format_version": 1, "app_id": app_id, "package": "bench",
+        "version": "1.0", "platform": "linux", "tool": tool, "created": "2026-11-22T00:00:00Z",
+        "modules": [{
+            "build_id": build_id, "name": os.path.basename(elf), "arch": module["arch"],
+            "has_dwarf": module["dwarf"],
+            "symbols": {"path": f"symbols/{build_id}.csym", "size": os.path.getsize(table), "sha256": sha256(table)},
+            "debug": {"path": f"debug/{build_id}.debug", "size": os.path.getsize(debug), "sha256": sha256(debug)},
+        }],
+    }
+    bundle = os.path.join(work, "bundle.zip")
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        z.write(table, f"symbols/{build_id}.csym")
+        z.write(debug, f"debug/{build_id}.debug")
+    return bundle, build_id
+
+
+def create_app(crashsym, data, app_id):
+    """Creates app `app_id` in data directory `data`; returns its key."""
+    created = subprocess.run([crashsym, "apps", "create", app_id, "--id", app_id, "--data-dir", data,
+                              "--format", "json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(created)["key"]
+
+
+def start_server(crashsym, data, *extra):
+    """Starts `crashsym serve` on 127.0.0.1 (port 0); returns (process, base URL)."""
+    server = subprocess.Popen([crashsym, "serve", "--data-dir", data, "--port", "0", "--log-level", "warning", *extra],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = int(server.stdout.readline().rsplit(":", 1)[1])
+    return server, f"http://127.0.0.1:{port}"
+
+
+def stop_server(server):
+    if server:
+        server.terminate()
+        server.wait()
