@@ -119,14 +119,28 @@ public struct OutputBytes: ~Copyable {
     /// forgets them; false when the descriptor refuses them.
     @discardableResult
     public mutating func flush(to descriptor: Int32) -> Bool {
-        var written = 0
         defer { count = 0 }
-        while written < count {
-            let result = write(descriptor, base + written, count - written)
+        return write(0..<count, to: descriptor)
+    }
+
+    /// Writes the bytes `range` of the buffer to a file descriptor (retrying short writes and
+    /// interruptions), keeping them; false when the descriptor refuses them.
+    @discardableResult
+    public func write(_ range: Range<Int>, to descriptor: Int32) -> Bool {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "range out of the buffer")
+        var written = range.lowerBound
+        while written < range.upperBound {
+            let result = systemWrite(descriptor, base + written, range.upperBound - written)
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else { return false }
             written += result
         }
         return true
     }
+}
+
+/// The C library's `write`, which the method `OutputBytes.write(_:to:)` hides inside the type.
+@inline(__always)
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }
