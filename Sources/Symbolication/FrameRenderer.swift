@@ -29,6 +29,8 @@ public struct FrameRenderer: ~Copyable {
     private let table: SymbolTable
     private let style: Style
     private let demangler = Demangler()
+    /// Whether names are demangled (otherwise printed as stored).
+    private let demangles: Bool
     // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
     // and paths are rendered about once, and a small table costs a one-address run few page faults.
     /// Demangled names (escaped for the style) by function-name record.
@@ -134,10 +136,12 @@ public struct FrameRenderer: ~Copyable {
         }
     }
 
-    /// Creates a renderer for one table.
-    public init(table: SymbolTable, style: Style) {
+    /// Creates a renderer for one table; with `demangles` false, function names are printed as
+    /// stored (mangled), as `llvm-symbolizer --no-demangle` prints them.
+    public init(table: SymbolTable, style: Style, demangles: Bool = true) {
         self.table = table
         self.style = style
+        self.demangles = demangles
         let statistics = table.statistics
         // Keyed by record index: one slot per record, no collisions.
         functions = ByteCache(keys: statistics.names)
@@ -315,7 +319,7 @@ public struct FrameRenderer: ~Copyable {
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
         if raw.isEmpty { return Array("??".utf8) }
-        if Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
+        if demangles && Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
         return escaped(raw)
     }
 

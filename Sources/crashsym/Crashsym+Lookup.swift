@@ -20,6 +20,7 @@ extension Crashsym {
                 Examples:
                   crashsym lookup symbols/5f0e….csym 0x4be844 0x4be900
                   crashsym lookup ./app --format json < addresses.txt
+                  crashsym lookup ./app --no-demangle < addresses.txt
                 """
         )
 
@@ -31,6 +32,9 @@ extension Crashsym {
 
         @Option(help: "Output format: text, or json (one object per address, one per line, in input order).")
         var format: OutputFormat = .text
+
+        @Flag(name: .customLong("no-demangle"), help: "Print function names as stored (mangled), like llvm-symbolizer --no-demangle.")
+        var noDemangle = false
 
         @Option(name: .shortAndLong, help: ArgumentHelp(
             "Threads answering large batches of addresses from standard input (default: number of cores, at most \(Self.defaultMaximumJobs)).",
@@ -72,7 +76,7 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             let style: FrameRenderer.Style = format == .json ? .json : .text
-            let main = LookupWorker(table: symbols.table, style: style, path: path, streams: true)
+            let main = LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: true)
             var failed = false
             if addresses.isEmpty {
                 let jobs = self.jobs ?? min(FileSystem.processorCount, Self.defaultMaximumJobs)
@@ -108,7 +112,7 @@ extension Crashsym {
                         if jobs > 1 && linesEnd >= Self.parallelThreshold {
                             if helpers.isEmpty {
                                 helpers = (1..<jobs).map { _ in
-                                    LookupWorker(table: symbols.table, style: style, path: path, streams: false)
+                                    LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: false)
                                 }
                             }
                             answerInParallel(lines, workers: [main] + helpers)

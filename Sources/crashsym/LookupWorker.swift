@@ -24,8 +24,9 @@ final class LookupWorker: Sendable {
 
     /// A worker for `table`; one that `streams` writes its output itself whenever it grows large
     /// (right for the first part of a round, whose output comes first anyway).
-    init(table: SymbolTable, style: FrameRenderer.Style, path: String, streams: Bool) {
-        state = Mutex(State(renderer: FrameRenderer(table: table, style: style), path: path, streams: streams))
+    init(table: SymbolTable, style: FrameRenderer.Style, demangles: Bool, path: String, streams: Bool) {
+        state = Mutex(State(renderer: FrameRenderer(table: table, style: style, demangles: demangles), path: path,
+                            streams: streams))
     }
 
     /// Whether some line was not an address or some address could not be answered.

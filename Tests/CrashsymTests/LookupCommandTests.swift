@@ -102,6 +102,47 @@ import Testing
         }
     }
 
+    /// `--no-demangle` prints the names llvm-symbolizer prints with `--no-demangle`, frame by frame.
+    @Test(arguments: ["clang-cpp-O2-dwarf5", "gcc-cpp-O2-dwarf5"])
+    func noDemangleMatchesLLVMSymbolizer(_ fixture: String) throws {
+        let elf = CLI.fixture(fixture)
+        var generator = SeededGenerator(state: 11)
+        let addresses = try Self.functions(elf).flatMap { function in
+            (0..<3).map { _ in "0x" + String(function.start + UInt64.random(in: 0..<function.size, using: &generator), radix: 16) }
+        }
+        let ours = try CLI.run(["lookup", elf, "--format", "json", "--no-demangle"], input: addresses.joined(separator: "\n"))
+        #expect(ours.status == 0, "\(ours.stderr)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/llvm-symbolizer")
+        // Addresses on standard input: one JSON object per line (on the command line, one array).
+        process.arguments = ["--no-demangle", "--inlining", "--output-style=JSON", "--obj=\(elf)"]
+        let pipe = Pipe(), input = Pipe()
+        process.standardOutput = pipe
+        process.standardInput = input
+        try process.run()
+        // Written from another thread, so neither side waits on a full pipe.
+        let text = Data(addresses.joined(separator: "\n").utf8)
+        let writer = Thread {
+            input.fileHandleForWriting.write(text)
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let theirs = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let ourLines = ours.stdout.split(separator: "\n"), theirLines = theirs.split(separator: "\n")
+        try #require(ourLines.count == addresses.count && theirLines.count == addresses.count)
+        var mangledSeen = false
+        for (our, their) in zip(ourLines, theirLines) {
+            let ourObject = try JSONSerialization.jsonObject(with: Data(our.utf8)) as! [String: Any]
+            let theirObject = try JSONSerialization.jsonObject(with: Data(their.utf8)) as! [String: Any]
+            let ourNames = (ourObject["frames"] as? [[String: Any]] ?? []).map { $0["function"] as? String ?? "" }
+            let theirNames = (theirObject["Symbol"] as? [[String: Any]] ?? []).map { $0["FunctionName"] as? String ?? "" }
+            #expect(ourNames == theirNames, "\(ourObject["address"] ?? "")")
+            if ourNames.contains(where: { $0.hasPrefix("_Z") }) { mangledSeen = true }
+        }
+        #expect(mangledSeen)
+    }
+
     @Test func anAddressOnAPipeIsAnsweredBeforeTheNextIsWritten() throws {
         let elf = CLI.fixture("gcc-c-O2-dwarf5")
         let functions = try Self.functions(elf)
