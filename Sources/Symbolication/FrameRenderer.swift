@@ -31,6 +31,8 @@ public struct FrameRenderer: ~Copyable {
     private let demangler = Demangler()
     /// Whether names are demangled (otherwise printed as stored).
     private let demangles: Bool
+    /// What `SymbolTable.warmFrames` read, kept so that its reads are not optimised away.
+    private var warmth: UInt32 = 0
     // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
     // and paths are rendered about once, and a small table costs a one-address run few page faults.
     /// Demangled names (escaped for the style) by function-name record.
@@ -190,16 +192,26 @@ public struct FrameRenderer: ~Copyable {
         var errors: [FormatError] = []
         withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
             table.rangeIndices(addresses, into: ranges)
-            for index in addresses.indices {
-                do throws(FormatError) {
-                    try render(addresses[index], range: ranges[index], into: &output)
-                } catch {
-                    errors.append(error)
+            // The chains are read ahead a slice at a time, so they are still in cache when walked.
+            var start = 0
+            while start < addresses.count {
+                let end = min(addresses.count, start + Self.warmSlice)
+                warmth &+= table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]))
+                for index in start..<end {
+                    do throws(FormatError) {
+                        try render(addresses[index], range: ranges[index], into: &output)
+                    } catch {
+                        errors.append(error)
+                    }
                 }
+                start = end
             }
         }
         return errors
     }
+
+    /// Addresses whose inline chains are read ahead at once (see `SymbolTable.warmFrames`).
+    static let warmSlice = 64
 
     /// Appends the answer for `address`, in range `range` (-1: none, or a range without frames).
     private mutating func render(_ address: UInt64, range: Int, into output: inout OutputBytes) throws(FormatError) {
