@@ -135,7 +135,68 @@ public struct FrameRenderer: ~Copyable {
             slots[2 * slot] = key &+ 1
             slots[2 * slot + 1] = UInt64(arena.count) << 32 | UInt64(bytes.count)
             arena.append(bytes)
+            if journals { stored.append(key) }
         }
+
+        /// Whether `store` notes the keys it stores in `stored`, for `adoptStored(from:)`.
+        var journals = false
+        /// Keys stored since the last `forgetStored()` (when `journals`).
+        private(set) var stored: [UInt64] = []
+
+        /// The keys stored since the last `forgetStored()`, with their bytes.
+        func storedEntries() -> [(key: UInt64, bytes: [UInt8])] {
+            stored.compactMap { key in value(key).map { (key, $0) } }
+        }
+
+        /// Caches `entries` this cache lacks.
+        mutating func adopt(_ entries: [(key: UInt64, bytes: [UInt8])]) {
+            for entry in entries where length(entry.key) == nil { store(entry.key, entry.bytes) }
+        }
+
+        /// Forgets which keys were stored (not their bytes).
+        mutating func forgetStored() { stored.removeAll(keepingCapacity: true) }
+    }
+
+    /// Names and paths a renderer rendered since it last shared them (see `share`).
+    public struct RenderedNames: Sendable {
+        var functions: [(key: UInt64, bytes: [UInt8])] = []
+        var mangled: [(key: UInt64, bytes: [UInt8])] = []
+        var paths: [(key: UInt64, bytes: [UInt8])] = []
+
+        /// Nothing rendered.
+        public init() {}
+
+        /// Adds `other`'s names.
+        public mutating func append(_ other: RenderedNames) {
+            functions += other.functions
+            mangled += other.mangled
+            paths += other.paths
+        }
+    }
+
+    /// The names and paths rendered since the last `forgetShared()`: threads answering parts of
+    /// one input, each with its own renderer, hand them to one another (`adopt`) so that a name
+    /// is demangled about once between them rather than once by each.
+    public func renderedSinceShared() -> RenderedNames {
+        var names = RenderedNames()
+        names.functions = functions.storedEntries()
+        names.mangled = mangled.storedEntries()
+        names.paths = paths.storedEntries()
+        return names
+    }
+
+    /// Caches the names and paths of another renderer of the same table and style.
+    public mutating func adopt(_ names: RenderedNames) {
+        functions.adopt(names.functions)
+        mangled.adopt(names.mangled)
+        paths.adopt(names.paths)
+    }
+
+    /// Counts everything rendered until now as shared.
+    public mutating func forgetShared() {
+        functions.forgetStored()
+        mangled.forgetStored()
+        paths.forgetStored()
     }
 
     /// Creates a renderer for one table; with `demangles` false, function names are printed as
@@ -149,6 +210,9 @@ public struct FrameRenderer: ~Copyable {
         functions = ByteCache(keys: statistics.names)
         mangled = ByteCache(keys: style == .json ? statistics.names : 1)
         paths = ByteCache(keys: statistics.files)
+        functions.journals = true
+        mangled.journals = true
+        paths.journals = true
     }
 
     /// Slots of a direct-mapped cache for `records` keys: the power of two at or above twice as

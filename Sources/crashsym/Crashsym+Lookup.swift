@@ -170,6 +170,8 @@ extension Crashsym {
                 }
                 for case let (worker, span)? in owners { worker.emit(span: span) }
                 for worker in workers { worker.reset() }
+                // Names one thread demangled this round, the others need not demangle again.
+                workers[0].share(with: Array(workers.dropFirst()))
                 start = roundEnd
             }
         }

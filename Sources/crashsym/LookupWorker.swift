@@ -69,6 +69,24 @@ final class LookupWorker: Sendable {
         }
     }
 
+    /// Shares the names and paths rendered since the last round with `others` (see
+    /// `FrameRenderer.share(with:)`); call it between rounds, when no worker is answering.
+    func share(with others: [LookupWorker]) {
+        var all = state.withLock { $0.renderer.renderedSinceShared() }
+        for other in others where other !== self {
+            let theirs = other.state.withLock { $0.renderer.renderedSinceShared() }
+            state.withLock { $0.renderer.adopt(theirs) }
+            all.append(theirs)
+        }
+        for other in others where other !== self {
+            other.state.withLock { state in
+                state.renderer.adopt(all)
+                state.renderer.forgetShared()
+            }
+        }
+        state.withLock { $0.renderer.forgetShared() }
+    }
+
     /// Where a block's answers are in a worker's output and notes.
     struct Span: Sendable {
         var block: Int

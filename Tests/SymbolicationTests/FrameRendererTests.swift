@@ -113,6 +113,33 @@ import Testing
         UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 
+    /// Names one renderer rendered and handed over answer the same in the other, and each name
+    /// is handed over once.
+    @Test func sharedNamesAnswerTheSame() throws {
+        let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        for style in [FrameRenderer.Style.text, .json] {
+            var first = FrameRenderer(table: table, style: style)
+            var expected = OutputBytes()
+            for address in addresses { try first.render(address, into: &expected) }
+            let names = first.renderedSinceShared()
+            #expect(!names.functions.isEmpty && !names.paths.isEmpty)
+            #expect(names.mangled.isEmpty == (style == .text))
+            first.forgetShared()
+            #expect(first.renderedSinceShared().functions.isEmpty)
+            var second = FrameRenderer(table: table, style: style)
+            second.adopt(names)
+            var actual = OutputBytes()
+            for address in addresses { try second.render(address, into: &actual) }
+            #expect(Array(actual.bytes) == Array(expected.bytes), "\(style)")
+            // Everything came from the first: the second rendered (and demangled) no name itself.
+            second.forgetShared()
+            for address in addresses { try second.render(address, into: &actual) }
+            #expect(second.renderedSinceShared().functions.isEmpty)
+        }
+    }
+
     @Test func aCacheByRecordIndexKeepsEveryIndexApart() {
         var cache = FrameRenderer.ByteCache(keys: 3)
         var output = OutputBytes(capacity: 1)
