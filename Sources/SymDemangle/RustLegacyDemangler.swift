@@ -8,7 +8,10 @@ enum RustLegacyDemangler {
     /// `17h` and 16 hex digits, followed by nothing or a `.suffix`. Without the hash the name is
     /// left to the Itanium demangler, which reads hashless paths the same way.
     static func recognizes(_ bytes: [UInt8]) -> Bool {
-        parse(RustSymbolSuffix.droppingLLVMSuffix(bytes)) != nil
+        // `parse` wants one of these prefixes, which dropping a suffix leaves as it is: checking
+        // first spares every Swift and C name the suffix scan.
+        guard bytes.starts(with: "_ZN".utf8) || bytes.starts(with: "__ZN".utf8) else { return false }
+        return parse(RustSymbolSuffix.droppingLLVMSuffix(bytes)) != nil
     }
 
     /// Demangles a legacy Rust symbol; `nil` when `bytes` is not one.

@@ -3,9 +3,11 @@ enum RustSymbolSuffix {
     /// `bytes` without a ThinLTO `.llvm.<hex>` suffix: LLVM renames promoted local symbols that
     /// way after mangling, so the suffix is stripped before anything else is looked at.
     static func droppingLLVMSuffix(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
-        let marker = Array(".llvm.".utf8)
+        let marker: [UInt8] = Array(".llvm.".utf8)
         guard bytes.count >= marker.count else { return bytes[...] }
-        for start in 0...(bytes.count - marker.count) where bytes[start..<(start + marker.count)].elementsEqual(marker) {
+        // Compare only where a `.` is: C++ names are long and mostly without one.
+        for start in 0...(bytes.count - marker.count) where bytes[start] == UInt8(ascii: ".")
+            && bytes[start..<(start + marker.count)].elementsEqual(marker) {
             // Only the first occurrence counts, and only when all that follows is LLVM's hash.
             let tail = bytes[(start + marker.count)...]
             let isHash = tail.allSatisfy { byte in

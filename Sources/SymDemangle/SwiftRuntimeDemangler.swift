@@ -11,20 +11,33 @@ import Darwin
 enum SwiftRuntimeDemangler {
     /// Demangles a Swift name; `nil` when the runtime does not recognise it, or when the name
     /// would make the runtime's demangler crash (see `crashesRuntimeDemangler`).
-    static func demangle(_ bytes: [UInt8]) -> String? {
-        guard !crashesRuntimeDemangler(bytes) else { return nil }
-        return bytes.withUnsafeBufferPointer { buffer -> String? in
-            guard let base = buffer.baseAddress else { return nil }
-            // `swift_demangle` takes an explicit length (no NUL needed); with no output buffer it
-            // returns a malloc'ed string we free, or NULL when the input is not a Swift symbol.
-            let pointer = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                swift_demangle($0, buffer.count, nil, nil, 0)
+    static func demangle(_ bytes: [UInt8], bufferSize: Int = stackBufferSize) -> String? {
+        guard !crashesRuntimeDemangler(bytes), !bytes.isEmpty else { return nil }
+        // `swift_demangle` takes an explicit length, but first checks the prefix with `strlen` on
+        // the input (`isSwiftSymbol(const char *)`): the name must end in a NUL, or it reads on.
+        // An embedded NUL would cut the name short there: not a name any toolchain writes.
+        guard !bytes.contains(0) else { return nil }
+        var name = bytes
+        name.append(0)
+        return name.withUnsafeBufferPointer { input -> String? in
+            input.baseAddress!.withMemoryRebound(to: CChar.self, capacity: input.count) { mangled -> String? in
+                // Into a buffer on the stack first (no malloc, strdup and free per name); the
+                // runtime says when the name did not fit by raising the size, and a larger name
+                // takes the runtime's own malloc'ed string.
+                withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(1, bufferSize)) { buffer -> String? in
+                    var size = buffer.count
+                    guard let result = swift_demangle(mangled, input.count - 1, buffer.baseAddress, &size, 0) else { return nil }
+                    if size <= buffer.count { return String(cString: result) }
+                    guard let pointer = swift_demangle(mangled, input.count - 1, nil, nil, 0) else { return nil }
+                    defer { free(pointer) }
+                    return String(cString: pointer)
+                }
             }
-            guard let pointer else { return nil }
-            defer { free(pointer) }
-            return String(cString: pointer)
         }
     }
+
+    /// Bytes of demangled name that fit in the stack buffer (most names are far shorter).
+    static let stackBufferSize = 4096
 
     /// Whether `bytes` hits a bug in the Swift 6.3 runtime demangler: a function signature
     /// specialization (`Tf [q] <pass-id> <param>* _`) whose parameter list ends the name right

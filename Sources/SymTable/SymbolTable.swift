@@ -90,6 +90,18 @@ public final class SymbolTable: Sendable {
         withBytes { bytes in layout.fastRangeIndices(bytes, addresses, into: result) }
     }
 
+    /// Reads ahead the inline-chain records of `ranges` (from `rangeIndices`; -1 skipped), all
+    /// chains one level at a time so their cache misses overlap: walking their frames right after
+    /// is then much cheaper. A hint: it reads within bounds and never fails. Returns a checksum
+    /// of the values read, which the caller keeps (in its own state) so that the reads are not
+    /// optimised away.
+    public func warmFrames(ofRanges ranges: UnsafeBufferPointer<Int>) -> UInt32 {
+        guard !ranges.isEmpty else { return 0 }
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: ranges.count) { scratch in
+            withBytes { bytes in layout.warmFrames(bytes, ranges: ranges, scratch: scratch) }
+        }
+    }
+
     /// Calls `body` for each frame of range `index` (from `rangeIndex(containing:)`), as
     /// `forEachFrame(at:)` does for an address in it; throws on an index out of bounds.
     @discardableResult

@@ -112,6 +112,49 @@ extension TableLayout {
         }
     }
 
+    /// Reads the scope record and every call-site record of the inline chains of `ranges` (-1:
+    /// none), one chain level at a time over all of them, so that the reads of different chains
+    /// overlap their cache misses (as the batch search does for the range starts) and walking
+    /// the frames afterwards finds the records in cache. `scratch` must hold as many indices as
+    /// `ranges`. A hint only: an index out of bounds or a caller not before its callee ends that
+    /// chain quietly (the walk reports it), and the depth is bounded.
+    func warmFrames(_ bytes: UnsafeRawBufferPointer, ranges: UnsafeBufferPointer<Int>, scratch: UnsafeMutableBufferPointer<Int>) -> UInt32 {
+        precondition(scratch.count >= ranges.count, "scratch buffer too small")
+        // Folding every value read into the result keeps the reads from being optimised away.
+        var sink: UInt32 = 0
+        var live = 0
+        for index in ranges.indices {
+            let range = ranges[index]
+            guard range >= 0, range < rangeCount else { continue }
+            let scope = Self.load(bytes, rangeRecords.offset + (range + 1) * rangeRecordSize - scopeWidth, width: scopeWidth)
+            guard scope != 0, Int(scope) <= scopeCount else { continue }
+            let caller = Self.load(bytes, scopes.offset + (Int(scope) - 1) * scopeRecordSize + 2 * nameWidth, width: callSiteWidth)
+            sink &+= caller
+            guard caller >= TableFormat.callerBias, Int(caller - TableFormat.callerBias) < callSiteCount else { continue }
+            scratch[live] = Int(caller - TableFormat.callerBias)
+            live += 1
+        }
+        let callerOffset = fileWidth + lineWidth + columnWidth + nameWidth
+        var depth = 0
+        while live > 0 && depth < Self.maximumWarmDepth {
+            var next = 0
+            for index in 0..<live {
+                let callSite = scratch[index]
+                let caller = Self.load(bytes, callSites.offset + callSite * callSiteRecordSize + callerOffset, width: callSiteWidth)
+                sink &+= caller
+                guard caller >= TableFormat.callerBias, Int(caller - TableFormat.callerBias) < callSite else { continue }
+                scratch[next] = Int(caller - TableFormat.callerBias)
+                next += 1
+            }
+            live = next
+            depth += 1
+        }
+        return sink
+    }
+
+    /// Inline levels `warmFrames` follows at most (deeper chains are walked cold).
+    static let maximumWarmDepth = 64
+
     /// Range record `index` (see `rangeRecord`).
     @inline(__always)
     func fastRangeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {

@@ -11,11 +11,12 @@ import SymTable
 
 /// Renders `lookup` answers straight into bytes: the hot path for answering many addresses.
 ///
-/// Every address in one table range has the same frames, so the rendered frames are memoised per
-/// range (repeated and neighbouring addresses, the common case in crash reports, cost a binary
-/// search and a copy). Names are demangled and JSON-escaped once per function-name record, paths
-/// joined once per file record, cached by record index, so a frame seen before reads no string
-/// data. Cached bytes live in arenas: no `String` or array per frame.
+/// Names are demangled and JSON-escaped once per function-name record, paths joined once per
+/// file record, cached by record index (one slot per record, so no two collide), so a frame seen
+/// before reads no string data. Cached bytes live in arenas: no `String` or array per frame.
+/// Whole answers are not memoised: on large tables most addresses fall in distinct ranges and
+/// distinct inline chains (large-cpp: 2.3 M ranges, 358 k scope records), and storing answers
+/// cost more copying than the rare repeat saved.
 public struct FrameRenderer: ~Copyable {
     /// Output styles.
     public enum Style: Sendable {
@@ -28,6 +29,10 @@ public struct FrameRenderer: ~Copyable {
     private let table: SymbolTable
     private let style: Style
     private let demangler = Demangler()
+    /// Whether names are demangled (otherwise printed as stored).
+    private let demangles: Bool
+    /// What `SymbolTable.warmFrames` read, kept so that its reads are not optimised away.
+    private var warmth: UInt32 = 0
     // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
     // and paths are rendered about once, and a small table costs a one-address run few page faults.
     /// Demangled names (escaped for the style) by function-name record.
@@ -36,8 +41,6 @@ public struct FrameRenderer: ~Copyable {
     private var mangled: ByteCache
     /// Joined source paths (escaped for the style) by file record.
     private var paths: ByteCache
-    /// Rendered frames by range index (without the address, which differs within a range).
-    private var answers = ByteCache(slots: 1 << 12, arenaLimit: 1 << 20)
 
     /// A direct-mapped cache of rendered bytes keyed by integers (string-table positions, range
     /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
@@ -53,6 +56,9 @@ public struct FrameRenderer: ~Copyable {
         private let shift: UInt64
         private let arenaLimit: Int
 
+        /// Whether keys are dense indices below `slotCount`, each with its own slot.
+        private let isDirect: Bool
+
         init(slots: Int, arenaLimit: Int = Int(UInt32.max)) {
             precondition(slots > 0 && slots & (slots - 1) == 0, "slots must be a power of two")
             guard let memory = calloc(2 * slots, MemoryLayout<UInt64>.size) else { fatalError("out of memory") }
@@ -60,13 +66,26 @@ public struct FrameRenderer: ~Copyable {
             slotCount = slots
             shift = UInt64(64 - slots.trailingZeroBitCount)
             self.arenaLimit = arenaLimit
+            isDirect = false
+        }
+
+        /// A cache for keys that are record indices below `keys`: one slot per key, so no two keys
+        /// collide (a key out of that range still works, sharing a slot).
+        init(keys: Int, arenaLimit: Int = Int(UInt32.max)) {
+            slotCount = max(1, keys)
+            guard let memory = calloc(2 * slotCount, MemoryLayout<UInt64>.size) else { fatalError("out of memory") }
+            self.slots = memory.assumingMemoryBound(to: UInt64.self)
+            shift = 0
+            self.arenaLimit = arenaLimit
+            isDirect = true
         }
 
         deinit { free(slots) }
 
         @inline(__always)
         private func slot(_ key: UInt64) -> Int {
-            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+            if isDirect { return key < UInt64(slotCount) ? Int(key) : Int(key % UInt64(slotCount)) }
+            return Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
         }
 
         /// Appends the bytes cached for `key` to `output`; false when there are none.
@@ -116,17 +135,84 @@ public struct FrameRenderer: ~Copyable {
             slots[2 * slot] = key &+ 1
             slots[2 * slot + 1] = UInt64(arena.count) << 32 | UInt64(bytes.count)
             arena.append(bytes)
+            if journals { stored.append(key) }
+        }
+
+        /// Whether `store` notes the keys it stores in `stored`, for `adoptStored(from:)`.
+        var journals = false
+        /// Keys stored since the last `forgetStored()` (when `journals`).
+        private(set) var stored: [UInt64] = []
+
+        /// The keys stored since the last `forgetStored()`, with their bytes.
+        func storedEntries() -> [(key: UInt64, bytes: [UInt8])] {
+            stored.compactMap { key in value(key).map { (key, $0) } }
+        }
+
+        /// Caches `entries` this cache lacks.
+        mutating func adopt(_ entries: [(key: UInt64, bytes: [UInt8])]) {
+            for entry in entries where length(entry.key) == nil { store(entry.key, entry.bytes) }
+        }
+
+        /// Forgets which keys were stored (not their bytes).
+        mutating func forgetStored() { stored.removeAll(keepingCapacity: true) }
+    }
+
+    /// Names and paths a renderer rendered since it last shared them (see `share`).
+    public struct RenderedNames: Sendable {
+        var functions: [(key: UInt64, bytes: [UInt8])] = []
+        var mangled: [(key: UInt64, bytes: [UInt8])] = []
+        var paths: [(key: UInt64, bytes: [UInt8])] = []
+
+        /// Nothing rendered.
+        public init() {}
+
+        /// Adds `other`'s names.
+        public mutating func append(_ other: RenderedNames) {
+            functions += other.functions
+            mangled += other.mangled
+            paths += other.paths
         }
     }
 
-    /// Creates a renderer for one table.
-    public init(table: SymbolTable, style: Style) {
+    /// The names and paths rendered since the last `forgetShared()`: threads answering parts of
+    /// one input, each with its own renderer, hand them to one another (`adopt`) so that a name
+    /// is demangled about once between them rather than once by each.
+    public func renderedSinceShared() -> RenderedNames {
+        var names = RenderedNames()
+        names.functions = functions.storedEntries()
+        names.mangled = mangled.storedEntries()
+        names.paths = paths.storedEntries()
+        return names
+    }
+
+    /// Caches the names and paths of another renderer of the same table and style.
+    public mutating func adopt(_ names: RenderedNames) {
+        functions.adopt(names.functions)
+        mangled.adopt(names.mangled)
+        paths.adopt(names.paths)
+    }
+
+    /// Counts everything rendered until now as shared.
+    public mutating func forgetShared() {
+        functions.forgetStored()
+        mangled.forgetStored()
+        paths.forgetStored()
+    }
+
+    /// Creates a renderer for one table; with `demangles` false, function names are printed as
+    /// stored (mangled), as `llvm-symbolizer --no-demangle` prints them.
+    public init(table: SymbolTable, style: Style, demangles: Bool = true) {
         self.table = table
         self.style = style
+        self.demangles = demangles
         let statistics = table.statistics
-        functions = ByteCache(slots: Self.slots(for: statistics.names))
-        mangled = ByteCache(slots: style == .json ? Self.slots(for: statistics.names) : 1)
-        paths = ByteCache(slots: Self.slots(for: statistics.files))
+        // Keyed by record index: one slot per record, no collisions.
+        functions = ByteCache(keys: statistics.names)
+        mangled = ByteCache(keys: style == .json ? statistics.names : 1)
+        paths = ByteCache(keys: statistics.files)
+        functions.journals = true
+        mangled.journals = true
+        paths.journals = true
     }
 
     /// Slots of a direct-mapped cache for `records` keys: the power of two at or above twice as
@@ -170,16 +256,26 @@ public struct FrameRenderer: ~Copyable {
         var errors: [FormatError] = []
         withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
             table.rangeIndices(addresses, into: ranges)
-            for index in addresses.indices {
-                do throws(FormatError) {
-                    try render(addresses[index], range: ranges[index], into: &output)
-                } catch {
-                    errors.append(error)
+            // The chains are read ahead a slice at a time, so they are still in cache when walked.
+            var start = 0
+            while start < addresses.count {
+                let end = min(addresses.count, start + Self.warmSlice)
+                warmth &+= table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]))
+                for index in start..<end {
+                    do throws(FormatError) {
+                        try render(addresses[index], range: ranges[index], into: &output)
+                    } catch {
+                        errors.append(error)
+                    }
                 }
+                start = end
             }
         }
         return errors
     }
+
+    /// Addresses whose inline chains are read ahead at once (see `SymbolTable.warmFrames`).
+    static let warmSlice = 64
 
     /// Appends the answer for `address`, in range `range` (-1: none, or a range without frames).
     private mutating func render(_ address: UInt64, range: Int, into output: inout OutputBytes) throws(FormatError) {
@@ -194,12 +290,7 @@ public struct FrameRenderer: ~Copyable {
             output.append(Literal.jsonFrames)
         }
         if range >= 0 {
-            let key = UInt64(range)
-            if !answers.append(key, to: &output) {
-                let start = output.count
-                try renderFrames(range: range, into: &output)
-                answers.store(key, output.bytes(start..<output.count))
-            }
+            try renderFrames(range: range, into: &output)
         } else if style == .text {
             output.append(Literal.noFrames)
         }
@@ -218,48 +309,54 @@ public struct FrameRenderer: ~Copyable {
     /// comma-separated frame objects).
     private mutating func renderFrames(range: Int, into output: inout OutputBytes) throws(FormatError) {
         var frames = table.frames(inRange: range)
-        var count = 0
-        // Indices, not strings: names and paths come from the caches, keyed by record.
-        while let frame = try frames.nextIndices() {
-            switch style {
-            case .text:
-                output.append(Literal.indent)
-                try appendFunction(frame.name, to: &output)
-                let hasFile = try !isEmptyFile(frame.file)
-                if frame.line != 0 || hasFile {
-                    output.append(Literal.gap)
-                    let before = output.count
-                    try appendPath(frame.file, to: &output)
-                    if output.count == before { output.append(Literal.unknown) }
-                    output.append(UInt8(ascii: ":"))
-                    output.appendDecimal(UInt64(frame.line))
-                    if frame.column != 0 {
-                        output.append(UInt8(ascii: ":"))
-                        output.appendDecimal(UInt64(frame.column))
-                    }
-                }
-                if frame.isInlined { output.append(Literal.inlined) }
-                if frame.isSymbolOnly { output.append(Literal.symbolOnly) }
-                output.append(UInt8(ascii: "\n"))
-            case .json:
-                if count > 0 { output.append(UInt8(ascii: ",")) }
-                output.append(Literal.jsonFunction)
-                try appendFunction(frame.name, to: &output)
-                output.append(Literal.jsonMangled)
-                try appendMangledName(frame.name, to: &output)
-                output.append(Literal.jsonFile)
-                try appendPath(frame.file, to: &output)
-                output.append(Literal.jsonLine)
-                output.appendDecimal(UInt64(frame.line))
-                output.append(Literal.jsonColumn)
-                output.appendDecimal(UInt64(frame.column))
-                output.append(frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
-                if frame.isSymbolOnly { output.append(Literal.jsonSymbolOnly) }
-                output.append(UInt8(ascii: "}"))
-            }
-            count += 1
+        guard let innermost = try frames.nextIndices() else {
+            if style == .text { output.append(Literal.noFrames) }
+            return
         }
-        if count == 0 && style == .text { output.append(Literal.noFrames) }
+        try renderFrame(innermost, first: true, into: &output)
+        while let frame = try frames.nextIndices() { try renderFrame(frame, first: false, into: &output) }
+    }
+
+    /// Appends one frame (text: one line; JSON: the frame object, after a comma unless `first`).
+    @inline(__always)
+    private mutating func renderFrame(_ frame: SymbolTable.FrameIndices, first: Bool, into output: inout OutputBytes) throws(FormatError) {
+        // Indices, not strings: names and paths come from the caches, keyed by record.
+        switch style {
+        case .text:
+            output.append(Literal.indent)
+            try appendFunction(frame.name, to: &output)
+            let hasFile = try !isEmptyFile(frame.file)
+            if frame.line != 0 || hasFile {
+                output.append(Literal.gap)
+                let before = output.count
+                try appendPath(frame.file, to: &output)
+                if output.count == before { output.append(Literal.unknown) }
+                output.append(UInt8(ascii: ":"))
+                output.appendDecimal(UInt64(frame.line))
+                if frame.column != 0 {
+                    output.append(UInt8(ascii: ":"))
+                    output.appendDecimal(UInt64(frame.column))
+                }
+            }
+            if frame.isInlined { output.append(Literal.inlined) }
+            if frame.isSymbolOnly { output.append(Literal.symbolOnly) }
+            output.append(UInt8(ascii: "\n"))
+        case .json:
+            if !first { output.append(UInt8(ascii: ",")) }
+            output.append(Literal.jsonFunction)
+            try appendFunction(frame.name, to: &output)
+            output.append(Literal.jsonMangled)
+            try appendMangledName(frame.name, to: &output)
+            output.append(Literal.jsonFile)
+            try appendPath(frame.file, to: &output)
+            output.append(Literal.jsonLine)
+            output.appendDecimal(UInt64(frame.line))
+            output.append(Literal.jsonColumn)
+            output.appendDecimal(UInt64(frame.column))
+            output.append(frame.isInlined ? Literal.jsonInlinedTrue : Literal.jsonInlinedFalse)
+            if frame.isSymbolOnly { output.append(Literal.jsonSymbolOnly) }
+            output.append(UInt8(ascii: "}"))
+        }
     }
 
     /// Appends the printed name of function-name record `index` (cached by record).
@@ -298,7 +395,7 @@ public struct FrameRenderer: ~Copyable {
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
         if raw.isEmpty { return Array("??".utf8) }
-        if Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
+        if demangles && Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
         return escaped(raw)
     }
 

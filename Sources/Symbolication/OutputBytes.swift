@@ -42,9 +42,25 @@ public struct OutputBytes: ~Copyable {
     @inline(__always)
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
-        reserve(bytes.count)
-        (base + count).copyMemory(from: source, byteCount: bytes.count)
-        count += bytes.count
+        let length = bytes.count
+        reserve(length)
+        let target = base + count
+        // Most appends are short (separators, line numbers' neighbours, short names): two
+        // overlapping word copies instead of a call to memmove.
+        if length >= 8 && length <= 16 {
+            target.storeBytes(of: source.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            (target + (length - 8)).storeBytes(of: (source + (length - 8)).loadUnaligned(as: UInt64.self), as: UInt64.self)
+        } else if length >= 4 && length < 8 {
+            target.storeBytes(of: source.loadUnaligned(as: UInt32.self), as: UInt32.self)
+            (target + (length - 4)).storeBytes(of: (source + (length - 4)).loadUnaligned(as: UInt32.self), as: UInt32.self)
+        } else if length < 4 {
+            for offset in 0..<length {
+                target.storeBytes(of: source.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
+            }
+        } else {
+            target.copyMemory(from: source, byteCount: length)
+        }
+        count += length
     }
 
     /// Appends the bytes of an array.
@@ -119,14 +135,28 @@ public struct OutputBytes: ~Copyable {
     /// forgets them; false when the descriptor refuses them.
     @discardableResult
     public mutating func flush(to descriptor: Int32) -> Bool {
-        var written = 0
         defer { count = 0 }
-        while written < count {
-            let result = write(descriptor, base + written, count - written)
+        return write(0..<count, to: descriptor)
+    }
+
+    /// Writes the bytes `range` of the buffer to a file descriptor (retrying short writes and
+    /// interruptions), keeping them; false when the descriptor refuses them.
+    @discardableResult
+    public func write(_ range: Range<Int>, to descriptor: Int32) -> Bool {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "range out of the buffer")
+        var written = range.lowerBound
+        while written < range.upperBound {
+            let result = systemWrite(descriptor, base + written, range.upperBound - written)
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else { return false }
             written += result
         }
         return true
     }
+}
+
+/// The C library's `write`, which the method `OutputBytes.write(_:to:)` hides inside the type.
+@inline(__always)
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }

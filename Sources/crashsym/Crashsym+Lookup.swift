@@ -1,4 +1,6 @@
 import ArgumentParser
+import Dispatch
+import Synchronization
 import CrashsymCommandLine
 import Symbolication
 #if canImport(Glibc)
@@ -18,6 +20,7 @@ extension Crashsym {
                 Examples:
                   crashsym lookup symbols/5f0e….csym 0x4be844 0x4be900
                   crashsym lookup ./app --format json < addresses.txt
+                  crashsym lookup ./app --no-demangle < addresses.txt
                 """
         )
 
@@ -30,9 +33,18 @@ extension Crashsym {
         @Option(help: "Output format: text, or json (one object per address, one per line, in input order).")
         var format: OutputFormat = .text
 
+        @Flag(name: .customLong("no-demangle"), help: "Print function names as stored (mangled), like llvm-symbolizer --no-demangle.")
+        var noDemangle = false
+
+        @Option(name: .shortAndLong, help: ArgumentHelp(
+            "Threads answering large batches of addresses from standard input (default: number of cores, at most \(Self.defaultMaximumJobs)).",
+            valueName: "n"))
+        var jobs: Int?
+
         @OptionGroup var debug: DebugOptions
 
         func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
             for address in addresses where Self.parse(address) == nil {
                 throw ValidationError("not a hex address: '\(address)'")
             }
@@ -43,6 +55,18 @@ extension Crashsym {
             return copy.withUTF8 { FrameRenderer.parseAddress(UnsafeRawBufferPointer($0)) }
         }
 
+        /// Threads used by default: more would each warm their own caches for little gain.
+        static let defaultMaximumJobs = 4
+        /// Complete lines (bytes) from one read that are worth a second thread; fewer are answered
+        /// on the calling thread, so one address costs no thread start.
+        static let parallelThreshold = 16 << 10
+        /// Input bytes per thread per round: bounds the output held back until a round is written
+        /// in order (about 6,500 addresses; a few MB of output with deep inline chains).
+        static let roundBytesPerJob = 64 << 10
+        /// Input bytes per block of a round (about 800 addresses): small enough that the threads
+        /// finish a round together, large enough for the renderer's batch search.
+        static let blockBytes = 8 << 10
+
         func run() throws {
             let symbols: ModuleSymbols
             do {
@@ -51,17 +75,16 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
             }
-            var renderer = FrameRenderer(table: symbols.table, style: format == .json ? .json : .text)
-            var output = OutputBytes(capacity: 1 << 17)
-            // Addresses are answered in batches: the renderer finds their ranges all at once.
-            var batch: [UInt64] = []
-            batch.reserveCapacity(Self.batchSize)
+            let style: FrameRenderer.Style = format == .json ? .json : .text
+            let main = LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: true)
             var failed = false
             if addresses.isEmpty {
-                // Read standard input in chunks and answer every complete line of each chunk before
-                // the next read, so a partner on a pipe gets its answer without waiting for more input.
-                // The buffer is raw memory so the loop captures nothing in closures (no boxed state).
-                var capacity = 1 << 16
+                let jobs = self.jobs ?? min(FileSystem.processorCount, Self.defaultMaximumJobs)
+                var helpers: [LookupWorker] = []
+                // Read standard input in large chunks and answer every complete line of each chunk
+                // before the next read, so a partner on a pipe gets its answer without waiting for more
+                // input. The buffer is raw memory so the loop captures nothing in closures.
+                var capacity = 1 << 20
                 var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
                 defer { buffer.deallocate() }
                 var pending = 0  // bytes of an incomplete line at the start of the buffer
@@ -78,63 +101,79 @@ extension Crashsym {
                     if count < 0 && errno == EINTR { continue }
                     if count <= 0 { break }
                     let end = pending + count
-                    var lineStart = 0
-                    var index = pending
-                    while index < end {
-                        if buffer.load(fromByteOffset: index, as: UInt8.self) == 0x0a {
-                            let line = UnsafeRawBufferPointer(start: buffer + lineStart, count: index - lineStart)
-                            if !queue(line, &batch, &renderer, &output) { failed = true }
-                            lineStart = index + 1
-                        }
-                        index += 1
+                    // Complete lines end at the last newline read.
+                    var linesEnd = end
+                    while linesEnd > pending && buffer.load(fromByteOffset: linesEnd - 1, as: UInt8.self) != 0x0a {
+                        linesEnd -= 1
                     }
-                    pending = end - lineStart
-                    if lineStart > 0 && pending > 0 { buffer.copyMemory(from: buffer + lineStart, byteCount: pending) }
-                    if !answer(&batch, &renderer, &output) { failed = true }
-                    output.flush(to: STDOUT_FILENO)
+                    // The pending bytes hold no newline: without one in the new bytes, no line is complete.
+                    if linesEnd > pending {
+                        let lines = UnsafeRawBufferPointer(start: buffer, count: linesEnd)
+                        if jobs > 1 && linesEnd >= Self.parallelThreshold {
+                            if helpers.isEmpty {
+                                helpers = (1..<jobs).map { _ in
+                                    LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: false)
+                                }
+                            }
+                            answerInParallel(lines, workers: [main] + helpers)
+                        } else {
+                            main.answer(lines: Array(lines))
+                            main.emit()
+                        }
+                    } else {
+                        linesEnd = 0
+                    }
+                    pending = end - linesEnd
+                    if linesEnd > 0 && pending > 0 { buffer.copyMemory(from: buffer + linesEnd, byteCount: pending) }
                 }
-                if pending > 0 && !queue(UnsafeRawBufferPointer(start: buffer, count: pending), &batch, &renderer, &output) {
-                    failed = true
-                }
+                // The last line, without a newline.
+                main.answer(lines: Array(UnsafeRawBufferPointer(start: buffer, count: pending)))
+                failed = helpers.contains { $0.failed }
             } else {
-                for address in addresses {
-                    var copy = address
-                    if !copy.withUTF8({ queue(UnsafeRawBufferPointer($0), &batch, &renderer, &output) }) { failed = true }
+                for address in addresses { main.answer(line: Array(address.utf8)) }
+                main.finishBatch()
+            }
+            main.emit()
+            if failed || main.failed { throw ExitCode.failure }
+        }
+
+        /// Answers complete `lines` with one thread per worker, in rounds: each round is cut at line
+        /// boundaries into blocks, which the threads take as they become free; once all are
+        /// answered their outputs are written in input order, so the output is one thread's.
+        private func answerInParallel(_ lines: UnsafeRawBufferPointer, workers: [LookupWorker]) {
+            let base = lines.baseAddress!
+            /// The end of the line that `offset` is in (just past its newline), or the end of `lines`.
+            func lineBoundary(atOrAfter offset: Int) -> Int {
+                guard offset > 0 else { return 0 }
+                guard offset < lines.count else { return lines.count }
+                guard let newline = memchr(base + offset - 1, 0x0a, lines.count - offset + 1) else { return lines.count }
+                return UnsafeRawPointer(newline) - base + 1
+            }
+            var start = 0
+            while start < lines.count {
+                let roundEnd = lineBoundary(atOrAfter: min(lines.count, start + workers.count * Self.roundBytesPerJob))
+                // Copies (cheap next to answering them) so that only Sendable values cross threads.
+                var cuts = [start]
+                while cuts.last! < roundEnd { cuts.append(lineBoundary(atOrAfter: min(roundEnd, cuts.last! + Self.blockBytes))) }
+                let blocks = cuts.indices.dropLast().map { Array(UnsafeRawBufferPointer(start: base + cuts[$0], count: cuts[$0 + 1] - cuts[$0])) }
+                let next = Atomic<Int>(0)
+                DispatchQueue.concurrentPerform(iterations: min(workers.count, blocks.count)) { part in
+                    while true {
+                        let block = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                        guard block < blocks.count else { return }
+                        workers[part].answer(block: block, lines: blocks[block])
+                    }
                 }
+                var owners = [(worker: LookupWorker, span: LookupWorker.Span)?](repeating: nil, count: blocks.count)
+                for worker in workers {
+                    for span in worker.spans { owners[span.block] = (worker, span) }
+                }
+                for case let (worker, span)? in owners { worker.emit(span: span) }
+                for worker in workers { worker.reset() }
+                // Names one thread demangled this round, the others need not demangle again.
+                workers[0].share(with: Array(workers.dropFirst()))
+                start = roundEnd
             }
-            if !answer(&batch, &renderer, &output) { failed = true }
-            output.flush(to: STDOUT_FILENO)
-            if failed { throw ExitCode.failure }
-        }
-
-        /// Addresses answered at once: enough for the batch search to overlap its memory reads,
-        /// few enough that a partner on a pipe is not kept waiting.
-        static let batchSize = 4096
-
-        /// Queues the address on `line` for answering; false (after answering the queue and saying
-        /// why on standard error, so the two streams stay in order) when the line is not an address.
-        private func queue(_ line: UnsafeRawBufferPointer, _ batch: inout [UInt64], _ renderer: inout FrameRenderer,
-                           _ output: inout OutputBytes) -> Bool {
-            if let address = FrameRenderer.parseAddress(line) {
-                batch.append(address)
-                return batch.count < Self.batchSize || answer(&batch, &renderer, &output)
-            }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return true }
-            _ = answer(&batch, &renderer, &output)
-            output.flush(to: STDOUT_FILENO)
-            FileOutput.standardError("crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n")
-            return false
-        }
-
-        /// Answers the queued addresses into `output` and empties the queue; false (after saying
-        /// why on standard error) when the table could not answer some of them.
-        private func answer(_ batch: inout [UInt64], _ renderer: inout FrameRenderer, _ output: inout OutputBytes) -> Bool {
-            guard !batch.isEmpty else { return true }
-            let errors = batch.withUnsafeBufferPointer { renderer.render($0, into: &output) }
-            batch.removeAll(keepingCapacity: true)
-            if output.count >= 1 << 16 { output.flush(to: STDOUT_FILENO) }
-            for error in errors { FileOutput.standardError("crashsym: \(path): \(error)\n") }
-            return errors.isEmpty
         }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import SymDemangle
+@testable import SymDemangle
 import Testing
 
 /// Swift names against the toolchain's `swift-demangle`. Our Swift path is the runtime's
@@ -21,6 +21,20 @@ import Testing
         // Generic specialisations and async/coroutine suffixes are among them.
         #expect(plain.contains { $0.hasSuffix("Tg5") })
         #expect(plain.contains { $0.contains(".resume.") })
+    }
+
+    /// A demangled name longer than the stack buffer takes the runtime's malloc'ed string, and
+    /// reads the same (every real name, with buffers too small for most of them).
+    @Test func namesLongerThanTheBufferReadTheSame() throws {
+        let names = try Fixtures.names("swift.txt")
+        let expected = try ReferenceTool.swiftDemangle.demangle(names)
+        for (name, theirs) in zip(names, expected) {
+            for size in [1, 16, 64] {
+                #expect(SwiftRuntimeDemangler.demangle(Array(name.utf8), bufferSize: size) == theirs, "\(name) \(size)")
+            }
+        }
+        // A name with a NUL inside is refused rather than cut short.
+        #expect(SwiftRuntimeDemangler.demangle(Array("$s4main3fooyyF".utf8) + [0, 0x41]) == nil)
     }
 
     /// Older Swift manglings the runtime still reads (`_T0` from Swift 4, `$S` from Swift 4.2).

@@ -34,6 +34,11 @@ import Testing
             if let result { #expect(result == frames) }
             _ = try? table.range(containing: address)
         }
+        // Reading chains ahead follows the same corrupt records, and indices out of bounds, quietly.
+        var ranges = [Int](repeating: 0, count: addresses.count)
+        addresses.withUnsafeBufferPointer { keys in ranges.withUnsafeMutableBufferPointer { table.rangeIndices(keys, into: $0) } }
+        ranges += [-1, Int.min, Int.max, statistics.ranges, statistics.ranges - 1, 0]
+        _ = ranges.withUnsafeBufferPointer { table.warmFrames(ofRanges: $0) }
         return true
     }
 
@@ -153,6 +158,8 @@ import Testing
         try #require(value < 1 << (8 * layout.callSiteWidth))
         TestLayout.setField(&bytes, at: layout.callSiteCallerOffset(firstCallSite), width: layout.callSiteWidth, value: value)
         let corrupt = try SymbolTable(bytes: bytes)
+        let ranges = [try #require(corrupt.rangeIndex(containing: 0x1016))]
+        _ = ranges.withUnsafeBufferPointer { corrupt.warmFrames(ofRanges: $0) }  // ends, never loops
         #expect {
             try corrupt.forEachFrame(at: 0x1016) { _ in }
         } throws: { error in

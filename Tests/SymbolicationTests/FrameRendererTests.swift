@@ -4,7 +4,7 @@ import SymTable
 import Testing
 @testable import Symbolication
 
-/// `FrameRenderer` (the `lookup` hot path: cached bytes, answers memoised per range) against the
+/// `FrameRenderer` (the `lookup` hot path: names and paths cached by record) against the
 /// plain path (`ModuleSymbols.frames`, Strings joined one by one) on real fixtures.
 @Suite struct FrameRendererTests {
     static let fixtures = ["clang-cpp-O2-dwarf5", "gcc-cpp-O2-dwarf5", "gcc-c-O2-dwarf5-strip-debug", "clang-c-O2-dwarf4"]
@@ -67,7 +67,7 @@ import Testing
             for address in addresses { try single.render(address, into: &expected) }
             var batched = FrameRenderer(table: table, style: style)
             var actual = OutputBytes()
-            // Uneven batches, so that memoised answers cross batch boundaries.
+            // Uneven batches, so that cached names cross batch boundaries.
             var start = 0
             var size = 1
             while start < addresses.count {
@@ -111,6 +111,50 @@ import Testing
 
     static func bytes(_ text: StaticString) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+
+    /// Names one renderer rendered and handed over answer the same in the other, and each name
+    /// is handed over once.
+    @Test func sharedNamesAnswerTheSame() throws {
+        let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        for style in [FrameRenderer.Style.text, .json] {
+            var first = FrameRenderer(table: table, style: style)
+            var expected = OutputBytes()
+            for address in addresses { try first.render(address, into: &expected) }
+            let names = first.renderedSinceShared()
+            #expect(!names.functions.isEmpty && !names.paths.isEmpty)
+            #expect(names.mangled.isEmpty == (style == .text))
+            first.forgetShared()
+            #expect(first.renderedSinceShared().functions.isEmpty)
+            var second = FrameRenderer(table: table, style: style)
+            second.adopt(names)
+            var actual = OutputBytes()
+            for address in addresses { try second.render(address, into: &actual) }
+            #expect(Array(actual.bytes) == Array(expected.bytes), "\(style)")
+            // Everything came from the first: the second rendered (and demangled) no name itself.
+            second.forgetShared()
+            for address in addresses { try second.render(address, into: &actual) }
+            #expect(second.renderedSinceShared().functions.isEmpty)
+        }
+    }
+
+    @Test func aCacheByRecordIndexKeepsEveryIndexApart() {
+        var cache = FrameRenderer.ByteCache(keys: 3)
+        var output = OutputBytes(capacity: 1)
+        cache.store(0, Self.bytes("a"))
+        cache.store(1, Self.bytes("bc"))
+        cache.store(2, Self.bytes("def"))
+        for key: UInt64 in [2, 0, 1] { #expect(cache.append(key, to: &output)) }
+        #expect(String(decoding: output.bytes, as: UTF8.self) == "defabc")
+        #expect(cache.length(1) == 2)
+        // A key past the records shares a slot (3 % 3 == 0) and replaces it, never reads another's bytes.
+        #expect(!cache.append(3, to: &output))
+        cache.store(3, Self.bytes("xyz"))
+        #expect(!cache.append(0, to: &output))
+        #expect(cache.value(3) == Array("xyz".utf8))
+        #expect(cache.value(2) == Array("def".utf8))
     }
 
     @Test func theCacheForgetsEverythingWhenItsArenaIsFull() {

@@ -17,6 +17,24 @@ import Testing
         }
     }
 
+    /// Every length through the short-copy paths (0-16 bytes) and past them, at every offset
+    /// of the source and of the buffer, copies exactly those bytes.
+    @Test func appendsOfEveryShortLengthCopyExactly() {
+        let source = (0..<64).map { UInt8(0x41 + $0 % 26) }
+        for prefix in 0..<9 {
+            for start in 0..<8 {
+                for length in 0...24 {
+                    var output = OutputBytes(capacity: 1)
+                    output.append(Array(repeating: UInt8(ascii: "."), count: prefix))
+                    source.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[start..<(start + length)])) }
+                    output.append(UInt8(ascii: "|"))
+                    let expected = Array(repeating: UInt8(ascii: "."), count: prefix) + source[start..<(start + length)] + [UInt8(ascii: "|")]
+                    #expect(Array(output.bytes) == expected, "prefix \(prefix) start \(start) length \(length)")
+                }
+            }
+        }
+    }
+
     @Test func growsAndKeepsEverythingAppended() {
         var output = OutputBytes(capacity: 1)
         var expected: [UInt8] = []

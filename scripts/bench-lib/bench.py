@@ -302,11 +302,28 @@ class Bench:
             if ok(tool):
                 add(tool, [tool, "-f", "-i", "-C", "-a", "-e", path], subset_file, subset)
         result["lookup"] = self.rounds(name, "lookup", lookup)
-        for tool, entry in result["lookup"].items():
-            if "wall" in entry:
-                entry["rate"] = entry["addresses"] / entry["wall"]["median"]
-                if "inner" in entry:
-                    entry["inner_rate"] = entry["addresses"] / entry["inner"]["median"]
+
+        # -- the same with names printed as stored: equal work for crashsym and llvm-symbolizer
+        # (llvm-symbolizer demangles C++ but not Swift names, so on Swift code the default run
+        # has crashsym demangle names llvm-symbolizer leaves alone)
+        plain = {}
+        if "crashsym" in lookup:
+            plain["crashsym"] = dict(lookup["crashsym"], argv=lookup["crashsym"]["argv"] + ["--no-demangle"],
+                                     stdout=os.path.join(here, "lookup-plain-crashsym.out"))
+            plain["crashsym"]["after"] = parsed("crashsym", plain["crashsym"]["stdout"], len(lines))
+        if ok("llvm-symbolizer"):
+            plain["llvm-symbolizer"] = dict(lookup["llvm-symbolizer"],
+                                            argv=lookup["llvm-symbolizer"]["argv"] + ["--no-demangle"],
+                                            stdout=os.path.join(here, "lookup-plain-llvm-symbolizer.out"))
+            plain["llvm-symbolizer"]["after"] = parsed("llvm-symbolizer", plain["llvm-symbolizer"]["stdout"], len(lines))
+        if plain:
+            result["lookup_no_demangle"] = self.rounds(name, "lookup --no-demangle", plain)
+        for phase in ("lookup", "lookup_no_demangle"):
+            for tool, entry in result.get(phase, {}).items():
+                if "wall" in entry:
+                    entry["rate"] = entry["addresses"] / entry["wall"]["median"]
+                    if "inner" in entry:
+                        entry["inner_rate"] = entry["addresses"] / entry["inner"]["median"]
 
         # -- one address in a fresh process
         latency_commands = {}

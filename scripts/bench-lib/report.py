@@ -112,11 +112,19 @@ def corpus_markdown(c, meta):
                      lambda e: f"{100 * e['with_line'] / max(e['addresses'], 1):.1f} %"))
     lines.append(row("lookup: frames per resolved address (inlines)", look,
                      lambda e: f"{e['frames'] / e['resolved']:.2f}" if e["resolved"] else DASH))
+    plain = c.get("lookup_no_demangle", {})
+    if plain:
+        equal = {"crashsym", "llvm-symbolizer"}
+        lines.append(row(f"lookup, names not demangled (`--no-demangle`, equal work): wall, median of {runs} (min–max)",
+                         plain, lambda e: spread(e["wall"], seconds), equal))
+        lines.append(row("lookup, names not demangled: addresses/s (whole process)", plain,
+                         lambda e: rate(e["rate"]), equal))
     lines.append(row(f"one address, fresh process: median of {latency_runs} (min–max)", lat,
                      lambda e: spread(e["wall"], seconds)))
     lines.append("")
     failures = []
-    for phase_name, phase in (("convert", conv), ("lookup", look), ("one address", lat)):
+    for phase_name, phase in (("convert", conv), ("lookup", look), ("lookup --no-demangle", plain),
+                              ("one address", lat)):
         for tool in TOOLS:
             if tool in phase and "error" in phase[tool]:
                 message = " ".join(phase[tool]["error"].split())[:400]
@@ -171,6 +179,15 @@ def targets(c, meta):
              f"crashsym/llvm-symbolizer = {factor(mine / peer)}" if have else "", mine >= 20 * peer)
     else:
         out.append(f"| lookup ≥ 20× llvm-symbolizer | llvm-symbolizer not measured | {DASH} | {DASH} | {DASH} |")
+    # the same with names as stored (equal work: llvm-symbolizer does not demangle Swift names)
+    plain = c.get("lookup_no_demangle", {})
+    if _ok(plain, "llvm-symbolizer"):
+        peer = plain["llvm-symbolizer"]["rate"]
+        have = _ok(plain, "crashsym")
+        mine = plain["crashsym"]["rate"] if have else 0
+        line("lookup ≥ 20× llvm-symbolizer's addresses/s, both `--no-demangle` (equal work)",
+             f"≥ {rate(20 * peer)} (llvm-symbolizer {rate(peer)})", have, rate(mine),
+             f"crashsym/llvm-symbolizer = {factor(mine / peer)}" if have else "", mine >= 20 * peer)
     # lookup vs symbolic
     if _ok(look, "symbolic"):
         inner = look["symbolic"].get("inner_rate", look["symbolic"]["rate"])
@@ -223,6 +240,9 @@ def targets(c, meta):
             parts = []
             if _ok(look, "crashsym") and _ok(look, tool):
                 parts.append(f"lookup rate crashsym/{tool} = {factor(look['crashsym']['rate'] / look[tool]['rate'])}")
+            if _ok(plain, "crashsym") and _ok(plain, tool):
+                parts.append(f"lookup rate with --no-demangle crashsym/{tool} = "
+                             f"{factor(plain['crashsym']['rate'] / plain[tool]['rate'])}")
             if _ok(lat, "crashsym") and _ok(lat, tool):
                 parts.append(f"one-address time {tool}/crashsym = "
                              f"{factor(lat[tool]['wall']['median'] / lat['crashsym']['wall']['median'])}")
@@ -270,8 +290,16 @@ METHOD = """\
   `eu-addr2line -f -i -C -a -e FILE` (`-a` prints the address so the output can be counted).
   llvm-gsymutil-14 and symbolic's SymCache answer mangled names (Sentry demangles in a later
   step), so they do less work per address than the tools that demangle C++.
+  `crashsym lookup` answers large inputs on up to 4 threads (`--jobs`; the machine's cores),
+  so its wall time counts both cores; llvm-symbolizer uses one.
   Every tool's output goes to a file and is read back: "resolved" and "frames per resolved
   address" show that no tool is fast because it fails.
+- **Lookup with names not demangled (equal work)**: the rows "lookup, names not demangled" run
+  `crashsym lookup TABLE.csym --no-demangle` and `llvm-symbolizer --obj=FILE --no-demangle` on the
+  same addresses, in rounds of their own: both print names as stored. The default rows are not
+  equal work on Swift code: llvm-symbolizer demangles C++ names but leaves Swift names
+  (`$s…`) mangled, while crashsym demangles them (through the Swift runtime's demangler), which
+  is most of its time on swift-format. The equal-work target line compares these rows.
 - **One address in a fresh process**: `hyperfine -N --warmup {warmup} --runs {latency_runs}` for
   each tool with the same single address (symbolic's figure includes starting Python and
   importing the module).
