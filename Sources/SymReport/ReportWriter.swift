@@ -66,13 +66,20 @@ public enum ReportWriter {
 
     private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
                                          to output: inout [UInt8]) {
-        if resolution.status == .ok, let first = resolution.locations.first {
+        if resolution.status == .ok, let chain = resolution.chain, !chain.textEnds.isEmpty {
+            // The chain's lines, rendered once per chain: ` in ` before the first, the frame
+            // line's indentation and `inlined into ` before each other.
             output.append(contentsOf: Literal.in)
-            describe(first, to: &output)
-            for location in resolution.locations.dropFirst() {
-                append(indent, to: &output)
-                output.append(contentsOf: Literal.inlinedInto)
-                describe(location, to: &output)
+            chain.text.withUnsafeBufferPointer { text in
+                var start = 0
+                for (position, end) in chain.textEnds.enumerated() {
+                    if position > 0 {
+                        append(indent, to: &output)
+                        output.append(contentsOf: Literal.inlinedInto)
+                    }
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<end]))
+                    start = end
+                }
             }
         } else {
             output.append(contentsOf: Literal.flagOpen)
@@ -94,7 +101,7 @@ public enum ReportWriter {
     }
 
     /// `function file:line:column` and a newline.
-    private static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
+    static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
         output.append(contentsOf: location.function.utf8)
         if !location.file.isEmpty || location.line != 0 {
             output.append(0x20)
@@ -128,6 +135,21 @@ public enum ReportWriter {
         static let flagClose = Array("]\n".utf8)
         static let tried = Array("    tried: ".utf8)
         static let unknown = Array("??".utf8)
+        /// The `"address_kind"` members.
+        static let exactKind = member("address_kind", AddressConvention.exact.rawValue)
+        static let returnAddressKind = member("address_kind", AddressConvention.returnAddress.rawValue)
+        /// The `"status"` member of each status, in `FrameStatus.allCases` order.
+        static let statusMembers = FrameStatus.allCases.map { member("status", $0.rawValue) }
+
+        /// `,"key":"value"` as `JSONText` writes it after an object's first member.
+        private static func member(_ key: StaticString, _ value: String) -> [UInt8] {
+            var json = JSONText()
+            json.beginObject()
+            json.null(nil)
+            let start = json.bytes.count
+            json.string(key, value)
+            return Array(json.bytes[start...])
+        }
     }
 
     /// The `"module"`, `"module_index"` and `"build_id"` members of a frame in `module` (at its
@@ -141,6 +163,41 @@ public enum ReportWriter {
         if let module { json.number("module_index", module.index) } else { json.null("module_index") }
         json.string("build_id", module?.module.buildID)
         return Array(json.bytes[start...])
+    }
+
+    /// Appends one frame object of a stack's `"frames"` array.
+    private static func writeJSON(_ frame: borrowing ReportFrame, _ resolution: borrowing FrameResolution,
+                                  moduleMembers: [[UInt8]], moduleCount: Int, explain: Bool, to json: inout JSONText) {
+        json.beginObject()
+        json.number("index", frame.index)
+        let moduleIndex = frame.module.flatMap { $0 >= 0 && $0 < moduleCount ? $0 : nil }
+        json.continueObject(with: moduleMembers[moduleIndex ?? moduleCount])
+        json.hex("address", frame.address)
+        json.hex("module_offset", resolution.moduleAddress)
+        // Members of a few known values: their bytes made once.
+        json.continueObject(with: frame.convention == .exact ? Literal.exactKind : Literal.returnAddressKind)
+        json.continueObject(with: Literal.statusMembers[FrameStatus.allCases.firstIndex(of: resolution.status)!])
+        json.string("reason", resolution.reason)
+        if explain {
+            json.beginArray("tried")
+            for step in resolution.explanation { json.string(nil, step) }
+            json.endArray()
+        }
+        json.beginArray("symbolized")
+        if let chain = resolution.chain { json.bytes.append(contentsOf: chain.json) }
+        json.endArray()
+        json.endObject()
+    }
+
+    /// Appends one element of a frame's `"symbolized"` array.
+    static func appendJSON(_ location: SourceLocation, to json: inout JSONText) {
+        json.beginObject()
+        json.string("function", location.function)
+        json.string("mangled", location.mangled)
+        json.string("file", location.file)
+        json.number("line", location.line)
+        json.number("column", location.column)
+        json.endObject()
     }
 
     /// Appends the report as one JSON document (docs/crash-report.md) and a newline.
@@ -178,34 +235,14 @@ public enum ReportWriter {
             json.string("thread", stack.thread)
             json.bool("crashed", stack.crashed)
             json.beginArray("frames")
-            for (f, frame) in stack.frames.enumerated() {
-                let resolution = result.frames[s][f]
-                json.beginObject()
-                json.number("index", frame.index)
-                let moduleIndex = frame.module.flatMap { $0 >= 0 && $0 < report.modules.count ? $0 : nil }
-                json.continueObject(with: moduleMembers[moduleIndex ?? report.modules.count])
-                json.hex("address", frame.address)
-                json.hex("module_offset", resolution.moduleAddress)
-                json.string("address_kind", frame.convention.rawValue)
-                json.string("status", resolution.status.rawValue)
-                json.string("reason", resolution.reason)
-                if explain {
-                    json.beginArray("tried")
-                    for step in resolution.explanation { json.string(nil, step) }
-                    json.endArray()
+            // Read in place (a copy of each frame and resolution would retain all their members).
+            stack.frames.withUnsafeBufferPointer { frames in
+                result.frames[s].withUnsafeBufferPointer { resolutions in
+                    for f in frames.indices {
+                        writeJSON(frames[f], resolutions[f], moduleMembers: moduleMembers, moduleCount: report.modules.count,
+                                  explain: explain, to: &json)
+                    }
                 }
-                json.beginArray("symbolized")
-                for location in resolution.locations {
-                    json.beginObject()
-                    json.string("function", location.function)
-                    json.string("mangled", location.mangled)
-                    json.string("file", location.file)
-                    json.number("line", location.line)
-                    json.number("column", location.column)
-                    json.endObject()
-                }
-                json.endArray()
-                json.endObject()
             }
             json.endArray()
             json.endObject()

@@ -5,53 +5,72 @@ import SymTable
 import Synchronization
 
 /// Source locations of one module's table, with demangled names and joined paths made once per
-/// distinct string, and whole answers kept per looked-up address: reports repeat the same
-/// functions, files and return addresses, so a frame costs a table lookup and a few cache hits,
-/// not a demangling — or, for an address seen before, no lookup at all.
+/// name and file record, and whole answers (a `LocationChain`, rendered for both writers) kept
+/// per table range: every address of a range has the same frames, and reports repeat the same
+/// functions, files and return addresses, so a frame costs a binary search and a cache hit, and
+/// a range seen before no string work at all.
 ///
-/// The caches are direct-mapped (a slot per hashed key, a collision only costs recomputing): no
-/// `Dictionary` hashing per frame, and bounded memory whatever the reports hold.
+/// The caches are direct-mapped (a slot per hashed key, a collision only costs recomputing),
+/// sized from the table (about two slots per record, at most 2^16): no `Dictionary` hashing per
+/// frame, and bounded memory whatever the reports hold.
 final class LocationCache: Sendable {
     let symbols: ModuleSymbols
     private let demangler = Demangler()
-    private let names = Mutex(Slots<(function: String, mangled: String)>(bits: 12))
-    private let paths = Mutex(Slots<String>(bits: 10))
-    private let answers = Mutex(Slots<[SourceLocation]>(bits: 12))
+    private let names: Mutex<Slots<(function: String, mangled: String)>>
+    private let paths: Mutex<Slots<String>>
+    private let chains: Mutex<Slots<LocationChain?>>
 
     init(symbols: ModuleSymbols) {
         self.symbols = symbols
+        let statistics = symbols.table.statistics
+        names = Mutex(Slots(bits: Self.bits(for: statistics.names)))
+        paths = Mutex(Slots(bits: Self.bits(for: statistics.files)))
+        chains = Mutex(Slots(bits: Self.bits(for: statistics.ranges)))
     }
 
-    /// The locations at `address`, innermost first, physical function last.
-    func locations(at address: UInt64) throws(FormatError) -> [SourceLocation] {
-        if let known = answers.withLock({ $0.value(address) }) { return known }
+    /// Bits of a direct-mapped cache for `records` keys: two slots per key, 2^6 to 2^16 slots.
+    static func bits(for records: Int) -> Int {
+        var bits = 6
+        while 1 << bits < 2 * records && bits < 16 { bits += 1 }
+        return bits
+    }
+
+    /// The locations at `address`, innermost first, physical function last; nil when no function
+    /// covers it. Throws on a corrupt table.
+    func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
         let table = symbols.table
-        var result: [SourceLocation] = []
-        try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-            let name = self.name(frame.function, in: table)
-            result.append(SourceLocation(function: name.function, mangled: name.mangled,
-                                         file: path(frame.directory, frame.file, in: table),
-                                         line: frame.line, column: frame.column))
+        guard let range = table.rangeIndex(containing: address) else { return nil }
+        let key = UInt64(range)
+        if let known = chains.withLock({ $0.value(key) }) { return known }
+        var locations: [SourceLocation] = []
+        var frames = table.frames(inRange: range)
+        while let frame = try frames.nextIndices() {
+            let name = try self.name(frame.name, in: table)
+            locations.append(SourceLocation(function: name.function, mangled: name.mangled,
+                                            file: try path(frame.file, in: table), line: frame.line, column: frame.column))
         }
-        answers.withLock { $0.store(address, result) }
-        return result
+        let chain = locations.isEmpty ? nil : LocationChain(locations)
+        chains.withLock { $0.store(key, chain) }
+        return chain
     }
 
-    private func name(_ reference: StringRef, in table: SymbolTable) -> (function: String, mangled: String) {
-        let key = UInt64(reference.offset) << 32 | UInt64(reference.length)
+    /// The printed and stored names of function-name record `index`.
+    private func name(_ index: UInt32, in table: SymbolTable) throws(FormatError) -> (function: String, mangled: String) {
+        let key = UInt64(index)
         if let known = names.withLock({ $0.value(key) }) { return known }
         var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
+        table.withUTF8(try table.functionName(index)) { raw = Array($0) }
         let mangled = String(decoding: raw, as: UTF8.self)
         let function = mangled.isEmpty ? "??" : FrameRenderer.mayBeMangled(raw) ? demangler.demangleOrSelf(mangled) : mangled
         names.withLock { $0.store(key, (function, mangled)) }
         return (function, mangled)
     }
 
-    private func path(_ directory: StringRef, _ file: StringRef, in table: SymbolTable) -> String {
-        // Offsets into the string data fit 32 bits each; a reference's offset names its string.
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
+    /// The source path of file record `index` (empty when unknown).
+    private func path(_ index: UInt32, in table: SymbolTable) throws(FormatError) -> String {
+        let key = UInt64(index)
         if let known = paths.withLock({ $0.value(key) }) { return known }
+        let (directory, file) = try table.file(index)
         let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
         paths.withLock { $0.store(key, joined) }
         return joined

@@ -15,7 +15,7 @@ public final class Symbolicator: Sendable {
     public let sources: SymbolSources
     /// One slot per module key: the first thread to need a module resolves it while holding the
     /// slot's lock, so a module is never converted twice at once.
-    private let modules = Mutex<[String: ModuleSlot]>([:])
+    private let modules = Mutex(ModuleSlots())
     private let directories = Mutex<[String: DirectoryIndex]>([:])
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
@@ -28,9 +28,13 @@ public final class Symbolicator: Sendable {
     /// Symbolicates every frame of `report`.
     public func symbolicate(_ report: CrashReport) -> SymbolicatedReport {
         // Load biases learnt from frames that print both an absolute pc and a file virtual
-        // address: they place symbol-relative or absolute-only frames of the same module.
+        // address: they place symbol-relative or absolute-only frames of the same module (only
+        // needed when the report has such frames).
         var biases: [Int: UInt64] = [:]
-        for stack in report.stacks {
+        let needsBiases = report.stacks.contains { stack in
+            stack.frames.contains { $0.symbol != nil || ($0.moduleOffset == nil && $0.address != nil) }
+        }
+        for stack in report.stacks where needsBiases {
             for frame in stack.frames {
                 if let module = frame.module, let address = frame.address, let offset = frame.moduleOffset,
                    frame.symbol == nil, frame.offsetBase == .virtualAddress, biases[module] == nil {
@@ -39,22 +43,22 @@ public final class Symbolicator: Sendable {
             }
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
-        var resolved = [ResolvedModule?](repeating: nil, count: report.modules.count)
+        var resolved = [ModuleEntry?](repeating: nil, count: report.modules.count)
         let frames = report.stacks.map { stack in
             stack.frames.map { frame in
                 guard let index = frame.module, index < report.modules.count else {
                     return resolve(frame, in: report, module: nil, biases: biases)
                 }
-                if resolved[index] == nil { resolved[index] = resolveModule(report.modules[index]) }
+                if resolved[index] == nil { resolved[index] = resolveEntry(report.modules[index]) }
                 return resolve(frame, in: report, module: resolved[index], biases: biases)
             }
         }
         return SymbolicatedReport(report: report, frames: frames)
     }
 
-    private func resolve(_ frame: ReportFrame, in report: CrashReport, module resolvedModule: ResolvedModule?,
+    private func resolve(_ frame: ReportFrame, in report: CrashReport, module entry: ModuleEntry?,
                          biases: [Int: UInt64]) -> FrameResolution {
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let resolved = resolvedModule else {
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let resolved = entry?.module else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
@@ -101,8 +105,8 @@ public final class Symbolicator: Sendable {
             return resolution
         }
         do {
-            resolution.locations = try symbols.locations(at: lookup)
-            if resolution.locations.isEmpty {
+            resolution.chain = try symbols.chain(at: lookup)
+            if resolution.chain == nil {
                 resolution.status = .notInFunction
                 resolution.reason = "no function at \(hex(lookup)) in \(resolved.source ?? module.name)"
             }
@@ -130,23 +134,38 @@ public final class Symbolicator: Sendable {
         var explanation: [String] = []
     }
 
-    final class ModuleSlot: Sendable {
-        let value = Mutex<ResolvedModule?>(nil)
+    /// A resolved module, shared by reference between the frames and reports that use it.
+    final class ModuleEntry: Sendable {
+        let module: ResolvedModule
+
+        init(_ module: ResolvedModule) {
+            self.module = module
+        }
     }
 
-    func resolveModule(_ module: ReportModule) -> ResolvedModule {
-        let key = module.buildID.map { "id:" + $0 } ?? "path:" + module.path
+    final class ModuleSlot: Sendable {
+        let value = Mutex<ModuleEntry?>(nil)
+    }
+
+    /// Module slots by build-id, and by path for modules without one.
+    struct ModuleSlots {
+        var byBuildID: [String: ModuleSlot] = [:]
+        var byPath: [String: ModuleSlot] = [:]
+    }
+
+    private func resolveEntry(_ module: ReportModule) -> ModuleEntry {
         let slot = modules.withLock { slots in
-            if let slot = slots[key] { return slot }
+            let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[module.path] }
+            if let known { return known }
             let slot = ModuleSlot()
-            slots[key] = slot
+            if let id = module.buildID { slots.byBuildID[id] = slot } else { slots.byPath[module.path] = slot }
             return slot
         }
         return slot.value.withLock { value in
             if let value { return value }
-            let resolved = findModule(module)
-            value = resolved
-            return resolved
+            let entry = ModuleEntry(findModule(module))
+            value = entry
+            return entry
         }
     }
 
