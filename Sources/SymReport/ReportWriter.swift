@@ -66,19 +66,29 @@ public enum ReportWriter {
 
     private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
                                          to output: inout [UInt8]) {
-        if resolution.status == .ok, let chain = resolution.chain, !chain.textEnds.isEmpty {
-            // The chain's lines, rendered once per chain: ` in ` before the first, the frame
-            // line's indentation and `inlined into ` before each other.
+        if resolution.status == .ok, let chain = resolution.chain, !chain.locations.isEmpty {
             output.append(contentsOf: Literal.in)
-            chain.text.withUnsafeBufferPointer { text in
-                var start = 0
-                for (position, end) in chain.textEnds.enumerated() {
+            if let text = chain.text {
+                // The chain's lines, rendered once per chain: the frame line's indentation and
+                // `inlined into ` before each but the first.
+                text.withUnsafeBufferPointer { text in
+                    var start = 0
+                    for (position, end) in chain.textEnds.enumerated() {
+                        if position > 0 {
+                            append(indent, to: &output)
+                            output.append(contentsOf: Literal.inlinedInto)
+                        }
+                        output.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<end]))
+                        start = end
+                    }
+                }
+            } else {
+                for (position, location) in chain.locations.enumerated() {
                     if position > 0 {
                         append(indent, to: &output)
                         output.append(contentsOf: Literal.inlinedInto)
                     }
-                    output.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<end]))
-                    start = end
+                    describe(location, to: &output)
                 }
             }
         } else {
@@ -184,7 +194,13 @@ public enum ReportWriter {
             json.endArray()
         }
         json.beginArray("symbolized")
-        if let chain = resolution.chain { json.bytes.append(contentsOf: chain.json) }
+        if let chain = resolution.chain {
+            if let bytes = chain.json {
+                json.bytes.append(contentsOf: bytes)
+            } else {
+                for location in chain.locations { appendJSON(location, to: &json) }
+            }
+        }
         json.endArray()
         json.endObject()
     }

@@ -63,29 +63,49 @@ public struct SourceLocation: Sendable, Equatable {
 /// that keeps one chain per looked-up range hands the same chain to many frames, and the writers
 /// copy its bytes instead of escaping and formatting names and paths again for every frame.
 public final class LocationChain: Sendable {
+    /// Which writers' renderings a chain carries (a chain without one is rendered by the writer
+    /// from `locations` each time).
+    public struct Renderings: OptionSet, Sendable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The text writer's lines.
+        public static let text = Renderings(rawValue: 1)
+        /// The JSON writer's `"symbolized"` elements.
+        public static let json = Renderings(rawValue: 2)
+        /// Both.
+        public static let all: Renderings = [.text, .json]
+    }
+
     /// The locations, innermost first, physical function last (never empty).
     public let locations: [SourceLocation]
     /// One `function file:line:column` line per location (newline included), back to back: what
-    /// the text writer prints after ` in ` and after each `inlined into `.
-    let text: [UInt8]
+    /// the text writer prints after ` in ` and after each `inlined into `; nil when not rendered.
+    let text: [UInt8]?
     /// The end offset in `text` of each location's line.
     let textEnds: [Int]
-    /// The locations' JSON objects, comma-separated: the contents of a frame's `"symbolized"` array.
-    let json: [UInt8]
+    /// The locations' JSON objects, comma-separated: the contents of a frame's `"symbolized"`
+    /// array; nil when not rendered.
+    let json: [UInt8]?
 
-    /// A chain of `locations` (not empty), rendered now.
-    public init(_ locations: [SourceLocation]) {
+    /// A chain of `locations` (not empty), with the `renderings` made now.
+    public init(_ locations: [SourceLocation], renderings: Renderings = .all) {
         self.locations = locations
         var text: [UInt8] = [], ends: [Int] = []
-        for location in locations {
-            ReportWriter.describe(location, to: &text)
-            ends.append(text.count)
+        if renderings.contains(.text) {
+            for location in locations {
+                ReportWriter.describe(location, to: &text)
+                ends.append(text.count)
+            }
         }
-        self.text = text
+        self.text = renderings.contains(.text) ? text : nil
         textEnds = ends
-        var json = JSONText()
-        for location in locations { ReportWriter.appendJSON(location, to: &json) }
-        self.json = json.bytes
+        if renderings.contains(.json) {
+            var json = JSONText()
+            for location in locations { ReportWriter.appendJSON(location, to: &json) }
+            self.json = json.bytes
+        } else {
+            json = nil
+        }
     }
 }
 

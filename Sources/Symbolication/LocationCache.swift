@@ -19,9 +19,12 @@ final class LocationCache: Sendable {
     private let names: Mutex<Slots<(function: String, mangled: String)>>
     private let paths: Mutex<Slots<String>>
     private let chains: Mutex<Slots<LocationChain?>>
+    /// The renderings each chain is made with.
+    private let renderings: LocationChain.Renderings
 
-    init(symbols: ModuleSymbols) {
+    init(symbols: ModuleSymbols, renderings: LocationChain.Renderings = .all) {
         self.symbols = symbols
+        self.renderings = renderings
         let statistics = symbols.table.statistics
         names = Mutex(Slots(bits: Self.bits(for: statistics.names)))
         paths = Mutex(Slots(bits: Self.bits(for: statistics.files)))
@@ -49,7 +52,7 @@ final class LocationCache: Sendable {
             locations.append(SourceLocation(function: name.function, mangled: name.mangled,
                                             file: try path(frame.file, in: table), line: frame.line, column: frame.column))
         }
-        let chain = locations.isEmpty ? nil : LocationChain(locations)
+        let chain = locations.isEmpty ? nil : LocationChain(locations, renderings: renderings)
         chains.withLock { $0.store(key, chain) }
         return chain
     }

@@ -20,9 +20,14 @@ public final class Symbolicator: Sendable {
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
-    /// Creates a Symbolicator over `sources`.
-    public init(sources: SymbolSources) {
+    /// The renderings made once per resolved address (`LocationChain`): those of the writers
+    /// that will print the results (the others render from the locations when asked).
+    public let renderings: LocationChain.Renderings
+
+    /// Creates a Symbolicator over `sources`, its answers rendered for `renderings`.
+    public init(sources: SymbolSources, renderings: LocationChain.Renderings = .all) {
         self.sources = sources
+        self.renderings = renderings
     }
 
     /// Symbolicates every frame of `report`.
@@ -58,57 +63,57 @@ public final class Symbolicator: Sendable {
 
     private func resolve(_ frame: ReportFrame, in report: CrashReport, module entry: ModuleEntry?,
                          biases: [Int: UInt64]) -> FrameResolution {
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let resolved = entry?.module else {
+        // Read through the entry (a copy of the module's resolution would retain all its members).
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let entry else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
-        let module = report.modules[moduleIndex]
         // The file virtual address of the printed pc.
         var address: UInt64?
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
             // `func+0x…`: the symbol's value from the ELF file, else the bias another frame showed.
-            if let binary = resolved.binaryPath, let value = symbolAddress(symbol, in: binary) {
+            if let binary = entry.module.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
                 address = pc &- bias
             }
         } else if let offset = frame.moduleOffset {
-            address = frame.offsetBase == .virtualAddress ? offset : offset &+ resolved.mappingBase
-        } else if let pc = frame.address, let start = module.loadAddress, pc >= start {
-            address = pc - start + resolved.mappingBase
+            address = frame.offsetBase == .virtualAddress ? offset : offset &+ entry.module.mappingBase
+        } else if let pc = frame.address, let start = report.modules[moduleIndex].loadAddress, pc >= start {
+            address = pc - start + entry.module.mappingBase
         } else if let pc = frame.address, let bias = biases[moduleIndex] {
             address = pc &- bias
         }
-        var resolution = FrameResolution(status: .ok, moduleAddress: address, source: resolved.source,
-                                         explanation: resolved.explanation)
+        var resolution = FrameResolution(status: .ok, moduleAddress: address, source: entry.module.source,
+                                         explanation: entry.module.explanation)
         if let problem = frame.problem {
             resolution.status = .malformed
             resolution.reason = problem
             return resolution
         }
-        guard let symbols = resolved.symbols else {
-            resolution.status = resolved.status
-            resolution.reason = resolved.reason
+        guard let symbols = entry.module.symbols else {
+            resolution.status = entry.module.status
+            resolution.reason = entry.module.reason
             return resolution
         }
         guard let address else {
             resolution.status = .malformed
-            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(resolved.binaryPath ?? module.name)" }
+            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(entry.module.binaryPath ?? report.modules[moduleIndex].name)" }
                 ?? "no module offset for this frame"
             return resolution
         }
         let lookup = frame.convention == .returnAddress && address > 0 ? address - 1 : address
         resolution.lookupAddress = lookup
-        if !resolved.codeRanges.isEmpty && !resolved.codeRanges.contains(where: { $0.contains(lookup) }) {
+        if !entry.module.codeRanges.isEmpty && !entry.module.codeRanges.contains(where: { $0.contains(lookup) }) {
             resolution.status = .notInFunction
-            resolution.reason = "\(hex(lookup)) is outside the executable segments of \(module.name)"
+            resolution.reason = "\(hex(lookup)) is outside the executable segments of \(report.modules[moduleIndex].name)"
             return resolution
         }
         do {
             resolution.chain = try symbols.chain(at: lookup)
             if resolution.chain == nil {
                 resolution.status = .notInFunction
-                resolution.reason = "no function at \(hex(lookup)) in \(resolved.source ?? module.name)"
+                resolution.reason = "no function at \(hex(lookup)) in \(entry.module.source ?? report.modules[moduleIndex].name)"
             }
         } catch {
             resolution.status = .corruptSymbols
@@ -209,7 +214,7 @@ public final class Symbolicator: Sendable {
                     return false
                 }
                 result.explanation.append("\(origin) \(path): symbol table, build-id matches")
-                result.symbols = LocationCache(symbols: symbols)
+                result.symbols = LocationCache(symbols: symbols, renderings: renderings)
                 result.source = path
                 result.status = .ok
                 return true
@@ -331,7 +336,7 @@ public final class Symbolicator: Sendable {
         do {
             let bytes = try ModuleConverter.table(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                   decoder: sources.decoder, threads: 2)
-            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)))
+            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)), renderings: renderings)
             result.source = (debugFile ?? binary).path
             result.status = .ok
             if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.tableCache {

@@ -69,7 +69,7 @@ extension Crashsym {
                 searchPaths: symbolPaths, useModulePaths: !noModulePaths, locator: debug.locator,
                 cacheDirectory: noCache ? nil : (cacheDirectory ?? SymbolSources.defaultCacheDirectory),
                 decoder: debug.decoder)
-            let symbolicator = Symbolicator(sources: sources)
+            let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text)
             // The process ends with this command: its caches (a few hundred thousand objects after
             // a big run) go with the process instead of being freed one by one.
             _ = Unmanaged.passRetained(symbolicator)
