@@ -14,8 +14,11 @@ tools look up the same offsets); addresses are sampled inside the modules' funct
 a fixed seed. Standalone: needs only python3, the crashsym binary, llvm-symbolizer, llvm-nm and
 readelf.
 
+Each run checks that both tools get the same frames of the 50-frame report and prints how many
+answers agree (--check does the same for the throughput run).
+
 Usage: symbolicate_bench.py --crashsym PATH [--reports N] [--frames N] [--runs N] [--seed N]
-                            [--work DIR] [--json]
+                            [--work DIR] [--json] [--check]
 """
 
 import argparse
@@ -106,6 +109,34 @@ def asan_report(frame_list, pid):
     return "\n".join(lines)
 
 
+def agreement(crashsym_json, llvm_json):
+    """How many frames both tools resolved alike: (frames, same answers), comparing each frame's
+    inline chain as (file, line, column) per level, innermost first (names are left out: the two
+    tools demangle differently, e.g. Rust and `> >`). crashsym prints one JSON report per line;
+    llvm-symbolizer one JSON object per request line, in the same order (the requests list each
+    report's frames)."""
+    ours = []
+    for line in crashsym_json.splitlines():
+        if line.strip():
+            for stack in json.loads(line)["stacks"]:
+                ours += [[(s["file"], s["line"], s["column"]) for s in frame["symbolized"]] for frame in stack["frames"]]
+    theirs = [[(s["FileName"], s["Line"], s["Column"]) for s in json.loads(line).get("Symbol", [])]
+              for line in llvm_json.splitlines() if line.strip()]
+    if len(ours) != len(theirs):
+        sys.exit(f"symbolicate_bench: crashsym answered {len(ours)} frames, llvm-symbolizer {len(theirs)}: not the same work")
+    return len(ours), sum(1 for a, b in zip(ours, theirs) if a == b)
+
+
+def check(crashsym_argv, llvm_argv, requests, env, label):
+    """Runs both tools once more (untimed) and prints how far their answers agree."""
+    ours = subprocess.run(crashsym_argv, capture_output=True, text=True, env=env).stdout
+    with open(requests, "rb") as stdin:
+        theirs = subprocess.run(llvm_argv, stdin=stdin, capture_output=True, text=True).stdout
+    frames, same = agreement(ours, theirs)
+    print(f"{label}: {frames} frames to each tool, the same inline chain (file:line:column) for {same} ({100 * same / frames:.1f}%)",
+          file=sys.stderr)
+
+
 def timed(argv, stdin_path=None, stdout_path=os.devnull, env=None):
     with open(stdin_path or os.devnull, "rb") as stdin, open(stdout_path, "wb") as stdout:
         start = time.perf_counter()
@@ -125,6 +156,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work", help="working directory (default: a temporary one, removed)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--check", action="store_true",
+                        help="also check that both tools answered the same frames of the throughput run (slow)")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -149,6 +182,8 @@ def main():
         llvm = [symbolizer, "--inlining", "--output-style=JSON"]
         warm = timed(crashsym, env=env)  # converts and caches the five tables
         print(f"first run (converting 5 modules into the cache): {warm * 1000:.0f} ms", file=sys.stderr)
+        # Fairness: the same frames go to both tools, and their answers agree.
+        check(crashsym, llvm, requests, env, "50-frame report")
         ours = statistics.median(timed(crashsym, env=env) for _ in range(args.runs))
         theirs = statistics.median(timed(llvm, stdin_path=requests) for _ in range(args.runs))
 
@@ -163,6 +198,8 @@ def main():
                 with open(os.path.join(directory, f"report-{number:05d}.txt"), "w") as out:
                     out.write(asan_report(batch, 10000 + number))
                 requests_out.writelines(f"{m['path']} 0x{offset:x}\n" for m, offset in batch)
+        if args.check:
+            check([args.crashsym, "symbolicate", directory, "--format", "json"], llvm, all_requests, env, "throughput run")
         bulk_ours = timed([args.crashsym, "symbolicate", directory, "--format", "json"], env=env)
         bulk_theirs = timed(llvm, stdin_path=all_requests)
         # The same in each tool's default text output.
