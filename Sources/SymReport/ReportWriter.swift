@@ -67,7 +67,7 @@ public enum ReportWriter {
     private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
                                          to output: inout [UInt8]) {
         if resolution.status == .ok, let chain = resolution.chain, !chain.locations.isEmpty {
-            output.append(contentsOf: Literal.in)
+            append(Literal.in, to: &output)
             if let text = chain.text {
                 // The chain's lines, rendered once per chain: the frame line's indentation and
                 // `inlined into ` before each but the first.
@@ -76,7 +76,7 @@ public enum ReportWriter {
                     for (position, end) in chain.textEnds.enumerated() {
                         if position > 0 {
                             append(indent, to: &output)
-                            output.append(contentsOf: Literal.inlinedInto)
+                            append(Literal.inlinedInto, to: &output)
                         }
                         output.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<end]))
                         start = end
@@ -86,24 +86,24 @@ public enum ReportWriter {
                 for (position, location) in chain.locations.enumerated() {
                     if position > 0 {
                         append(indent, to: &output)
-                        output.append(contentsOf: Literal.inlinedInto)
+                        append(Literal.inlinedInto, to: &output)
                     }
                     describe(location, to: &output)
                 }
             }
         } else {
-            output.append(contentsOf: Literal.flagOpen)
+            append(Literal.flagOpen, to: &output)
             output.append(contentsOf: resolution.status.rawValue.utf8)
             if let reason = resolution.reason {
-                output.append(contentsOf: Literal.colon)
+                append(Literal.colon, to: &output)
                 output.append(contentsOf: reason.utf8)
             }
-            output.append(contentsOf: Literal.flagClose)
+            append(Literal.flagClose, to: &output)
         }
         if explain && resolution.status != .ok {
             for step in resolution.explanation {
                 append(indent, to: &output)
-                output.append(contentsOf: Literal.tried)
+                append(Literal.tried, to: &output)
                 output.append(contentsOf: step.utf8)
                 output.append(0x0a)
             }
@@ -115,7 +115,7 @@ public enum ReportWriter {
         output.append(contentsOf: location.function.utf8)
         if !location.file.isEmpty || location.line != 0 {
             output.append(0x20)
-            if location.file.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: location.file.utf8) }
+            if location.file.isEmpty { append(Literal.unknown, to: &output) } else { output.append(contentsOf: location.file.utf8) }
             output.append(UInt8(ascii: ":"))
             appendDecimal(UInt64(location.line), to: &output)
             if location.column != 0 {
@@ -124,6 +124,11 @@ public enum ReportWriter {
             }
         }
         output.append(0x0a)
+    }
+
+    /// Appends static text.
+    private static func append(_ text: StaticString, to output: inout [UInt8]) {
+        text.withUTF8Buffer { output.append(contentsOf: $0) }
     }
 
     /// Appends a substring's bytes with one copy (`append(contentsOf: utf8)` goes byte by byte).
@@ -138,28 +143,15 @@ public enum ReportWriter {
     }
 
     private enum Literal {
-        static let `in` = Array(" in ".utf8)
-        static let inlinedInto = Array("    inlined into ".utf8)
-        static let flagOpen = Array("  [crashsym: ".utf8)
-        static let colon = Array(": ".utf8)
-        static let flagClose = Array("]\n".utf8)
-        static let tried = Array("    tried: ".utf8)
-        static let unknown = Array("??".utf8)
-        /// The `"address_kind"` members.
-        static let exactKind = member("address_kind", AddressConvention.exact.rawValue)
-        static let returnAddressKind = member("address_kind", AddressConvention.returnAddress.rawValue)
-        /// The `"status"` member of each status, in `FrameStatus.allCases` order.
-        static let statusMembers = FrameStatus.allCases.map { member("status", $0.rawValue) }
-
-        /// `,"key":"value"` as `JSONText` writes it after an object's first member.
-        private static func member(_ key: StaticString, _ value: String) -> [UInt8] {
-            var json = JSONText()
-            json.beginObject()
-            json.null(nil)
-            let start = json.bytes.count
-            json.string(key, value)
-            return Array(json.bytes[start...])
-        }
+        // Static text, not arrays: a shared array's reference count would bounce between the
+        // workers on every frame.
+        static let `in`: StaticString = " in "
+        static let inlinedInto: StaticString = "    inlined into "
+        static let flagOpen: StaticString = "  [crashsym: "
+        static let colon: StaticString = ": "
+        static let flagClose: StaticString = "]\n"
+        static let tried: StaticString = "    tried: "
+        static let unknown: StaticString = "??"
     }
 
     /// The `"module"`, `"module_index"` and `"build_id"` members of a frame in `module` (at its
@@ -184,9 +176,10 @@ public enum ReportWriter {
         json.continueObject(with: moduleMembers[moduleIndex ?? moduleCount])
         json.hex("address", frame.address)
         json.hex("module_offset", resolution.moduleAddress)
-        // Members of a few known values: their bytes made once.
-        json.continueObject(with: frame.convention == .exact ? Literal.exactKind : Literal.returnAddressKind)
-        json.continueObject(with: Literal.statusMembers[FrameStatus.allCases.firstIndex(of: resolution.status)!])
+        // Members of a few known values, as `string(_:_:)` writes them, from static text (no
+        // shared array whose reference count both workers would bounce on every frame).
+        json.continueObject(with: frame.convention == .exact ? #","address_kind":"exact""# : #","address_kind":"return-address""#)
+        json.continueObject(with: statusMember(resolution.status))
         json.string("reason", resolution.reason)
         if explain {
             json.beginArray("tried")
@@ -203,6 +196,19 @@ public enum ReportWriter {
         }
         json.endArray()
         json.endObject()
+    }
+
+    /// The `"status"` member of a frame after its first member.
+    static func statusMember(_ status: FrameStatus) -> StaticString {
+        switch status {
+        case .ok: #","status":"ok""#
+        case .noSymbols: #","status":"no-symbols""#
+        case .buildIDMismatch: #","status":"build-id-mismatch""#
+        case .notInFunction: #","status":"not-in-function""#
+        case .noModule: #","status":"no-module""#
+        case .malformed: #","status":"malformed""#
+        case .corruptSymbols: #","status":"corrupt-symbols""#
+        }
     }
 
     /// Appends one element of a frame's `"symbolized"` array.

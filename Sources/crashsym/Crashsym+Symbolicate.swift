@@ -84,9 +84,10 @@ extension Crashsym {
             let json = format == .json, explain = self.explain, several = inputs.count > 1
             let render: @Sendable (SymbolicatedReport) -> [UInt8] = { result in
                 var bytes: [UInt8] = []
-                // About what a frame takes (an inline chain of two or three), to grow once or never.
+                // About what a frame takes (an inline chain of two or three), and for text the
+                // lines reprinted, to grow once or never.
                 bytes.reserveCapacity(1024 + result.report.frameCount * (json ? 512 : 192)
-                                      + result.report.lines.reduce(0) { $0 + $1.utf8.count + 1 })
+                                      + (json ? 0 : result.report.lines.reduce(0) { $0 + $1.utf8.count + 1 }))
                 if json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
                 else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
                 return bytes
