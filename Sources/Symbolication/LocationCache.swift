@@ -80,16 +80,22 @@ final class LocationCache: Sendable {
     }
 }
 
-/// A direct-mapped cache from 64-bit keys to values: `1 << bits` slots (allocated on the first
-/// store, so a module asked once costs little), a key's slot chosen by a multiplicative hash;
-/// storing over an occupied slot evicts its value.
+/// A direct-mapped cache from 64-bit keys to values: a key's slot chosen by a multiplicative
+/// hash, storing over an occupied slot evicts its value. It starts small (a one-report run touches
+/// few pages) and doubles, keeping its entries, each time it has taken as many stores as it has
+/// slots, up to `1 << bits` slots: a long run with many distinct keys gets the room it needs.
 struct Slots<Value> {
     private var keys: [UInt64] = []
     private var values: [Value?] = []
-    private let bits: Int
+    private var bits: Int
+    private let maximumBits: Int
+    /// Stores since the last growth.
+    private var stores = 0
 
+    /// A cache of at most `1 << bits` slots, starting with `1 << min(bits, 10)`.
     init(bits: Int) {
-        self.bits = bits
+        maximumBits = bits
+        self.bits = min(bits, 10)
     }
 
     private func slot(_ key: UInt64) -> Int {
@@ -107,8 +113,25 @@ struct Slots<Value> {
             keys = [UInt64](repeating: 0, count: 1 << bits)
             values = [Value?](repeating: nil, count: 1 << bits)
         }
+        stores += 1
+        if stores > 1 << bits && bits < maximumBits { grow() }
         let slot = slot(key)
         keys[slot] = key
         values[slot] = value
+    }
+
+    /// Doubles the slots, keeping every entry (two old slots may meet in one new slot: one stays).
+    private mutating func grow() {
+        let oldKeys = keys, oldValues = values
+        bits += 1
+        stores = 0
+        keys = [UInt64](repeating: 0, count: 1 << bits)
+        values = [Value?](repeating: nil, count: 1 << bits)
+        for index in oldKeys.indices {
+            guard let value = oldValues[index] else { continue }
+            let slot = slot(oldKeys[index])
+            keys[slot] = oldKeys[index]
+            values[slot] = value
+        }
     }
 }
