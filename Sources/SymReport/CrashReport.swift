@@ -100,8 +100,10 @@ public struct ReportModule: Sendable, Equatable {
 
     /// The last component of a path (after `/` or an APK's `!`).
     public static func fileName(of path: String) -> String {
-        guard let cut = path.lastIndex(where: { $0 == "/" || $0 == "!" }) else { return path }
-        return String(path[path.index(after: cut)...])
+        // By bytes: both separators are ASCII, so the cut is a character boundary.
+        let utf8 = path.utf8
+        guard let cut = utf8.lastIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "!") }) else { return path }
+        return String(path[utf8.index(after: cut)...])
     }
 }
 

@@ -244,7 +244,7 @@ struct JSONText {
 
     mutating func string(_ key: StaticString?, _ value: String?) {
         separator(key)
-        guard var value else { bytes.append(contentsOf: Self.null); return }
+        guard var value else { append(Self.null); return }
         value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
     }
 
@@ -276,9 +276,15 @@ struct JSONText {
     /// A `"0x…"` string member (or null), written without an intermediate `String`.
     mutating func hex(_ key: StaticString?, _ value: UInt64?) {
         separator(key)
-        guard let value else { bytes.append(contentsOf: Self.null); return }
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: "0"), UInt8(ascii: "x")])
-        appendHex(value, to: &bytes)
+        guard let value else { append(Self.null); return }
+        append("\"0x")
+        // Lowercase digits without leading zeros, as `appendHex` writes them (no table lookup).
+        var shift = (max(1, (64 - value.leadingZeroBitCount + 3) / 4) - 1) * 4
+        while shift >= 0 {
+            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 15
+            bytes.append(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble)
+            shift -= 4
+        }
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -288,10 +294,19 @@ struct JSONText {
         bytes.append(contentsOf: members)
     }
 
-    mutating func bool(_ key: StaticString?, _ value: Bool) { separator(key); bytes.append(contentsOf: value ? Self.true : Self.false) }
-    mutating func null(_ key: StaticString?) { separator(key); bytes.append(contentsOf: Self.null) }
+    /// Appends members written out in static text (each led by its comma) to the current object,
+    /// which already has a member.
+    mutating func continueObject(with members: StaticString) {
+        members.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
 
-    private static let null = Array("null".utf8), `true` = Array("true".utf8), `false` = Array("false".utf8)
+    mutating func bool(_ key: StaticString?, _ value: Bool) { separator(key); append(value ? Self.true : Self.false) }
+    mutating func null(_ key: StaticString?) { separator(key); append(Self.null) }
+
+    private mutating func append(_ text: StaticString) { text.withUTF8Buffer { bytes.append(contentsOf: $0) } }
+
+    // Static text, not arrays: a shared array's reference count would bounce between threads.
+    private static let null: StaticString = "null", `true`: StaticString = "true", `false`: StaticString = "false"
 
     /// Whether `value` holds a byte JSON must escape (a control character, `"` or `\`), checked
     /// eight bytes at a time: names and paths are long and almost never need escaping.

@@ -66,27 +66,44 @@ public enum ReportWriter {
 
     private static func appendResolution(_ resolution: FrameResolution, indent: Substring, explain: Bool,
                                          to output: inout [UInt8]) {
-        if resolution.status == .ok, let first = resolution.locations.first {
-            output.append(contentsOf: Literal.in)
-            describe(first, to: &output)
-            for location in resolution.locations.dropFirst() {
-                append(indent, to: &output)
-                output.append(contentsOf: Literal.inlinedInto)
-                describe(location, to: &output)
+        if resolution.status == .ok, let chain = resolution.chain, !chain.locations.isEmpty {
+            append(Literal.in, to: &output)
+            if let text = chain.text {
+                // The chain's lines, rendered once per chain: the frame line's indentation and
+                // `inlined into ` before each but the first.
+                text.withUnsafeBufferPointer { text in
+                    var start = 0
+                    for (position, end) in chain.textEnds.enumerated() {
+                        if position > 0 {
+                            append(indent, to: &output)
+                            append(Literal.inlinedInto, to: &output)
+                        }
+                        output.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<end]))
+                        start = end
+                    }
+                }
+            } else {
+                for (position, location) in chain.locations.enumerated() {
+                    if position > 0 {
+                        append(indent, to: &output)
+                        append(Literal.inlinedInto, to: &output)
+                    }
+                    describe(location, to: &output)
+                }
             }
         } else {
-            output.append(contentsOf: Literal.flagOpen)
+            append(Literal.flagOpen, to: &output)
             output.append(contentsOf: resolution.status.rawValue.utf8)
             if let reason = resolution.reason {
-                output.append(contentsOf: Literal.colon)
+                append(Literal.colon, to: &output)
                 output.append(contentsOf: reason.utf8)
             }
-            output.append(contentsOf: Literal.flagClose)
+            append(Literal.flagClose, to: &output)
         }
         if explain && resolution.status != .ok {
             for step in resolution.explanation {
                 append(indent, to: &output)
-                output.append(contentsOf: Literal.tried)
+                append(Literal.tried, to: &output)
                 output.append(contentsOf: step.utf8)
                 output.append(0x0a)
             }
@@ -94,11 +111,11 @@ public enum ReportWriter {
     }
 
     /// `function file:line:column` and a newline.
-    private static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
+    static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
         output.append(contentsOf: location.function.utf8)
         if !location.file.isEmpty || location.line != 0 {
             output.append(0x20)
-            if location.file.isEmpty { output.append(contentsOf: Literal.unknown) } else { output.append(contentsOf: location.file.utf8) }
+            if location.file.isEmpty { append(Literal.unknown, to: &output) } else { output.append(contentsOf: location.file.utf8) }
             output.append(UInt8(ascii: ":"))
             appendDecimal(UInt64(location.line), to: &output)
             if location.column != 0 {
@@ -107,6 +124,11 @@ public enum ReportWriter {
             }
         }
         output.append(0x0a)
+    }
+
+    /// Appends static text.
+    private static func append(_ text: StaticString, to output: inout [UInt8]) {
+        text.withUTF8Buffer { output.append(contentsOf: $0) }
     }
 
     /// Appends a substring's bytes with one copy (`append(contentsOf: utf8)` goes byte by byte).
@@ -121,13 +143,15 @@ public enum ReportWriter {
     }
 
     private enum Literal {
-        static let `in` = Array(" in ".utf8)
-        static let inlinedInto = Array("    inlined into ".utf8)
-        static let flagOpen = Array("  [crashsym: ".utf8)
-        static let colon = Array(": ".utf8)
-        static let flagClose = Array("]\n".utf8)
-        static let tried = Array("    tried: ".utf8)
-        static let unknown = Array("??".utf8)
+        // Static text, not arrays: a shared array's reference count would bounce between the
+        // workers on every frame.
+        static let `in`: StaticString = " in "
+        static let inlinedInto: StaticString = "    inlined into "
+        static let flagOpen: StaticString = "  [crashsym: "
+        static let colon: StaticString = ": "
+        static let flagClose: StaticString = "]\n"
+        static let tried: StaticString = "    tried: "
+        static let unknown: StaticString = "??"
     }
 
     /// The `"module"`, `"module_index"` and `"build_id"` members of a frame in `module` (at its
@@ -141,6 +165,61 @@ public enum ReportWriter {
         if let module { json.number("module_index", module.index) } else { json.null("module_index") }
         json.string("build_id", module?.module.buildID)
         return Array(json.bytes[start...])
+    }
+
+    /// Appends one frame object of a stack's `"frames"` array.
+    private static func writeJSON(_ frame: borrowing ReportFrame, _ resolution: borrowing FrameResolution,
+                                  moduleMembers: [[UInt8]], moduleCount: Int, explain: Bool, to json: inout JSONText) {
+        json.beginObject()
+        json.number("index", frame.index)
+        let moduleIndex = frame.module.flatMap { $0 >= 0 && $0 < moduleCount ? $0 : nil }
+        json.continueObject(with: moduleMembers[moduleIndex ?? moduleCount])
+        json.hex("address", frame.address)
+        json.hex("module_offset", resolution.moduleAddress)
+        // Members of a few known values, as `string(_:_:)` writes them, from static text (no
+        // shared array whose reference count both workers would bounce on every frame).
+        json.continueObject(with: frame.convention == .exact ? #","address_kind":"exact""# : #","address_kind":"return-address""#)
+        json.continueObject(with: statusMember(resolution.status))
+        json.string("reason", resolution.reason)
+        if explain {
+            json.beginArray("tried")
+            for step in resolution.explanation { json.string(nil, step) }
+            json.endArray()
+        }
+        json.beginArray("symbolized")
+        if let chain = resolution.chain {
+            if let bytes = chain.json {
+                json.bytes.append(contentsOf: bytes)
+            } else {
+                for location in chain.locations { appendJSON(location, to: &json) }
+            }
+        }
+        json.endArray()
+        json.endObject()
+    }
+
+    /// The `"status"` member of a frame after its first member.
+    static func statusMember(_ status: FrameStatus) -> StaticString {
+        switch status {
+        case .ok: #","status":"ok""#
+        case .noSymbols: #","status":"no-symbols""#
+        case .buildIDMismatch: #","status":"build-id-mismatch""#
+        case .notInFunction: #","status":"not-in-function""#
+        case .noModule: #","status":"no-module""#
+        case .malformed: #","status":"malformed""#
+        case .corruptSymbols: #","status":"corrupt-symbols""#
+        }
+    }
+
+    /// Appends one element of a frame's `"symbolized"` array.
+    static func appendJSON(_ location: SourceLocation, to json: inout JSONText) {
+        json.beginObject()
+        json.string("function", location.function)
+        json.string("mangled", location.mangled)
+        json.string("file", location.file)
+        json.number("line", location.line)
+        json.number("column", location.column)
+        json.endObject()
     }
 
     /// Appends the report as one JSON document (docs/crash-report.md) and a newline.
@@ -178,34 +257,14 @@ public enum ReportWriter {
             json.string("thread", stack.thread)
             json.bool("crashed", stack.crashed)
             json.beginArray("frames")
-            for (f, frame) in stack.frames.enumerated() {
-                let resolution = result.frames[s][f]
-                json.beginObject()
-                json.number("index", frame.index)
-                let moduleIndex = frame.module.flatMap { $0 >= 0 && $0 < report.modules.count ? $0 : nil }
-                json.continueObject(with: moduleMembers[moduleIndex ?? report.modules.count])
-                json.hex("address", frame.address)
-                json.hex("module_offset", resolution.moduleAddress)
-                json.string("address_kind", frame.convention.rawValue)
-                json.string("status", resolution.status.rawValue)
-                json.string("reason", resolution.reason)
-                if explain {
-                    json.beginArray("tried")
-                    for step in resolution.explanation { json.string(nil, step) }
-                    json.endArray()
+            // Read in place (a copy of each frame and resolution would retain all their members).
+            stack.frames.withUnsafeBufferPointer { frames in
+                result.frames[s].withUnsafeBufferPointer { resolutions in
+                    for f in frames.indices {
+                        writeJSON(frames[f], resolutions[f], moduleMembers: moduleMembers, moduleCount: report.modules.count,
+                                  explain: explain, to: &json)
+                    }
                 }
-                json.beginArray("symbolized")
-                for location in resolution.locations {
-                    json.beginObject()
-                    json.string("function", location.function)
-                    json.string("mangled", location.mangled)
-                    json.string("file", location.file)
-                    json.number("line", location.line)
-                    json.number("column", location.column)
-                    json.endObject()
-                }
-                json.endArray()
-                json.endObject()
             }
             json.endArray()
             json.endObject()

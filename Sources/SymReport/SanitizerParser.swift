@@ -73,11 +73,28 @@ enum SanitizerParser {
 
     /// The thread named by a stack header (`… thread T0 …`, `Thread T1 (tid=…) created by…`).
     private static func thread(in header: String) -> String? {
-        if LineCursor(Substring(header)).find("by main thread") != nil { return "main" }
-        let words = header.split(separator: " ")
-        for (position, word) in words.enumerated() where (word == "thread" || word == "Thread") && position + 1 < words.count {
-            let next = words[position + 1]
-            if next.hasPrefix("T") { return String(next.prefix(while: { $0 != "," && $0 != ":" })) }
+        let cursor = LineCursor(Substring(header))
+        if cursor.find("by main thread") != nil { return "main" }
+        // Words are separated by spaces: the word after a `thread`/`Thread` word, when it starts
+        // with `T`, up to a comma or colon.
+        let bytes = cursor.bytes, space = UInt8(ascii: " ")
+        var position = 0
+        while position < bytes.count {
+            while position < bytes.count && bytes[position] == space { position += 1 }
+            var end = position
+            while end < bytes.count && bytes[end] != space { end += 1 }
+            if end - position == 6, bytes[position] | 0x20 == UInt8(ascii: "t"), bytes[(position + 1)..<end].elementsEqual("hread".utf8) {
+                var next = end
+                while next < bytes.count && bytes[next] == space { next += 1 }
+                if next < bytes.count && bytes[next] == UInt8(ascii: "T") {
+                    var stop = next
+                    while stop < bytes.count && bytes[stop] != space && bytes[stop] != UInt8(ascii: ",") && bytes[stop] != UInt8(ascii: ":") {
+                        stop += 1
+                    }
+                    return cursor.text(next..<stop)
+                }
+            }
+            position = end
         }
         return nil
     }

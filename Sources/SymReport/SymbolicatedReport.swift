@@ -58,6 +58,57 @@ public struct SourceLocation: Sendable, Equatable {
     }
 }
 
+/// The locations of one resolved address, innermost first, physical function last, with their
+/// text and JSON renderings made once. Reports repeat addresses and functions, so a symbolicator
+/// that keeps one chain per looked-up range hands the same chain to many frames, and the writers
+/// copy its bytes instead of escaping and formatting names and paths again for every frame.
+public final class LocationChain: Sendable {
+    /// Which writers' renderings a chain carries (a chain without one is rendered by the writer
+    /// from `locations` each time).
+    public struct Renderings: OptionSet, Sendable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The text writer's lines.
+        public static let text = Renderings(rawValue: 1)
+        /// The JSON writer's `"symbolized"` elements.
+        public static let json = Renderings(rawValue: 2)
+        /// Both.
+        public static let all: Renderings = [.text, .json]
+    }
+
+    /// The locations, innermost first, physical function last (never empty).
+    public let locations: [SourceLocation]
+    /// One `function file:line:column` line per location (newline included), back to back: what
+    /// the text writer prints after ` in ` and after each `inlined into `; nil when not rendered.
+    let text: [UInt8]?
+    /// The end offset in `text` of each location's line.
+    let textEnds: [Int]
+    /// The locations' JSON objects, comma-separated: the contents of a frame's `"symbolized"`
+    /// array; nil when not rendered.
+    let json: [UInt8]?
+
+    /// A chain of `locations` (not empty), with the `renderings` made now.
+    public init(_ locations: [SourceLocation], renderings: Renderings = .all) {
+        self.locations = locations
+        var text: [UInt8] = [], ends: [Int] = []
+        if renderings.contains(.text) {
+            for location in locations {
+                ReportWriter.describe(location, to: &text)
+                ends.append(text.count)
+            }
+        }
+        self.text = renderings.contains(.text) ? text : nil
+        textEnds = ends
+        if renderings.contains(.json) {
+            var json = JSONText()
+            for location in locations { ReportWriter.appendJSON(location, to: &json) }
+            self.json = json.bytes
+        } else {
+            json = nil
+        }
+    }
+}
+
 /// How one frame was resolved.
 public struct FrameResolution: Sendable, Equatable {
     /// The outcome.
@@ -70,20 +121,40 @@ public struct FrameResolution: Sendable, Equatable {
     public var lookupAddress: UInt64?
     /// Where the symbols came from (a `.csym` or ELF path), when found.
     public var source: String?
-    /// Frames at the address, innermost first, physical function last.
-    public var locations: [SourceLocation]
+    /// The frames at the address with their renderings (nil: none), shared between frames.
+    public var chain: LocationChain?
     /// What was tried, in order (for `--explain`).
     public var explanation: [String]
+
+    /// Frames at the address, innermost first, physical function last.
+    public var locations: [SourceLocation] {
+        get { chain?.locations ?? [] }
+        set { chain = newValue.isEmpty ? nil : LocationChain(newValue) }
+    }
 
     /// Creates a resolution.
     public init(status: FrameStatus, reason: String? = nil, moduleAddress: UInt64? = nil, lookupAddress: UInt64? = nil,
                 source: String? = nil, locations: [SourceLocation] = [], explanation: [String] = []) {
+        self.init(status: status, reason: reason, moduleAddress: moduleAddress, lookupAddress: lookupAddress,
+                  source: source, chain: locations.isEmpty ? nil : LocationChain(locations), explanation: explanation)
+    }
+
+    /// Creates a resolution with a chain made before (one chain serves every frame at its address).
+    public init(status: FrameStatus, reason: String? = nil, moduleAddress: UInt64? = nil, lookupAddress: UInt64? = nil,
+                source: String? = nil, chain: LocationChain?, explanation: [String] = []) {
         self.status = status
         self.reason = reason
         self.moduleAddress = moduleAddress
         self.lookupAddress = lookupAddress
         self.source = source
-        self.locations = locations
+        self.chain = chain
         self.explanation = explanation
+    }
+
+    /// Resolutions are equal when they say the same, whether or not they share a chain.
+    public static func == (lhs: FrameResolution, rhs: FrameResolution) -> Bool {
+        lhs.status == rhs.status && lhs.reason == rhs.reason && lhs.moduleAddress == rhs.moduleAddress
+            && lhs.lookupAddress == rhs.lookupAddress && lhs.source == rhs.source
+            && (lhs.chain === rhs.chain || lhs.locations == rhs.locations) && lhs.explanation == rhs.explanation
     }
 }

@@ -1,93 +1,92 @@
+import SymBytes
+
 /// A minimal streaming JSON writer that keeps keys in the order written (documented output
-/// formats fix the key order, which `JSONEncoder` does not).
+/// formats fix the key order, which `JSONEncoder` does not). Strings are escaped by SymBytes'
+/// `appendJSONEscaped`, the one JSON escaper of the project.
 public struct JSONWriter: Sendable {
-    /// The text written so far.
-    public private(set) var text = ""
+    /// The UTF-8 bytes written so far.
+    public private(set) var bytes: [UInt8] = []
     private var needsComma: [Bool] = [false]
+
+    /// The text written so far.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Creates an empty writer.
     public init() {}
 
     private mutating func separator() {
-        if needsComma[needsComma.count - 1] { text += "," }
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
         needsComma[needsComma.count - 1] = true
     }
 
     /// Opens an object (as a value, or under `key` inside an object).
     public mutating func beginObject(_ key: String? = nil) {
         separator()
-        if let key { appendString(key); text += ":" }
-        text += "{"
+        if let key { appendKey(key) }
+        bytes.append(UInt8(ascii: "{"))
         needsComma.append(false)
     }
 
     /// Closes the current object.
     public mutating func endObject() {
         needsComma.removeLast()
-        text += "}"
+        bytes.append(UInt8(ascii: "}"))
     }
 
     /// Opens an array.
     public mutating func beginArray(_ key: String? = nil) {
         separator()
-        if let key { appendString(key); text += ":" }
-        text += "["
+        if let key { appendKey(key) }
+        bytes.append(UInt8(ascii: "["))
         needsComma.append(false)
     }
 
     /// Closes the current array.
     public mutating func endArray() {
         needsComma.removeLast()
-        text += "]"
+        bytes.append(UInt8(ascii: "]"))
     }
 
     /// Writes a string member.
     public mutating func field(_ key: String, _ value: String) {
         separator()
-        appendString(key)
-        text += ":"
+        appendKey(key)
         appendString(value)
     }
 
     /// Writes an integer member.
     public mutating func field(_ key: String, _ value: some BinaryInteger) {
         separator()
-        appendString(key)
-        text += ":\(value)"
+        appendKey(key)
+        if let magnitude = UInt64(exactly: value) {
+            appendDecimal(magnitude, to: &bytes)
+        } else {
+            bytes.append(contentsOf: "\(value)".utf8)
+        }
     }
 
     /// Writes a boolean member.
     public mutating func field(_ key: String, _ value: Bool) {
         separator()
-        appendString(key)
-        text += value ? ":true" : ":false"
+        appendKey(key)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
     /// Writes a null member.
     public mutating func fieldNull(_ key: String) {
         separator()
+        appendKey(key)
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    private mutating func appendKey(_ key: String) {
         appendString(key)
-        text += ":null"
+        bytes.append(UInt8(ascii: ":"))
     }
 
     private mutating func appendString(_ value: String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
+        appendJSONEscaped(value.utf8, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 }

@@ -5,69 +5,97 @@ import SymTable
 import Synchronization
 
 /// Source locations of one module's table, with demangled names and joined paths made once per
-/// distinct string, and whole answers kept per looked-up address: reports repeat the same
-/// functions, files and return addresses, so a frame costs a table lookup and a few cache hits,
-/// not a demangling — or, for an address seen before, no lookup at all.
+/// name and file record, and whole answers (a `LocationChain`, rendered for both writers) kept
+/// per table range: every address of a range has the same frames, and reports repeat the same
+/// functions, files and return addresses, so a frame costs a binary search and a cache hit, and
+/// a range seen before no string work at all.
 ///
-/// The caches are direct-mapped (a slot per hashed key, a collision only costs recomputing): no
-/// `Dictionary` hashing per frame, and bounded memory whatever the reports hold.
+/// The caches are direct-mapped (a slot per hashed key, a collision only costs recomputing),
+/// sized from the table (about two slots per record, at most 2^16): no `Dictionary` hashing per
+/// frame, and bounded memory whatever the reports hold.
 final class LocationCache: Sendable {
     let symbols: ModuleSymbols
     private let demangler = Demangler()
-    private let names = Mutex(Slots<(function: String, mangled: String)>(bits: 12))
-    private let paths = Mutex(Slots<String>(bits: 10))
-    private let answers = Mutex(Slots<[SourceLocation]>(bits: 12))
+    private let names: Mutex<Slots<(function: String, mangled: String)>>
+    private let paths: Mutex<Slots<String>>
+    private let chains: Mutex<Slots<LocationChain?>>
+    /// The renderings each chain is made with.
+    private let renderings: LocationChain.Renderings
 
-    init(symbols: ModuleSymbols) {
+    init(symbols: ModuleSymbols, renderings: LocationChain.Renderings = .all) {
         self.symbols = symbols
+        self.renderings = renderings
+        let statistics = symbols.table.statistics
+        names = Mutex(Slots(bits: Self.bits(for: statistics.names)))
+        paths = Mutex(Slots(bits: Self.bits(for: statistics.files)))
+        chains = Mutex(Slots(bits: Self.bits(for: statistics.ranges)))
     }
 
-    /// The locations at `address`, innermost first, physical function last.
-    func locations(at address: UInt64) throws(FormatError) -> [SourceLocation] {
-        if let known = answers.withLock({ $0.value(address) }) { return known }
+    /// Bits of a direct-mapped cache for `records` keys: two slots per key, 2^6 to 2^16 slots.
+    static func bits(for records: Int) -> Int {
+        var bits = 6
+        while 1 << bits < 2 * records && bits < 16 { bits += 1 }
+        return bits
+    }
+
+    /// The locations at `address`, innermost first, physical function last; nil when no function
+    /// covers it. Throws on a corrupt table.
+    func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
         let table = symbols.table
-        var result: [SourceLocation] = []
-        try table.forEachFrame(at: address) { (frame) throws(FormatError) in
-            let name = self.name(frame.function, in: table)
-            result.append(SourceLocation(function: name.function, mangled: name.mangled,
-                                         file: path(frame.directory, frame.file, in: table),
-                                         line: frame.line, column: frame.column))
+        guard let range = table.rangeIndex(containing: address) else { return nil }
+        let key = UInt64(range)
+        if let known = chains.withLock({ $0.value(key) }) { return known }
+        var locations: [SourceLocation] = []
+        var frames = table.frames(inRange: range)
+        while let frame = try frames.nextIndices() {
+            let name = try self.name(frame.name, in: table)
+            locations.append(SourceLocation(function: name.function, mangled: name.mangled,
+                                            file: try path(frame.file, in: table), line: frame.line, column: frame.column))
         }
-        answers.withLock { $0.store(address, result) }
-        return result
+        let chain = locations.isEmpty ? nil : LocationChain(locations, renderings: renderings)
+        chains.withLock { $0.store(key, chain) }
+        return chain
     }
 
-    private func name(_ reference: StringRef, in table: SymbolTable) -> (function: String, mangled: String) {
-        let key = UInt64(reference.offset) << 32 | UInt64(reference.length)
+    /// The printed and stored names of function-name record `index`.
+    private func name(_ index: UInt32, in table: SymbolTable) throws(FormatError) -> (function: String, mangled: String) {
+        let key = UInt64(index)
         if let known = names.withLock({ $0.value(key) }) { return known }
         var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
+        table.withUTF8(try table.functionName(index)) { raw = Array($0) }
         let mangled = String(decoding: raw, as: UTF8.self)
         let function = mangled.isEmpty ? "??" : FrameRenderer.mayBeMangled(raw) ? demangler.demangleOrSelf(mangled) : mangled
         names.withLock { $0.store(key, (function, mangled)) }
         return (function, mangled)
     }
 
-    private func path(_ directory: StringRef, _ file: StringRef, in table: SymbolTable) -> String {
-        // Offsets into the string data fit 32 bits each; a reference's offset names its string.
-        let key = UInt64(directory.offset) << 32 | UInt64(file.offset)
+    /// The source path of file record `index` (empty when unknown).
+    private func path(_ index: UInt32, in table: SymbolTable) throws(FormatError) -> String {
+        let key = UInt64(index)
         if let known = paths.withLock({ $0.value(key) }) { return known }
+        let (directory, file) = try table.file(index)
         let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
         paths.withLock { $0.store(key, joined) }
         return joined
     }
 }
 
-/// A direct-mapped cache from 64-bit keys to values: `1 << bits` slots (allocated on the first
-/// store, so a module asked once costs little), a key's slot chosen by a multiplicative hash;
-/// storing over an occupied slot evicts its value.
+/// A direct-mapped cache from 64-bit keys to values: a key's slot chosen by a multiplicative
+/// hash, storing over an occupied slot evicts its value. It starts small (a one-report run touches
+/// few pages) and doubles, keeping its entries, each time it has taken as many stores as it has
+/// slots, up to `1 << bits` slots: a long run with many distinct keys gets the room it needs.
 struct Slots<Value> {
     private var keys: [UInt64] = []
     private var values: [Value?] = []
-    private let bits: Int
+    private var bits: Int
+    private let maximumBits: Int
+    /// Stores since the last growth.
+    private var stores = 0
 
+    /// A cache of at most `1 << bits` slots, starting with `1 << min(bits, 10)`.
     init(bits: Int) {
-        self.bits = bits
+        maximumBits = bits
+        self.bits = min(bits, 10)
     }
 
     private func slot(_ key: UInt64) -> Int {
@@ -85,8 +113,25 @@ struct Slots<Value> {
             keys = [UInt64](repeating: 0, count: 1 << bits)
             values = [Value?](repeating: nil, count: 1 << bits)
         }
+        stores += 1
+        if stores > 1 << bits && bits < maximumBits { grow() }
         let slot = slot(key)
         keys[slot] = key
         values[slot] = value
+    }
+
+    /// Doubles the slots, keeping every entry (two old slots may meet in one new slot: one stays).
+    private mutating func grow() {
+        let oldKeys = keys, oldValues = values
+        bits += 1
+        stores = 0
+        keys = [UInt64](repeating: 0, count: 1 << bits)
+        values = [Value?](repeating: nil, count: 1 << bits)
+        for index in oldKeys.indices {
+            guard let value = oldValues[index] else { continue }
+            let slot = slot(oldKeys[index])
+            keys[slot] = oldKeys[index]
+            values[slot] = value
+        }
     }
 }

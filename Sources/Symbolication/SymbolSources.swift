@@ -32,7 +32,7 @@ public struct SymbolSources: Sendable {
     }
 
     /// The conversion cache over `cacheDirectory`, nil when caching is off.
-    public var tableCache: TableCache? { cacheDirectory.map(TableCache.init(directory:)) }
+    public var tableCache: TableCache? { cacheDirectory.map { TableCache(directory: $0) } }
 
     /// `$CRASHSYM_CACHE_DIR`, else `$XDG_CACHE_HOME/crashsym`, else `~/.cache/crashsym`; nil when
     /// none can be formed.

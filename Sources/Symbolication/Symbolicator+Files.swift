@@ -10,34 +10,67 @@ import Synchronization
 
 extension Symbolicator {
     /// Reads, parses and symbolicates the report files at `paths` on `jobs` threads, and calls
-    /// `emit` on the calling thread in input order with each report's rendered output or the
-    /// error that stopped it (reading or parsing). Modules are resolved once for all reports.
+    /// `emit` with each report's rendered output or the error that stopped it (reading or
+    /// parsing): once per path, in input order, one call at a time, from whichever worker thread
+    /// completed the reports up to it. No thread waits for a batch to be printed: workers stay at
+    /// most `jobs × 256` reports ahead of the printing. Modules are resolved once for all reports.
     public func symbolicateFiles(_ paths: [String], inputFormat: ReportFormat? = nil, jobs: Int = FileSystem.processorCount,
                                  render: @Sendable (SymbolicatedReport) -> [UInt8],
-                                 emit: (Int, Result<[UInt8], FormatError>) -> Void) {
-        let batch = max(1, jobs) * 256  // reports in flight between two ordered emissions
-        var start = 0
-        while start < paths.count {
-            let end = min(paths.count, start + batch)
-            let results = Mutex<[Int: Result<[UInt8], FormatError>]>([:])
-            let next = Atomic<Int>(start)
-            DispatchQueue.concurrentPerform(iterations: min(max(1, jobs), end - start)) { _ in
-                while true {
-                    let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                    guard index < end else { return }
-                    let outcome: Result<[UInt8], FormatError>
-                    do throws(FormatError) {
-                        let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
-                        outcome = .success(render(symbolicate(report)))
-                    } catch {
-                        outcome = .failure(error.at(path: paths[index]))
-                    }
-                    results.withLock { $0[index] = outcome }
+                                 emit: @Sendable (Int, Result<[UInt8], FormatError>) -> Void) {
+        guard !paths.isEmpty else { return }
+        let window = max(1, jobs) * 256
+        let next = Atomic<Int>(0)
+        let emitted = Atomic<Int>(0)
+        let queue = Mutex(EmissionQueue())
+        DispatchQueue.concurrentPerform(iterations: min(max(1, jobs), paths.count)) { _ in
+            while true {
+                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard index < paths.count else { return }
+                // Bounded run-ahead (memory), in the rare case one report takes long (a module
+                // converted on first use) while the others race on: the reports before this one
+                // are all taken and finish without waiting, so the printing catches up.
+                while index >= emitted.load(ordering: .acquiring) + window { usleep(200) }
+                let outcome: Result<[UInt8], FormatError>
+                do throws(FormatError) {
+                    let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
+                    outcome = .success(render(symbolicate(report)))
+                } catch {
+                    outcome = .failure(error.at(path: paths[index]))
+                }
+                var batch = queue.withLock { $0.deposit(index, outcome) }
+                while !batch.isEmpty {
+                    for (position, result) in batch { emit(position, result) }
+                    emitted.store(batch[batch.count - 1].index + 1, ordering: .releasing)
+                    batch = queue.withLock { $0.takeReady() }
                 }
             }
-            let collected = results.withLock { $0 }
-            for index in start..<end { emit(index, collected[index]!) }
-            start = end
+        }
+    }
+
+    /// Outcomes waiting to be emitted in order, and which thread emits them.
+    struct EmissionQueue {
+        private var ready: [Int: Result<[UInt8], FormatError>] = [:]
+        private var next = 0
+        /// Whether a thread is emitting (it takes what becomes ready before it stops).
+        private var emitting = false
+
+        /// Stores the outcome of report `index`; returns the outcomes the caller must now emit,
+        /// in order (empty when the next one is not ready or another thread emits).
+        mutating func deposit(_ index: Int, _ outcome: Result<[UInt8], FormatError>) -> [(index: Int, outcome: Result<[UInt8], FormatError>)] {
+            ready[index] = outcome
+            return emitting ? [] : takeReady()
+        }
+
+        /// The outcomes ready from the next one on, taken for the caller to emit; empty (and the
+        /// caller no longer the emitter) when the next one is not ready.
+        mutating func takeReady() -> [(index: Int, outcome: Result<[UInt8], FormatError>)] {
+            var batch: [(index: Int, outcome: Result<[UInt8], FormatError>)] = []
+            while let outcome = ready.removeValue(forKey: next) {
+                batch.append((next, outcome))
+                next += 1
+            }
+            emitting = !batch.isEmpty
+            return batch
         }
     }
 

@@ -15,22 +15,31 @@ public final class Symbolicator: Sendable {
     public let sources: SymbolSources
     /// One slot per module key: the first thread to need a module resolves it while holding the
     /// slot's lock, so a module is never converted twice at once.
-    private let modules = Mutex<[String: ModuleSlot]>([:])
+    private let modules = Mutex(ModuleSlots())
     private let directories = Mutex<[String: DirectoryIndex]>([:])
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
-    /// Creates a Symbolicator over `sources`.
-    public init(sources: SymbolSources) {
+    /// The renderings made once per resolved address (`LocationChain`): those of the writers
+    /// that will print the results (the others render from the locations when asked).
+    public let renderings: LocationChain.Renderings
+
+    /// Creates a Symbolicator over `sources`, its answers rendered for `renderings`.
+    public init(sources: SymbolSources, renderings: LocationChain.Renderings = .all) {
         self.sources = sources
+        self.renderings = renderings
     }
 
     /// Symbolicates every frame of `report`.
     public func symbolicate(_ report: CrashReport) -> SymbolicatedReport {
         // Load biases learnt from frames that print both an absolute pc and a file virtual
-        // address: they place symbol-relative or absolute-only frames of the same module.
+        // address: they place symbol-relative or absolute-only frames of the same module (only
+        // needed when the report has such frames).
         var biases: [Int: UInt64] = [:]
-        for stack in report.stacks {
+        let needsBiases = report.stacks.contains { stack in
+            stack.frames.contains { $0.symbol != nil || ($0.moduleOffset == nil && $0.address != nil) }
+        }
+        for stack in report.stacks where needsBiases {
             for frame in stack.frames {
                 if let module = frame.module, let address = frame.address, let offset = frame.moduleOffset,
                    frame.symbol == nil, frame.offsetBase == .virtualAddress, biases[module] == nil {
@@ -39,72 +48,72 @@ public final class Symbolicator: Sendable {
             }
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
-        var resolved = [ResolvedModule?](repeating: nil, count: report.modules.count)
+        var resolved = [ModuleEntry?](repeating: nil, count: report.modules.count)
         let frames = report.stacks.map { stack in
             stack.frames.map { frame in
                 guard let index = frame.module, index < report.modules.count else {
                     return resolve(frame, in: report, module: nil, biases: biases)
                 }
-                if resolved[index] == nil { resolved[index] = resolveModule(report.modules[index]) }
+                if resolved[index] == nil { resolved[index] = resolveEntry(report.modules[index]) }
                 return resolve(frame, in: report, module: resolved[index], biases: biases)
             }
         }
         return SymbolicatedReport(report: report, frames: frames)
     }
 
-    private func resolve(_ frame: ReportFrame, in report: CrashReport, module resolvedModule: ResolvedModule?,
+    private func resolve(_ frame: ReportFrame, in report: CrashReport, module entry: ModuleEntry?,
                          biases: [Int: UInt64]) -> FrameResolution {
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let resolved = resolvedModule else {
+        // Read through the entry (a copy of the module's resolution would retain all its members).
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let entry else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
-        let module = report.modules[moduleIndex]
         // The file virtual address of the printed pc.
         var address: UInt64?
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
             // `func+0x…`: the symbol's value from the ELF file, else the bias another frame showed.
-            if let binary = resolved.binaryPath, let value = symbolAddress(symbol, in: binary) {
+            if let binary = entry.module.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
                 address = pc &- bias
             }
         } else if let offset = frame.moduleOffset {
-            address = frame.offsetBase == .virtualAddress ? offset : offset &+ resolved.mappingBase
-        } else if let pc = frame.address, let start = module.loadAddress, pc >= start {
-            address = pc - start + resolved.mappingBase
+            address = frame.offsetBase == .virtualAddress ? offset : offset &+ entry.module.mappingBase
+        } else if let pc = frame.address, let start = report.modules[moduleIndex].loadAddress, pc >= start {
+            address = pc - start + entry.module.mappingBase
         } else if let pc = frame.address, let bias = biases[moduleIndex] {
             address = pc &- bias
         }
-        var resolution = FrameResolution(status: .ok, moduleAddress: address, source: resolved.source,
-                                         explanation: resolved.explanation)
+        var resolution = FrameResolution(status: .ok, moduleAddress: address, source: entry.module.source,
+                                         explanation: entry.module.explanation)
         if let problem = frame.problem {
             resolution.status = .malformed
             resolution.reason = problem
             return resolution
         }
-        guard let symbols = resolved.symbols else {
-            resolution.status = resolved.status
-            resolution.reason = resolved.reason
+        guard let symbols = entry.module.symbols else {
+            resolution.status = entry.module.status
+            resolution.reason = entry.module.reason
             return resolution
         }
         guard let address else {
             resolution.status = .malformed
-            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(resolved.binaryPath ?? module.name)" }
+            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(entry.module.binaryPath ?? report.modules[moduleIndex].name)" }
                 ?? "no module offset for this frame"
             return resolution
         }
         let lookup = frame.convention == .returnAddress && address > 0 ? address - 1 : address
         resolution.lookupAddress = lookup
-        if !resolved.codeRanges.isEmpty && !resolved.codeRanges.contains(where: { $0.contains(lookup) }) {
+        if !entry.module.codeRanges.isEmpty && !entry.module.codeRanges.contains(where: { $0.contains(lookup) }) {
             resolution.status = .notInFunction
-            resolution.reason = "\(hex(lookup)) is outside the executable segments of \(module.name)"
+            resolution.reason = "\(hex(lookup)) is outside the executable segments of \(report.modules[moduleIndex].name)"
             return resolution
         }
         do {
-            resolution.locations = try symbols.locations(at: lookup)
-            if resolution.locations.isEmpty {
+            resolution.chain = try symbols.chain(at: lookup)
+            if resolution.chain == nil {
                 resolution.status = .notInFunction
-                resolution.reason = "no function at \(hex(lookup)) in \(resolved.source ?? module.name)"
+                resolution.reason = "no function at \(hex(lookup)) in \(entry.module.source ?? report.modules[moduleIndex].name)"
             }
         } catch {
             resolution.status = .corruptSymbols
@@ -130,23 +139,38 @@ public final class Symbolicator: Sendable {
         var explanation: [String] = []
     }
 
-    final class ModuleSlot: Sendable {
-        let value = Mutex<ResolvedModule?>(nil)
+    /// A resolved module, shared by reference between the frames and reports that use it.
+    final class ModuleEntry: Sendable {
+        let module: ResolvedModule
+
+        init(_ module: ResolvedModule) {
+            self.module = module
+        }
     }
 
-    func resolveModule(_ module: ReportModule) -> ResolvedModule {
-        let key = module.buildID.map { "id:" + $0 } ?? "path:" + module.path
+    final class ModuleSlot: Sendable {
+        let value = Mutex<ModuleEntry?>(nil)
+    }
+
+    /// Module slots by build-id, and by path for modules without one.
+    struct ModuleSlots {
+        var byBuildID: [String: ModuleSlot] = [:]
+        var byPath: [String: ModuleSlot] = [:]
+    }
+
+    private func resolveEntry(_ module: ReportModule) -> ModuleEntry {
         let slot = modules.withLock { slots in
-            if let slot = slots[key] { return slot }
+            let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[module.path] }
+            if let known { return known }
             let slot = ModuleSlot()
-            slots[key] = slot
+            if let id = module.buildID { slots.byBuildID[id] = slot } else { slots.byPath[module.path] = slot }
             return slot
         }
         return slot.value.withLock { value in
             if let value { return value }
-            let resolved = findModule(module)
-            value = resolved
-            return resolved
+            let entry = ModuleEntry(findModule(module))
+            value = entry
+            return entry
         }
     }
 
@@ -190,7 +214,7 @@ public final class Symbolicator: Sendable {
                     return false
                 }
                 result.explanation.append("\(origin) \(path): symbol table, build-id matches")
-                result.symbols = LocationCache(symbols: symbols)
+                result.symbols = LocationCache(symbols: symbols, renderings: renderings)
                 result.source = path
                 result.status = .ok
                 return true
@@ -312,7 +336,7 @@ public final class Symbolicator: Sendable {
         do {
             let bytes = try ModuleConverter.table(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                   decoder: sources.decoder, threads: 2)
-            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)))
+            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)), renderings: renderings)
             result.source = (debugFile ?? binary).path
             result.status = .ok
             if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.tableCache {

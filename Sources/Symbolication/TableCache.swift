@@ -1,31 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import SymBytes
 import SymTable
 
-/// The persistent cache of converted symbol tables: one `<build-id>.csym` per module in one
-/// directory, shared by `symbolicate` and the drop-in symbolizers (`addr2line`, `llvm-symbolizer`).
+/// The persistent cache of converted symbol tables: one `<build-id>.c<version>.csym` per module
+/// in one directory, shared by `symbolicate` and the drop-in symbolizers (`addr2line`,
+/// `llvm-symbolizer`).
 ///
-/// A table is keyed by the GNU build-id of the module it describes and is only ever used for an
-/// ELF file with that build-id: the table's own header must carry the same build-id, so a file
-/// renamed or written over by another build is never answered from. Writes are atomic (a reader
-/// sees the old table or the whole new one), so concurrent processes can share the directory.
+/// A table is keyed by the GNU build-id of the module it describes and by the version of the
+/// conversion that wrote it (`converterVersion`), and is only ever used for an ELF file with that
+/// build-id: the table's own header must carry the same build-id, so a file renamed or written
+/// over by another build is never answered from. A table written by an older conversion has
+/// another name, so it is never read: the module is converted again and the stale file removed.
+/// Writes are atomic (a reader sees the old table or the whole new one), so concurrent processes
+/// can share the directory.
 public struct TableCache: Sendable {
+    /// The version of the conversion output (`ModuleConverter` and the writer it calls). Bump it
+    /// whenever a change makes the same ELF file convert to a different table (a fix in the DWARF
+    /// reader, the symbol rules, the writer), so that tables cached by older builds of crashsym
+    /// are converted again instead of answering with the old mistakes. History:
+    /// 1. tables named `<build-id>.csym` (before versioning; never read now).
+    /// 2. a zero-size label covers the rest of its section only (`_fini` fix).
+    public static let converterVersion = 2
+
     /// The cache directory (created on first write).
     public let directory: String
+    /// The conversion version whose tables this cache reads and writes.
+    public let converterVersion: Int
 
-    /// A cache in `directory`.
-    public init(directory: String) {
+    /// A cache in `directory` for tables of `converterVersion` (tests give older versions).
+    public init(directory: String, converterVersion: Int = TableCache.converterVersion) {
         self.directory = directory
+        self.converterVersion = converterVersion
     }
 
     /// The cache of `SymbolSources.defaultCacheDirectory` (`$CRASHSYM_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/crashsym`, else `~/.cache/crashsym`); nil when none can be formed.
     public static var standard: TableCache? {
-        SymbolSources.defaultCacheDirectory.map(TableCache.init(directory:))
+        SymbolSources.defaultCacheDirectory.map { TableCache(directory: $0) }
     }
 
     /// Where the table of the module with `buildID` (lowercase hex) is kept.
     public func path(for buildID: String) -> String {
-        "\(directory)/\(buildID).csym"
+        path(for: buildID, version: converterVersion)
+    }
+
+    /// Where a table of `version` is kept (version 1: the unversioned name of old caches).
+    func path(for buildID: String, version: Int) -> String {
+        version <= 1 ? "\(directory)/\(buildID).csym" : "\(directory)/\(buildID).c\(version).csym"
     }
 
     /// The outcome of looking for a cached table.
@@ -54,12 +79,15 @@ public struct TableCache: Sendable {
         }
     }
 
-    /// Stores `bytes` (a `.csym` table) as the table of `buildID`, atomically; returns its path.
+    /// Stores `bytes` (a `.csym` table) as the table of `buildID`, atomically, and removes the
+    /// module's tables of older conversion versions; returns its path.
     @discardableResult
     public func store(_ bytes: [UInt8], buildID: String) throws(FormatError) -> String {
         try FileSystem.createDirectory(directory)
         let path = path(for: buildID)
         try FileSystem.writeAtomically(bytes, to: path)
+        // Best effort: a stale file left behind is never read, only wastes space.
+        for version in 1..<max(1, converterVersion) { _ = unlink(self.path(for: buildID, version: version)) }
         return path
     }
 }

@@ -3,6 +3,7 @@ import CrashsymCommandLine
 import SymBytes
 import SymReport
 import Symbolication
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,7 +69,10 @@ extension Crashsym {
                 searchPaths: symbolPaths, useModulePaths: !noModulePaths, locator: debug.locator,
                 cacheDirectory: noCache ? nil : (cacheDirectory ?? SymbolSources.defaultCacheDirectory),
                 decoder: debug.decoder)
-            let symbolicator = Symbolicator(sources: sources)
+            let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text)
+            // The process ends with this command: its caches (a few hundred thousand objects after
+            // a big run) go with the process instead of being freed one by one.
+            _ = Unmanaged.passRetained(symbolicator)
             var inputs: [String] = []
             for path in reports.isEmpty ? ["-"] : reports {
                 if path != "-" && FileSystem.kind(of: path) == .directory {
@@ -77,49 +81,66 @@ extension Crashsym {
                     inputs.append(path)
                 }
             }
-            var output: [UInt8] = []
-            output.reserveCapacity(1 << 17)
-            func flush() {
-                FileOutput.writeAll(output, to: STDOUT_FILENO)
-                output.removeAll(keepingCapacity: true)
-            }
-            var failed = false
             let json = format == .json, explain = self.explain, several = inputs.count > 1
             let render: @Sendable (SymbolicatedReport) -> [UInt8] = { result in
                 var bytes: [UInt8] = []
-                // About what a frame takes (an inline chain of two or three), to grow once or never.
+                // About what a frame takes (an inline chain of two or three), and for text the
+                // lines reprinted, to grow once or never.
                 bytes.reserveCapacity(1024 + result.report.frameCount * (json ? 512 : 192)
-                                      + result.report.lines.reduce(0) { $0 + $1.utf8.count + 1 })
+                                      + (json ? 0 : result.report.lines.reduce(0) { $0 + $1.utf8.count + 1 }))
                 if json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
                 else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
                 return bytes
             }
+            // Written in chunks of about 64 KiB; reports reach it in input order, one at a time.
+            let output = Mutex(Output())
             let files = inputs.filter { $0 != "-" }
             if files.count < inputs.count {
                 // Standard input: one report.
                 do {
                     let report = try CrashReport.parse(try Self.readStandardInput(), format: inputFormat)
-                    output.append(contentsOf: render(symbolicator.symbolicate(report)))
+                    let bytes = render(symbolicator.symbolicate(report))
+                    output.withLock { $0.bytes.append(contentsOf: bytes) }
                 } catch {
                     FileOutput.standardError("crashsym: <stdin>: \(error)\n")
-                    failed = true
+                    output.withLock { $0.failed = true }
                 }
             }
             symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
                                           render: render) { index, outcome in
-                switch outcome {
-                case .success(let bytes):
-                    if several && !json { output.append(contentsOf: "==> \(files[index]) <==\n".utf8) }
-                    output.append(contentsOf: bytes)
-                    if output.count >= 1 << 16 { flush() }
-                case .failure(let error):
-                    flush()
-                    FileOutput.standardError("crashsym: \(error)\n")
-                    failed = true
+                output.withLock { output in
+                    switch outcome {
+                    case .success(let bytes):
+                        if several && !json { output.bytes.append(contentsOf: "==> \(files[index]) <==\n".utf8) }
+                        output.bytes.append(contentsOf: bytes)
+                        if output.bytes.count >= 1 << 16 { output.flush() }
+                    case .failure(let error):
+                        output.flush()
+                        FileOutput.standardError("crashsym: \(error)\n")
+                        output.failed = true
+                    }
                 }
             }
-            flush()
+            let failed = output.withLock { output in
+                output.flush()
+                return output.failed
+            }
             if failed { throw ExitCode.failure }
+        }
+
+        /// Standard output's pending bytes, and whether a report failed.
+        struct Output {
+            var bytes: [UInt8] = []
+            var failed = false
+
+            init() {
+                bytes.reserveCapacity(1 << 17)
+            }
+
+            mutating func flush() {
+                FileOutput.writeAll(bytes, to: STDOUT_FILENO)
+                bytes.removeAll(keepingCapacity: true)
+            }
         }
 
         /// The text of standard input.

@@ -63,3 +63,80 @@ import Testing
         #expect(wide.modules.map(\.buildID) == (0..<50).map { String(format: "%08x", $0) })
     }
 }
+
+/// Chains rendered once (`LocationChain`) print exactly what the writers print from the locations.
+@Suite struct LocationChainTests {
+    static let report = """
+        ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
+            #0 0x7f0000001010  (/lib/libx.so+0x1010) (BuildId: 00112233445566778899)
+        \t#1 0x7f0000001020  (/lib/libx.so+0x1020) (BuildId: 00112233445566778899)
+        """
+    /// Names and paths that need escaping, an unknown file, a line without a column.
+    static let locations = [
+        SourceLocation(function: "ns::f<\"q\">(char\\)", mangled: "_Z1fIXadL_Z1qEEEvc", file: "/src/a\tb.c", line: 3, column: 7),
+        SourceLocation(function: "inner", mangled: "inner", file: "", line: 12, column: 0),
+        SourceLocation(function: "outer", mangled: "outer", file: "", line: 0, column: 0),
+    ]
+
+    static func result(_ renderings: LocationChain.Renderings?) throws -> SymbolicatedReport {
+        let report = try CrashReport.parse(Self.report)
+        let frames = report.stacks.map { stack in
+            stack.frames.map { _ in
+                renderings.map { FrameResolution(status: .ok, chain: LocationChain(Self.locations, renderings: $0)) }
+                    ?? FrameResolution(status: .ok, locations: Self.locations)
+            }
+        }
+        return SymbolicatedReport(report: report, frames: frames)
+    }
+
+    @Test func everyRenderingPrintsTheSame() throws {
+        let text = ReportWriter.text(try Self.result(nil))
+        let json = ReportWriter.json(try Self.result(nil))
+        for renderings: LocationChain.Renderings in [.text, .json, .all, []] {
+            #expect(ReportWriter.text(try Self.result(renderings)) == text)
+            #expect(ReportWriter.json(try Self.result(renderings)) == json)
+        }
+        // The text form: ` in ` on the frame line, the line's indentation before each `inlined into`.
+        #expect(text.contains("(BuildId: 00112233445566778899) in ns::f<\"q\">(char\\) /src/a\tb.c:3:7\n        inlined into inner ??:12\n        inlined into outer\n"))
+        #expect(text.contains("(BuildId: 00112233445566778899) in ns::f<\"q\">(char\\) /src/a\tb.c:3:7\n\t    inlined into inner ??:12\n\t    inlined into outer\n"))
+        // The JSON form reads back as the locations.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let stacks = try #require(object["stacks"] as? [[String: Any]])
+        let frames = try #require(stacks.first?["frames"] as? [[String: Any]])
+        #expect(frames.count == 2)
+        for frame in frames {
+            let symbolized = try #require(frame["symbolized"] as? [[String: Any]])
+            #expect(symbolized.map { $0["function"] as? String } == Self.locations.map(\.function))
+            #expect(symbolized.map { $0["mangled"] as? String } == Self.locations.map(\.mangled))
+            #expect(symbolized.map { $0["file"] as? String } == Self.locations.map(\.file))
+            #expect(symbolized.map { $0["line"] as? Int } == Self.locations.map { Int($0.line) })
+            #expect(symbolized.map { $0["column"] as? Int } == Self.locations.map { Int($0.column) })
+        }
+    }
+
+    @Test func resolutionsCompareByWhatTheySay() {
+        let shared = LocationChain(Self.locations)
+        #expect(FrameResolution(status: .ok, chain: shared) == FrameResolution(status: .ok, locations: Self.locations))
+        #expect(FrameResolution(status: .ok, chain: shared) != FrameResolution(status: .ok, locations: Array(Self.locations.dropLast())))
+        #expect(FrameResolution(status: .ok, chain: nil) == FrameResolution(status: .ok, locations: []))
+        var resolution = FrameResolution(status: .ok, chain: shared)
+        resolution.locations = []
+        #expect(resolution.chain == nil)
+    }
+
+    /// Stack headers name their thread: the word after `thread`/`Thread` when it starts with `T`,
+    /// up to a comma or colon, whatever the spaces.
+    @Test(arguments: [
+        ("WRITE of size 4 at 0x7b0400000000 by thread T1:", "T1"),
+        ("Thread T12 (tid=5, running) created by T3 here:", "T12"),
+        ("Previous write of size 8  by  thread   T7, then more", "T7"),
+        ("threads T1 and Thread main", nil),
+        ("freed by thread Tx here", "Tx"),
+        ("READ of size 1 at 0x1 thread T0", "T0"),
+    ] as [(String, String?)])
+    func stackHeadersNameTheirThread(header: String, thread: String?) throws {
+        let report = try CrashReport.parse("==1==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n\(header)\n    #0 0x10  (/lib/libx.so+0x10)\n",
+                                           format: .sanitizer)
+        #expect(report.stacks.last?.thread == thread)
+    }
+}

@@ -238,13 +238,16 @@ import Testing
         let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
         let first = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
         let files = try FileManager.default.contentsOfDirectory(atPath: cache).sorted()
-        #expect(files == ["4be26ceb3a483e56ab3cec1084cf06ee74f72c74.csym", "e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"])
+        let tables = TableCache(directory: cache)
+        #expect(files == ["4be26ceb3a483e56ab3cec1084cf06ee74f72c74", "e3ae0ff073c26f50bba089c0323f76a4f9493774"].map {
+            ReportModule.fileName(of: tables.path(for: $0))
+        })
 
         // Without any --symbols path, the cache alone answers, with the same frames.
         let empty = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: empty) }
         let second = Symbolicator(sources: ReportFixtures.isolatedSources([empty], cache: cache)).symbolicate(report)
-        #expect(second.frames[0][0].source == cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym")
+        #expect(second.frames[0][0].source == tables.path(for: "e3ae0ff073c26f50bba089c0323f76a4f9493774"))
         #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
     }
 
@@ -262,7 +265,7 @@ import Testing
     @Test func aCorruptCachedTableIsReplacedNotTrusted() throws {
         let cache = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let cached = cache + "/e3ae0ff073c26f50bba089c0323f76a4f9493774.csym"
+        let cached = TableCache(directory: cache).path(for: "e3ae0ff073c26f50bba089c0323f76a4f9493774")
         try Data("CSYM but not really a table".utf8).write(to: URL(fileURLWithPath: cached))
         let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
         let result = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
@@ -295,19 +298,45 @@ import Testing
         try "garbage\n".write(toFile: directory + "/bad.txt", atomically: true, encoding: .utf8)
         let paths = [ReportFixtures.path("glibc-backtrace.txt"), directory + "/bad.txt", directory + "/missing.txt",
                      ReportFixtures.path("asan-use-after-free.txt")]
-        var seen: [Int] = []
-        var outcomes: [Result<[UInt8], FormatError>] = []
+        let emitted = Mutex<(seen: [Int], outcomes: [Result<[UInt8], FormatError>])>(([], []))
         Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicateFiles(
             paths, jobs: 2, render: { Array(ReportWriter.json($0).utf8) }) { index, outcome in
-            seen.append(index)
-            outcomes.append(outcome)
+            emitted.withLock {
+                $0.seen.append(index)
+                $0.outcomes.append(outcome)
+            }
         }
+        let (seen, outcomes) = emitted.withLock { $0 }
         #expect(seen == [0, 1, 2, 3])
         #expect((try? outcomes[0].get()).map { String(decoding: $0, as: UTF8.self).contains("\"format\":\"glibc\"") } == true)
         if case .failure(let error) = outcomes[1] { #expect(error.path == directory + "/bad.txt" && error.message.hasPrefix("line 1:")) }
         else { Issue.record("garbage was accepted") }
         if case .failure(let error) = outcomes[2] { #expect(error.code == .io) } else { Issue.record("a missing file was read") }
         #expect((try? outcomes[3].get()) != nil)
+    }
+
+    /// More reports than the workers may run ahead of the printing (256 per job), a slow one
+    /// among them: every report is emitted once, in input order, as a serial run renders it.
+    @Test func manyFilesAreEmittedOnceInOrderWhateverTheThreads() throws {
+        let names = ["asan-use-after-free.txt", "glibc-backtrace.txt", "tsan-data-race.txt", "eu-stack.txt", "swift-backtrace.json"]
+        let serial = try names.map { name in
+            ReportWriter.json(Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(
+                try CrashReport.parse(try ReportFixtures.text(name))))
+        }
+        let paths = (0..<1_500).map { $0 % 97 == 13 ? "/nonexistent/report-\($0).txt" : ReportFixtures.path(names[$0 % names.count]) }
+        for jobs in [1, 2, 3] {
+            let emitted = Mutex<[(index: Int, text: String?)]>([])
+            Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicateFiles(
+                paths, jobs: jobs, render: { Array(ReportWriter.json($0).utf8) }) { index, outcome in
+                let text = (try? outcome.get()).map { String(decoding: $0, as: UTF8.self) }
+                emitted.withLock { $0.append((index, text)) }
+            }
+            let seen = emitted.withLock { $0 }
+            #expect(seen.map(\.index) == Array(paths.indices), "jobs \(jobs)")
+            for (index, text) in seen {
+                #expect(text == (index % 97 == 13 ? nil : serial[index % names.count]), "jobs \(jobs), report \(index)")
+            }
+        }
     }
 
     @Test func aReportNamingThousandsOfModulesIsHandledInOnePass() throws {

@@ -1,5 +1,8 @@
 import Foundation
 import SymBytes
+import SymELF
+import SymReport
+import SymTable
 import Testing
 @testable import Symbolication
 
@@ -55,7 +58,7 @@ import Testing
         let cache = directory + "/nested/cache"
         let app = directory + "/app"
         try FileManager.default.copyItem(atPath: Corpus.fixture("gcc-c-O2-dwarf5"), toPath: app)
-        let table = cache + "/" + (try Self.buildID(app)) + ".csym"
+        let table = TableCache(directory: cache).path(for: try Self.buildID(app))
 
         let first = try Self.open(cache, app)
         #expect(first.cachedPath == nil)
@@ -87,7 +90,8 @@ import Testing
         try #require(newID != oldID)
         // A stale table planted under the new build-id's name is refused too (its header says
         // the old build-id) and replaced by the right one.
-        try FileManager.default.copyItem(atPath: cache + "/\(oldID).csym", toPath: cache + "/\(newID).csym")
+        let tables = TableCache(directory: cache)
+        try FileManager.default.copyItem(atPath: tables.path(for: oldID), toPath: tables.path(for: newID))
         let rebuilt = try Self.open(cache, app)
         #expect(rebuilt.cachedPath == nil)
         let addresses = try Self.addresses(app)
@@ -99,7 +103,7 @@ import Testing
         }
         #expect(hexString(replaced.table.module.buildID) == newID)
         let again = try Self.open(cache, app)
-        #expect(again.cachedPath == cache + "/\(newID).csym")
+        #expect(again.cachedPath == tables.path(for: newID))
         #expect(try Self.answers(again, addresses) == expected)
     }
 
@@ -125,7 +129,7 @@ import Testing
         let cache = directory + "/cache"
         _ = try Self.open(cache, Corpus.fixture("gcc-c-O2-dwarf5"))
         let stripped = Corpus.fixture("gcc-c-O2-dwarf5-strip-debug")
-        #expect(FileManager.default.fileExists(atPath: cache + "/" + (try Self.buildID(stripped)) + ".csym"))
+        #expect(FileManager.default.fileExists(atPath: TableCache(directory: cache).path(for: try Self.buildID(stripped))))
         let symbols = try Self.open(cache, stripped)
         #expect(symbols.cachedPath == nil)
         let addresses = try Self.addresses(stripped)
@@ -134,12 +138,66 @@ import Testing
         #expect(answers.allSatisfy { $0.allSatisfy { $0.file.isEmpty } })
     }
 
+    /// A table cached by an older conversion (same build-id, other contents: here the symbols-only
+    /// table of the stripped twin) is never read: the module is converted again, the new table
+    /// stored under the current version's name and the stale one removed.
+    @Test func aTableOfAnOlderConverterVersionIsIgnoredAndReplaced() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = directory + "/cache"
+        let app = Corpus.fixture("gcc-c-O2-dwarf5")
+        let id = try Self.buildID(app)
+        let staleBytes = try ModuleConverter.table(binary: ELFFile(path: Corpus.fixture("gcc-c-O2-dwarf5-strip-debug")))
+        let stale = ModuleSymbols(table: try SymbolTable(bytes: staleBytes))
+        try #require(hexString(stale.table.module.buildID) == id)
+        let current = TableCache(directory: cache)
+        #expect(current.converterVersion == TableCache.converterVersion && current.converterVersion >= 2)
+        for version in 1..<current.converterVersion {
+            let older = TableCache(directory: cache, converterVersion: version)
+            #expect(older.path(for: id) != current.path(for: id))
+            try older.store(staleBytes, buildID: id)
+        }
+        #expect(FileManager.default.fileExists(atPath: cache + "/\(id).csym"))
+        guard case .absent = current.table(for: id) else {
+            Issue.record("a table of an older converter version was read")
+            return
+        }
+
+        let symbols = try Self.open(cache, app)
+        #expect(symbols.cachedPath == nil)
+        let addresses = try Self.addresses(app)
+        let expected = try Self.answers(Self.uncached(app), addresses)
+        #expect(try Self.answers(symbols, addresses) == expected)
+        #expect(try Self.answers(stale, addresses) != expected)
+        // Replaced: only the current version's table is left, and the next process reads it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache) == [ReportModule.fileName(of: current.path(for: id))])
+        let again = try Self.open(cache, app)
+        #expect(again.cachedPath == current.path(for: id))
+        #expect(try Self.answers(again, addresses) == expected)
+
+        // symbolicate reads the same cache by the same key.
+        try FileManager.default.removeItem(atPath: current.path(for: id))
+        try TableCache(directory: cache, converterVersion: 1).store(staleBytes, buildID: id)
+        let address = try #require(zip(addresses, expected).first { !$0.1.isEmpty && !$0.1[0].file.isEmpty }?.0)
+        let hexAddress = String(address, radix: 16)
+        let report = try CrashReport.parse("    #0 0x\(hexAddress) (\(app)+0x\(hexAddress)) (BuildId: \(id))\n")
+        let sources = SymbolSources(locator: DebugFileLocator(includeSystemDirectory: false), cacheDirectory: cache)
+        let first = Symbolicator(sources: sources).symbolicate(report).frames[0][0]
+        #expect(first.source == app)
+        #expect(FileManager.default.fileExists(atPath: current.path(for: id)))
+        #expect(!FileManager.default.fileExists(atPath: cache + "/\(id).csym"))
+        let second = Symbolicator(sources: sources).symbolicate(report).frames[0][0]
+        #expect(second.source == current.path(for: id))
+        #expect(second.locations == first.locations)
+        #expect(first.locations.map(\.file) == expected[addresses.firstIndex(of: address)!].map(\.file))
+    }
+
     @Test func anUnreadableCacheFileIsConvertedAgainAndReplaced() throws {
         let directory = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cache = directory + "/cache"
         let app = Corpus.fixture("gcc-c-O2-dwarf5")
-        let table = cache + "/" + (try Self.buildID(app)) + ".csym"
+        let table = TableCache(directory: cache).path(for: try Self.buildID(app))
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         for damage in [Data(), Data("CSYM but not really a table".utf8)] {
             try damage.write(to: URL(fileURLWithPath: table))
