@@ -184,7 +184,7 @@ import Testing
         Self.expectAgreement(model, oracle)
     }
 
-    @Test("the model is identical whatever the thread count", .timeLimit(.minutes(2)))
+    @Test("the model is identical whatever the thread count", .timeLimit(.minutes(5)))
     func threadCountDoesNotChangeTheModel() throws {
         let sections = try DWARFReaderELF.sections(of: "/usr/bin/python3.11d")
         let reference = try Self.extract(sections, threads: 1)
@@ -214,7 +214,7 @@ import Testing
         #expect(model.lines.isEmpty)
     }
 
-    @Test("prints extraction time on python3.11d (information only)", .timeLimit(.minutes(2)))
+    @Test("prints extraction time on python3.11d (information only)", .timeLimit(.minutes(5)))
     func printsTiming() throws {
         let sections = try DWARFReaderELF.sections(of: "/usr/bin/python3.11d")
         for threads in [1, 2] {

@@ -11,7 +11,7 @@ import Testing
     static let prefixes = ["_ZN", "_Z", "__Z", "_R", "_RN", "_RI", "_RM", "$s", "_$s", "$S", "_T0", "$e", ""]
 
     /// Thousands of seeded random names (mangling alphabet, occasionally any byte) per seed.
-    @Test(.timeLimit(.minutes(2)), arguments: 1...10 as ClosedRange<UInt64>)
+    @Test(.timeLimit(.minutes(5)), arguments: 1...10 as ClosedRange<UInt64>)
     func randomNames(seed: UInt64) {
         var generator = SplitMix64(seed: seed)
         let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$.".utf8)

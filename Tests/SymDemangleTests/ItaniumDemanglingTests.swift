@@ -52,7 +52,7 @@ import Testing
     /// Every truncation of every real name gives what `c++filt` gives (it echoes what it cannot
     /// demangle), and never traps. Names with a symbol version (`@GLIBCXX_3.4`) are left out:
     /// cut inside the version they test `c++filt`'s splitting of text into words, not demangling.
-    @Test(.timeLimit(.minutes(2))) func truncatedNamesMatchCxxfilt() throws {
+    @Test(.timeLimit(.minutes(5))) func truncatedNamesMatchCxxfilt() throws {
         let truncations = try Fixtures.truncations(of: "cxx.txt").filter { $0.hasPrefix("_Z") && !$0.contains("@") }
         let expected = try ReferenceTool.gnuCxxfilt.demangle(truncations)
         for (name, theirs) in zip(truncations, expected) {
