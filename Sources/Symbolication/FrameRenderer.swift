@@ -99,6 +99,17 @@ public struct FrameRenderer: ~Copyable {
             return true
         }
 
+        /// Reads the slot of `key` and the first bytes cached for it (to bring them into cache
+        /// ahead of use); returns a value derived from them.
+        @inline(__always)
+        func touch(_ key: UInt64) -> UInt32 {
+            let slot = slot(key)
+            guard slots[2 * slot] == key &+ 1 else { return 0 }
+            let span = slots[2 * slot + 1]
+            guard span & 0xffff_ffff != 0 else { return 1 }
+            return UInt32(arena.bytes(Int(span >> 32)..<(Int(span >> 32) + 1))[0])
+        }
+
         /// The length of the bytes cached for `key`, nil when there are none.
         @inline(__always)
         func length(_ key: UInt64) -> Int? {
@@ -260,7 +271,12 @@ public struct FrameRenderer: ~Copyable {
             var start = 0
             while start < addresses.count {
                 let end = min(addresses.count, start + Self.warmSlice)
-                warmth &+= table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]))
+                // Then the cached names of those frames, likewise all at once.
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Self.warmSlice * 8) { names in
+                    let (checksum, count) = table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]), names: names)
+                    warmth &+= checksum
+                    for index in 0..<count { warmth &+= functions.touch(UInt64(names[index])) }
+                }
                 for index in start..<end {
                     do throws(FormatError) {
                         try render(addresses[index], range: ranges[index], into: &output)
