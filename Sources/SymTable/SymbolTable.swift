@@ -94,11 +94,17 @@ public final class SymbolTable: Sendable {
     /// chains one level at a time so their cache misses overlap: walking their frames right after
     /// is then much cheaper. A hint: it reads within bounds and never fails. Returns a checksum
     /// of the values read, which the caller keeps (in its own state) so that the reads are not
-    /// optimised away.
-    public func warmFrames(ofRanges ranges: UnsafeBufferPointer<Int>) -> UInt32 {
-        guard !ranges.isEmpty else { return 0 }
+    /// optimised away. The frames' function-name records are written to `names` (as many as fit),
+    /// their count returned with the checksum.
+    public func warmFrames(ofRanges ranges: UnsafeBufferPointer<Int>,
+                           names: UnsafeMutableBufferPointer<UInt32>) -> (checksum: UInt32, names: Int) {
+        guard !ranges.isEmpty else { return (0, 0) }
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: ranges.count) { scratch in
-            withBytes { bytes in layout.warmFrames(bytes, ranges: ranges, scratch: scratch) }
+            withBytes { bytes in
+                var count = 0
+                let checksum = layout.warmFrames(bytes, ranges: ranges, scratch: scratch, names: names, nameCount: &count)
+                return (checksum, count)
+            }
         }
     }
 

@@ -118,8 +118,13 @@ extension TableLayout {
     /// the frames afterwards finds the records in cache. `scratch` must hold as many indices as
     /// `ranges`. A hint only: an index out of bounds or a caller not before its callee ends that
     /// chain quietly (the walk reports it), and the depth is bounded.
-    func warmFrames(_ bytes: UnsafeRawBufferPointer, ranges: UnsafeBufferPointer<Int>, scratch: UnsafeMutableBufferPointer<Int>) -> UInt32 {
+    ///
+    /// The function-name records of the frames are written to `names` (as many as fit; their
+    /// count to `nameCount`), for a caller that caches by name to read its entries ahead too.
+    func warmFrames(_ bytes: UnsafeRawBufferPointer, ranges: UnsafeBufferPointer<Int>, scratch: UnsafeMutableBufferPointer<Int>,
+                    names: UnsafeMutableBufferPointer<UInt32>, nameCount: inout Int) -> UInt32 {
         precondition(scratch.count >= ranges.count, "scratch buffer too small")
+        nameCount = 0
         // Folding every value read into the result keeps the reads from being optimised away.
         var sink: UInt32 = 0
         var live = 0
@@ -128,8 +133,18 @@ extension TableLayout {
             guard range >= 0, range < rangeCount else { continue }
             let scope = Self.load(bytes, rangeRecords.offset + (range + 1) * rangeRecordSize - scopeWidth, width: scopeWidth)
             guard scope != 0, Int(scope) <= scopeCount else { continue }
-            let caller = Self.load(bytes, scopes.offset + (Int(scope) - 1) * scopeRecordSize + 2 * nameWidth, width: callSiteWidth)
+            let record = scopes.offset + (Int(scope) - 1) * scopeRecordSize
+            let caller = Self.load(bytes, record + 2 * nameWidth, width: callSiteWidth)
             sink &+= caller
+            if nameCount + 2 <= names.count {
+                names[nameCount] = Self.load(bytes, record, width: nameWidth)
+                nameCount += 1
+                let physical = Self.load(bytes, record + nameWidth, width: nameWidth)
+                if physical != 0 {
+                    names[nameCount] = physical - 1
+                    nameCount += 1
+                }
+            }
             guard caller >= TableFormat.callerBias, Int(caller - TableFormat.callerBias) < callSiteCount else { continue }
             scratch[live] = Int(caller - TableFormat.callerBias)
             live += 1
@@ -140,8 +155,13 @@ extension TableLayout {
             var next = 0
             for index in 0..<live {
                 let callSite = scratch[index]
-                let caller = Self.load(bytes, callSites.offset + callSite * callSiteRecordSize + callerOffset, width: callSiteWidth)
+                let record = callSites.offset + callSite * callSiteRecordSize
+                let caller = Self.load(bytes, record + callerOffset, width: callSiteWidth)
                 sink &+= caller
+                if nameCount < names.count {
+                    names[nameCount] = Self.load(bytes, record + callerOffset - nameWidth, width: nameWidth)
+                    nameCount += 1
+                }
                 guard caller >= TableFormat.callerBias, Int(caller - TableFormat.callerBias) < callSite else { continue }
                 scratch[next] = Int(caller - TableFormat.callerBias)
                 next += 1

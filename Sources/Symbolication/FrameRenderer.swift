@@ -99,6 +99,17 @@ public struct FrameRenderer: ~Copyable {
             return true
         }
 
+        /// Reads the slot of `key` and the first bytes cached for it (to bring them into cache
+        /// ahead of use); returns a value derived from them.
+        @inline(__always)
+        func touch(_ key: UInt64) -> UInt32 {
+            let slot = slot(key)
+            guard slots[2 * slot] == key &+ 1 else { return 0 }
+            let span = slots[2 * slot + 1]
+            guard span & 0xffff_ffff != 0 else { return 1 }
+            return UInt32(arena.bytes(Int(span >> 32)..<(Int(span >> 32) + 1))[0])
+        }
+
         /// The length of the bytes cached for `key`, nil when there are none.
         @inline(__always)
         func length(_ key: UInt64) -> Int? {
@@ -138,39 +149,67 @@ public struct FrameRenderer: ~Copyable {
             if journals { stored.append(key) }
         }
 
-        /// Whether `store` notes the keys it stores in `stored`, for `adoptStored(from:)`.
+        /// Whether `store` notes the keys it stores in `stored`, for `storedEntries()`.
         var journals = false
         /// Keys stored since the last `forgetStored()` (when `journals`).
         private(set) var stored: [UInt64] = []
 
-        /// The keys stored since the last `forgetStored()`, with their bytes.
-        func storedEntries() -> [(key: UInt64, bytes: [UInt8])] {
-            stored.compactMap { key in value(key).map { (key, $0) } }
+        /// The keys stored since the last `forgetStored()`, with their bytes, appended to `entries`.
+        func appendStored(to entries: inout Entries) {
+            for key in stored {
+                let slot = slot(key)
+                guard slots[2 * slot] == key &+ 1 else { continue }  // replaced since
+                let span = slots[2 * slot + 1]
+                let offset = Int(span >> 32)
+                entries.append(key, arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
+            }
         }
 
-        /// Caches `entries` this cache lacks.
-        mutating func adopt(_ entries: [(key: UInt64, bytes: [UInt8])]) {
-            for entry in entries where length(entry.key) == nil { store(entry.key, entry.bytes) }
+        /// Caches the entries this cache lacks.
+        mutating func adopt(_ entries: Entries) {
+            entries.bytes.withUnsafeBytes { bytes in
+                for entry in entries.spans where length(entry.key) == nil {
+                    store(entry.key, UnsafeRawBufferPointer(rebasing: bytes[entry.start..<(entry.start + entry.count)]))
+                }
+            }
         }
 
         /// Forgets which keys were stored (not their bytes).
         mutating func forgetStored() { stored.removeAll(keepingCapacity: true) }
+
+        /// Cached entries copied out: all bytes in one array, so handing thousands over costs a
+        /// few allocations.
+        struct Entries: Sendable {
+            var bytes: [UInt8] = []
+            var spans: [(key: UInt64, start: Int, count: Int)] = []
+
+            mutating func append(_ key: UInt64, _ value: UnsafeRawBufferPointer) {
+                spans.append((key, bytes.count, value.count))
+                bytes.append(contentsOf: value)
+            }
+
+            mutating func append(_ other: Entries) {
+                let base = bytes.count
+                bytes += other.bytes
+                spans += other.spans.map { ($0.key, $0.start + base, $0.count) }
+            }
+        }
     }
 
-    /// Names and paths a renderer rendered since it last shared them (see `share`).
+    /// Names and paths a renderer rendered since it last shared them (see `renderedSinceShared`).
     public struct RenderedNames: Sendable {
-        var functions: [(key: UInt64, bytes: [UInt8])] = []
-        var mangled: [(key: UInt64, bytes: [UInt8])] = []
-        var paths: [(key: UInt64, bytes: [UInt8])] = []
+        var functions = ByteCache.Entries()
+        var mangled = ByteCache.Entries()
+        var paths = ByteCache.Entries()
 
         /// Nothing rendered.
         public init() {}
 
         /// Adds `other`'s names.
         public mutating func append(_ other: RenderedNames) {
-            functions += other.functions
-            mangled += other.mangled
-            paths += other.paths
+            functions.append(other.functions)
+            mangled.append(other.mangled)
+            paths.append(other.paths)
         }
     }
 
@@ -179,9 +218,9 @@ public struct FrameRenderer: ~Copyable {
     /// is demangled about once between them rather than once by each.
     public func renderedSinceShared() -> RenderedNames {
         var names = RenderedNames()
-        names.functions = functions.storedEntries()
-        names.mangled = mangled.storedEntries()
-        names.paths = paths.storedEntries()
+        functions.appendStored(to: &names.functions)
+        mangled.appendStored(to: &names.mangled)
+        paths.appendStored(to: &names.paths)
         return names
     }
 
@@ -260,7 +299,12 @@ public struct FrameRenderer: ~Copyable {
             var start = 0
             while start < addresses.count {
                 let end = min(addresses.count, start + Self.warmSlice)
-                warmth &+= table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]))
+                // Then the cached names of those frames, likewise all at once.
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Self.warmSlice * 8) { names in
+                    let (checksum, count) = table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]), names: names)
+                    warmth &+= checksum
+                    for index in 0..<count { warmth &+= functions.touch(UInt64(names[index])) }
+                }
                 for index in start..<end {
                     do throws(FormatError) {
                         try render(addresses[index], range: ranges[index], into: &output)

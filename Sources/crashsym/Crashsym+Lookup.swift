@@ -61,8 +61,9 @@ extension Crashsym {
         /// on the calling thread, so one address costs no thread start.
         static let parallelThreshold = 16 << 10
         /// Input bytes per thread per round: bounds the output held back until a round is written
-        /// in order (about 6,500 addresses; a few MB of output with deep inline chains).
-        static let roundBytesPerJob = 64 << 10
+        /// in order (about 3,300 addresses; under 2 MB of output with deep inline chains). Larger
+        /// rounds measured slower: their buffers cost more page faults than the fewer joins save.
+        static let roundBytesPerJob = 32 << 10
         /// Input bytes per block of a round (about 800 addresses): small enough that the threads
         /// finish a round together, large enough for the renderer's batch search.
         static let blockBytes = 8 << 10

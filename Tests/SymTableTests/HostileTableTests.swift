@@ -38,7 +38,8 @@ import Testing
         var ranges = [Int](repeating: 0, count: addresses.count)
         addresses.withUnsafeBufferPointer { keys in ranges.withUnsafeMutableBufferPointer { table.rangeIndices(keys, into: $0) } }
         ranges += [-1, Int.min, Int.max, statistics.ranges, statistics.ranges - 1, 0]
-        _ = ranges.withUnsafeBufferPointer { table.warmFrames(ofRanges: $0) }
+        var names = [UInt32](repeating: 0, count: 16)
+        _ = ranges.withUnsafeBufferPointer { r in names.withUnsafeMutableBufferPointer { table.warmFrames(ofRanges: r, names: $0) } }
         return true
     }
 
@@ -159,7 +160,8 @@ import Testing
         TestLayout.setField(&bytes, at: layout.callSiteCallerOffset(firstCallSite), width: layout.callSiteWidth, value: value)
         let corrupt = try SymbolTable(bytes: bytes)
         let ranges = [try #require(corrupt.rangeIndex(containing: 0x1016))]
-        _ = ranges.withUnsafeBufferPointer { corrupt.warmFrames(ofRanges: $0) }  // ends, never loops
+        var names = [UInt32](repeating: 0, count: 8)
+        _ = ranges.withUnsafeBufferPointer { r in names.withUnsafeMutableBufferPointer { corrupt.warmFrames(ofRanges: r, names: $0) } }  // ends
         #expect {
             try corrupt.forEachFrame(at: 0x1016) { _ in }
         } throws: { error in
