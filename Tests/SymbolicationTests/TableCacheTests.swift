@@ -152,7 +152,8 @@ import Testing
         try #require(hexString(stale.table.module.buildID) == id)
         let current = TableCache(directory: cache)
         #expect(current.converterVersion == TableCache.converterVersion && current.converterVersion >= 2)
-        for version in 1..<current.converterVersion {
+        // Newest first: storing a version removes the ones before it.
+        for version in (1..<current.converterVersion).reversed() {
             let older = TableCache(directory: cache, converterVersion: version)
             #expect(older.path(for: id) != current.path(for: id))
             try older.store(staleBytes, buildID: id)
