@@ -26,6 +26,13 @@ extension DWARFReader {
             self.workLimit = workLimit
         }
 
+        /// Hands over the result, leaving none here, so the caller holds the only reference to the
+        /// part's arrays and can rewrite them in place instead of copying them.
+        func takeResult() -> Result<PartialModel, FormatError>? {
+            defer { result = nil }
+            return result
+        }
+
         /// Extracts the units.
         func run() {
             var walker = UnitWalker(input, workLimit: workLimit)

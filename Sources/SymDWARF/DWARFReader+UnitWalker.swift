@@ -43,6 +43,9 @@ extension DWARFReader {
         private var decodedTables = Set<Int>()
         /// Ranges of the DIE being read.
         private var scratch: [AddressRange] = []
+        /// Rows and sequences of the line table being decoded, before they are coded into the output.
+        private var tableRows: [LineRow] = []
+        private var tableSequences: [Range<Int>] = []
         /// For each open DIE with children: the scope inlined children belong to, or `Scope.noParent`.
         private var stack: [UInt32]
 
@@ -105,7 +108,8 @@ extension DWARFReader {
                     lineBytes += min(length, input.line.count)
                 }
             }
-            output.lines.reserveCapacity(lineBytes / 4)
+            // Coded rows take about as many bytes as the line programs they come from.
+            output.lines.reserveCapacity(bytes: lineBytes + lineBytes / 4)
             output.scopes.reserveCapacity(dieBytes / 256)
             output.ranges.reserveCapacity(dieBytes / 128)
             names.reserveCapacity(dieBytes / 1024)
@@ -130,11 +134,11 @@ extension DWARFReader {
             let offset = unit.lineTableOffset
             var program = try DWARFLineProgram(input, at: offset, unit: unit)
             try charge(program.programOffset - offset, at: offset)
-            let firstRow = output.lines.count
-            let firstSequence = output.sequences.count
             let decode = decodedTables.insert(offset).inserted
             if decode {
-                try program.run(input.line, into: &output.lines, sequences: &output.sequences)
+                tableRows.removeAll(keepingCapacity: true)
+                tableSequences.removeAll(keepingCapacity: true)
+                try program.run(input.line, into: &tableRows, sequences: &tableSequences)
             }
             // File names are resolved once per unit (not per row), in file-register order.
             var files = [UInt32](repeating: 0, count: Int(program.firstFileNumber))
@@ -143,11 +147,13 @@ extension DWARFReader {
                 files.append(try path(of: file, compilationDirectory: unit.compilationDirectory, at: offset))
             }
             if decode {
-                for index in firstRow..<output.lines.count {
-                    let register = Int(output.lines[index].file)
-                    output.lines[index].file = register < files.count ? files[register] : 0
+                for index in tableRows.indices {
+                    let register = Int(tableRows[index].file)
+                    tableRows[index].file = register < files.count ? files[register] : 0
                 }
-                output.tables.append((offset, firstSequence..<output.sequences.count))
+                let firstSequence = output.lines.sequenceCount
+                for sequence in tableSequences { output.lines.appendSequence(tableRows[sequence]) }
+                output.tables.append((offset, firstSequence..<output.lines.sequenceCount))
             }
             return files
         }

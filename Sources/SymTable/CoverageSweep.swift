@@ -1,9 +1,21 @@
 /// A maximal address interval `[start, end)` over which one thing (a scope, a line row, a symbol)
-/// is the answer; `end == nil` runs to the end of the address space.
+/// is the answer; `end == nil` runs to the end of the address space. 24 bytes: a flattener holds
+/// one per scope boundary.
 struct Segment {
     var start: UInt64
-    var end: UInt64?
+    private var storedEnd: UInt64
     var value: UInt32
+    private var isOpenEnded: Bool
+
+    init(start: UInt64, end: UInt64?, value: UInt32) {
+        self.start = start
+        storedEnd = end ?? 0
+        self.value = value
+        isOpenEnded = end == nil
+    }
+
+    /// One past the last address; nil for the end of the address space.
+    var end: UInt64? { isOpenEnded ? nil : storedEnd }
 }
 
 /// Resolves overlapping intervals into the sequence of winners: at each address, the covering
@@ -12,31 +24,37 @@ struct Segment {
 /// A sort and one sweep over the interval ends with a max-heap of the open values, so the cost is
 /// O(n log n) in the number of intervals and never depends on the address span.
 struct CoverageSweep {
-    /// One candidate: `value` covers `[start, end)` with `priority` (higher wins). Every interval
-    /// of one value must carry the same priority.
-    struct Interval {
+    /// One candidate: `value` covers `[start, end)`.
+    private struct Interval {
         var start: UInt64
         var end: UInt64
-        var priority: UInt64
         var value: UInt32
     }
 
     private var intervals: [Interval] = []
+    /// The priority of each value (higher wins): every interval of a value has its value's.
+    private var priorities: [UInt64]
 
-    /// Adds a candidate interval; empty ones are ignored.
+    /// Prepares a sweep over values `0..<valueCount` (they index tables of that size).
+    init(valueCount: Int) {
+        priorities = [UInt64](repeating: 0, count: valueCount)
+    }
+
+    /// Adds a candidate interval; empty ones are ignored. Every interval of one value must carry
+    /// the same priority.
     mutating func add(start: UInt64, end: UInt64, priority: UInt64, value: UInt32) {
         guard start < end else { return }
-        intervals.append(Interval(start: start, end: end, priority: priority, value: value))
+        priorities[Int(value)] = priority
+        intervals.append(Interval(start: start, end: end, value: value))
     }
 
     /// The winners, sorted by address and disjoint; addresses covered by nothing are left out.
-    /// `valueCount` bounds the values (they index a table of open counts).
-    func winners(valueCount: Int) -> [Segment] {
+    consuming func winners() -> [Segment] {
         guard !intervals.isEmpty else { return [] }
-        let byStart = intervals.indices.sorted { intervals[$0].start < intervals[$1].start }
-        let byEnd = intervals.indices.sorted { intervals[$0].end < intervals[$1].end }
+        intervals.sort { $0.start < $1.start }
+        let byEnd = (0..<UInt32(intervals.count)).sorted { intervals[Int($0)].end < intervals[Int($1)].end }
         // A value may cover an address through several of its own intervals: count them.
-        var open = [UInt32](repeating: 0, count: valueCount)
+        var open = [UInt32](repeating: 0, count: priorities.count)
         var heap = MaxHeap()
         var result: [Segment] = []
         var current: UInt32? = nil
@@ -44,18 +62,18 @@ struct CoverageSweep {
         var nextStart = 0
         var nextEnd = 0
         while nextEnd < byEnd.count {
-            let address = nextStart < byStart.count
-                ? min(intervals[byStart[nextStart]].start, intervals[byEnd[nextEnd]].end)
-                : intervals[byEnd[nextEnd]].end
-            while nextEnd < byEnd.count, intervals[byEnd[nextEnd]].end == address {
-                open[Int(intervals[byEnd[nextEnd]].value)] -= 1
+            let address = nextStart < intervals.count
+                ? min(intervals[nextStart].start, intervals[Int(byEnd[nextEnd])].end)
+                : intervals[Int(byEnd[nextEnd])].end
+            while nextEnd < byEnd.count, intervals[Int(byEnd[nextEnd])].end == address {
+                open[Int(intervals[Int(byEnd[nextEnd])].value)] -= 1
                 nextEnd += 1
             }
-            while nextStart < byStart.count, intervals[byStart[nextStart]].start == address {
-                let interval = intervals[byStart[nextStart]]
-                open[Int(interval.value)] += 1
-                if open[Int(interval.value)] == 1 {
-                    heap.push(priority: interval.priority, value: interval.value)
+            while nextStart < intervals.count, intervals[nextStart].start == address {
+                let value = intervals[nextStart].value
+                open[Int(value)] += 1
+                if open[Int(value)] == 1 {
+                    heap.push(priority: priorities[Int(value)], value: value)
                 }
                 nextStart += 1
             }

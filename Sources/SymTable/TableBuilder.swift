@@ -29,26 +29,9 @@ struct TableBuilder {
     private(set) var callSites: [FrameRecord] = []
     private var callSiteIDs = IDTable()
 
-    /// Range starts and records (file, line, column of the innermost frame and the scope field:
-    /// 0 = no frames, else scope record index + 1).
-    private(set) var rangeStarts: [UInt64] = []
-    private(set) var rangeRecords: [RangeRecord] = []
-
-    /// A range record as collected: 16 bytes (a `FrameRecord` is 24), as there are about as many
-    /// ranges as line rows.
-    struct RangeRecord: Equatable {
-        var file: UInt32
-        var line: UInt32
-        var column: UInt32
-        var scope: UInt32
-    }
-
-    /// Makes room for up to `ranges` ranges in one allocation. An over-estimate costs address
-    /// space only: pages never written are never resident.
-    mutating func reserveCapacity(ranges: Int) {
-        rangeStarts.reserveCapacity(ranges)
-        rangeRecords.reserveCapacity(ranges)
-    }
+    /// Ranges (start, then file, line, column of the innermost frame and the scope field:
+    /// 0 = no frames, else scope record index + 1), in address order; see `RangeList`.
+    private(set) var ranges = RangeList()
 
     /// Interns `text`, returning its offset in the string data.
     mutating func string(_ text: String) throws(FormatError) -> UInt32 {
@@ -72,11 +55,7 @@ struct TableBuilder {
         guard let offset = UInt32(exactly: stringData.count), offset < UInt32.max else {
             throw FormatError(.limitExceeded, "string data over 4 GiB")
         }
-        var length = bytes.count
-        repeat {
-            stringData.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
-            length >>= 7
-        } while length > 0
+        LEB128Coding.appendUnsigned(UInt64(bytes.count), to: &stringData)
         stringData.append(contentsOf: bytes)
         stringOffsets.insert(offset, hash: hash)
         stringCount += 1
@@ -148,15 +127,14 @@ struct TableBuilder {
     /// Starts a range at `start` with `record` (its `name` is the scope field), unless it
     /// continues the last range.
     mutating func range(start: UInt64, record frame: FrameRecord) throws(FormatError) {
-        let record = RangeRecord(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
-        if let last = rangeRecords.last, last == record { return }
+        let record = RangeList.Record(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
+        if let last = ranges.last, last == record { return }
         // Leading gaps are implicit: addresses before the first range have no frames.
-        if rangeRecords.isEmpty, record.scope == 0 { return }
-        guard rangeStarts.count < Int(UInt32.max) else {
+        if ranges.isEmpty, record.scope == 0 { return }
+        guard ranges.count < Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
         }
-        rangeStarts.append(start)
-        rangeRecords.append(record)
+        ranges.append(start: start, record)
     }
 
     private static func nextID(_ count: Int, _ what: String) throws(FormatError) -> UInt32 {
@@ -186,23 +164,18 @@ extension TableBuilder {
         nameIDs = [:]
         scopeIDs = IDTable()
         callSiteIDs = IDTable()
-        let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
-        let addressBase = compact ? (rangeStarts.first ?? 0) : 0
+        let compact = ranges.isEmpty || ranges.lastStart - ranges.firstStart <= UInt64(UInt32.max)
+        let addressBase = compact ? ranges.firstStart : 0
 
         let stringWidth = TableFormat.width(for: largestRecordStringOffset)
         let fileWidth = TableFormat.width(for: UInt32(max(files.count, 1) - 1))
         var largestName = UInt32(max(names.count, 1) - 1)
         for record in scopes { largestName = max(largestName, record.physicalName) }
         let nameWidth = TableFormat.width(for: largestName)
-        var largestLine: UInt32 = 0
-        var largestColumn: UInt32 = 0
-        var largestScopeField: UInt32 = 0
+        var largestLine = ranges.largest.line
+        var largestColumn = ranges.largest.column
+        let largestScopeField = ranges.largest.scope
         var largestCaller: UInt32 = 0
-        for record in rangeRecords {
-            largestLine = max(largestLine, record.line)
-            largestColumn = max(largestColumn, record.column)
-            largestScopeField = max(largestScopeField, record.scope)
-        }
         for record in callSites {
             largestLine = max(largestLine, record.line)
             largestColumn = max(largestColumn, record.column)
@@ -216,8 +189,8 @@ extension TableBuilder {
 
         let sizes: [TableFormat.Section: Int] = [
             .buildID: module.buildID.count,
-            .rangeStarts: rangeStarts.count * (compact ? 4 : 8),
-            .rangeRecords: rangeRecords.count * (fileWidth + lineWidth + columnWidth + scopeWidth),
+            .rangeStarts: ranges.count * (compact ? 4 : 8),
+            .rangeRecords: ranges.count * (fileWidth + lineWidth + columnWidth + scopeWidth),
             .scopes: scopes.count * (2 * nameWidth + callSiteWidth),
             .callSites: callSites.count * (fileWidth + lineWidth + columnWidth + nameWidth + callSiteWidth),
             .files: files.count * 2 * stringWidth,
@@ -240,7 +213,7 @@ extension TableBuilder {
         out.append(0)
         out.appendLittleEndian(moduleName)
         out.appendLittleEndian(addressBase)
-        for count in [stringCount, files.count, names.count, scopes.count, callSites.count, rangeStarts.count] {
+        for count in [stringCount, files.count, names.count, scopes.count, callSites.count, ranges.count] {
             out.appendLittleEndian(UInt32(count))
         }
         for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
@@ -260,19 +233,17 @@ extension TableBuilder {
         out.withUnsafeMutableBytes { buffer in
             var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
             writer.bytes(module.buildID)
-            for start in rangeStarts {
+            ranges.forEach { start, _ in
                 if compact { writer.field(UInt32(start - addressBase), width: 4) } else { writer.u64(start) }
             }
-            // The largest collections go as soon as they are encoded, so they and the output do not
-            // peak together.
-            rangeStarts = []
-            for record in rangeRecords {
+            ranges.forEach { _, record in
                 writer.field(record.file, width: fileWidth)
                 writer.field(record.line, width: lineWidth)
                 writer.field(record.column, width: columnWidth)
                 writer.field(record.scope, width: scopeWidth)
             }
-            rangeRecords = []
+            // The largest collection goes as soon as it is encoded.
+            ranges = RangeList()
             for record in scopes {
                 writer.field(record.name, width: nameWidth)
                 writer.field(record.physicalName, width: nameWidth)

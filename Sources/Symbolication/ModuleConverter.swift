@@ -17,11 +17,27 @@ public enum ModuleConverter {
     /// `binary`) and function symbols from both.
     public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> SymbolModel {
+        try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+    }
+
+    /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
+    public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
+                             threads: Int = 1) throws(FormatError) -> [UInt8] {
+        // The rows stay coded (a few bytes each, not a `LineRow`'s 24), and the writer gets the
+        // only copy of the model and rows, which it frees before encoding.
+        let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
+                                       codesLines: true).finish()
+        return try SymbolTableWriter.write(consume model, lines: consume lines)
+    }
+
+    /// Fills a model builder with `binary`'s DWARF (or `debugFile`'s) and both files' symbols.
+    static func build(binary: ELFFile, debugFile: ELFFile?, decoder: DWARFDecoder, threads: Int,
+                      codesLines: Bool) throws(FormatError) -> ModelBuilder {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
             name: baseName(binary.path))
-        var builder = ModelBuilder(module: identity)
+        var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {
             let sections = try DWARFSections(elf: dwarfFile)
@@ -49,14 +65,7 @@ public enum ModuleConverter {
             }
             releaseSymbolTablePages(of: file)
         }
-        return builder.model
-    }
-
-    /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
-    public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
-                             threads: Int = 1) throws(FormatError) -> [UInt8] {
-        // A temporary: the writer gets the only copy and frees it before encoding.
-        try SymbolTableWriter.write(model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads))
+        return builder
     }
 
     /// Gives back the resident pages of the file's symbol and string tables once they have been
