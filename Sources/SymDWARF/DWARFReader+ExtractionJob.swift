@@ -20,8 +20,11 @@ extension DWARFReader {
         /// Set by `run`.
         private(set) var result: Result<PartialModel, FormatError>?
 
-        init(input: Input, units: Range<Int>, workLimit: Int) {
+        let codesLines: Bool
+
+        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool) {
             self.input = input
+            self.codesLines = codesLines
             self.units = units
             self.workLimit = workLimit
         }
@@ -35,7 +38,7 @@ extension DWARFReader {
 
         /// Extracts the units.
         func run() {
-            var walker = UnitWalker(input, workLimit: workLimit)
+            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines)
             do throws(FormatError) {
                 try walker.extract(units: units, workLimit: workLimit)
                 result = .success(walker.output)

@@ -16,9 +16,14 @@ extension DWARFReader {
         /// `parent` a local scope index or `Scope.noParent`, ranges index `ranges`.
         var scopes: [Scope] = []
         var ranges: [AddressRange] = []
-        /// Line rows in complete sequences, coded; `file` is a position in `texts` plus one (0: unknown).
+        /// Line rows in complete sequences, coded (for a builder that codes them); `file` is a
+        /// position in `texts` plus one (0: unknown).
         var lines = LineTable()
-        /// Decoded line tables: the `.debug_line` offset and the range of `lines`' sequences it produced.
+        /// The same as rows (for a builder that keeps rows), and their sequences as index ranges.
+        var rows: [LineRow] = []
+        var sequences: [Range<Int>] = []
+        /// Decoded line tables: the `.debug_line` offset and the range of sequences (of `lines`, or
+        /// of `sequences`) it produced.
         var tables: [(offset: Int, sequences: Range<Int>)] = []
         /// Work spent (see `UnitWalker`), checked against the limit over all walkers.
         var work = 0
@@ -28,7 +33,9 @@ extension DWARFReader {
         static func merge(_ parts: consuming [PartialModel], into builder: inout ModelBuilder) {
             var appendedTables = Set<Int>()
             // The parts' coded rows are taken over as they are (with a map of their file numbers),
-            // not copied.
+            // not copied. Rows kept as rows grow the model's array to at most the parts' total: one
+            // allocation, its pages resident only as rows arrive, each part freed once appended.
+            builder.reserveCapacity(lines: parts.reduce(0) { $0 + $1.rows.count })
             for index in parts.indices {
                 // Take the part out of the array so it is freed after this iteration.
                 var part = PartialModel()
@@ -49,10 +56,20 @@ extension DWARFReader {
                     }
                 }
                 let tables = part.tables.filter { appendedTables.insert($0.offset).inserted }.map(\.sequences)
-                // Rows name paths only: the other texts map to no file.
-                var files = global
-                for text in part.texts.indices where !part.isPath[text] { files[text + 1] = 0 }
-                builder.addSequences(tables, of: part.lines, fileMap: files)
+                if builder.codesLines {
+                    // Rows name paths only: the other texts map to no file.
+                    var files = global
+                    for text in part.texts.indices where !part.isPath[text] { files[text + 1] = 0 }
+                    builder.addSequences(tables, of: part.lines, fileMap: files)
+                } else {
+                    // Rewritten in place: the part holds the only reference to its rows.
+                    var rows: [LineRow] = []
+                    swap(&rows, &part.rows)
+                    for sequence in tables.joined().map({ part.sequences[$0] }) {
+                        for row in sequence { rows[row].file = global[Int(rows[row].file)] }
+                        builder.addSequence(rows[sequence])
+                    }
+                }
             }
         }
     }

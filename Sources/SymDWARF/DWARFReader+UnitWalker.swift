@@ -56,9 +56,13 @@ extension DWARFReader {
             var name: UInt64
         }
 
+        /// Whether line rows are coded (`PartialModel.lines`) or kept as rows (`rows`).
+        let codesLines: Bool
+
         /// Creates a walker allowed `workLimit` units of work.
-        init(_ input: Input, workLimit: Int) {
+        init(_ input: Input, workLimit: Int, codesLines: Bool) {
             self.input = input
+            self.codesLines = codesLines
             budget = workLimit
             stack = [UInt32](repeating: Scope.noParent, count: Self.maximumDepth + 1)
             scratch.reserveCapacity(16)
@@ -108,8 +112,12 @@ extension DWARFReader {
                     lineBytes += min(length, input.line.count)
                 }
             }
-            // Coded rows take about as many bytes as the line programs they come from.
-            output.lines.reserveCapacity(bytes: lineBytes + lineBytes / 4)
+            if codesLines {
+                // Coded rows take about as many bytes as the line programs they come from.
+                output.lines.reserveCapacity(bytes: lineBytes + lineBytes / 4)
+            } else {
+                output.rows.reserveCapacity(lineBytes / 4)
+            }
             output.scopes.reserveCapacity(dieBytes / 256)
             output.ranges.reserveCapacity(dieBytes / 128)
             names.reserveCapacity(dieBytes / 1024)
@@ -135,10 +143,15 @@ extension DWARFReader {
             var program = try DWARFLineProgram(input, at: offset, unit: unit)
             try charge(program.programOffset - offset, at: offset)
             let decode = decodedTables.insert(offset).inserted
-            if decode {
+            // Coding rows: decoded into scratch arrays, then coded. Else straight into the output.
+            let firstRow = output.rows.count
+            let firstSequence = codesLines ? output.lines.sequenceCount : output.sequences.count
+            if decode && codesLines {
                 tableRows.removeAll(keepingCapacity: true)
                 tableSequences.removeAll(keepingCapacity: true)
                 try program.run(input.line, into: &tableRows, sequences: &tableSequences)
+            } else if decode {
+                try program.run(input.line, into: &output.rows, sequences: &output.sequences)
             }
             // File names are resolved once per unit (not per row), in file-register order.
             var files = [UInt32](repeating: 0, count: Int(program.firstFileNumber))
@@ -146,14 +159,19 @@ extension DWARFReader {
             for file in program.files {
                 files.append(try path(of: file, compilationDirectory: unit.compilationDirectory, at: offset))
             }
-            if decode {
+            if decode && codesLines {
                 for index in tableRows.indices {
                     let register = Int(tableRows[index].file)
                     tableRows[index].file = register < files.count ? files[register] : 0
                 }
-                let firstSequence = output.lines.sequenceCount
                 for sequence in tableSequences { output.lines.appendSequence(tableRows[sequence]) }
                 output.tables.append((offset, firstSequence..<output.lines.sequenceCount))
+            } else if decode {
+                for index in firstRow..<output.rows.count {
+                    let register = Int(output.rows[index].file)
+                    output.rows[index].file = register < files.count ? files[register] : 0
+                }
+                output.tables.append((offset, firstSequence..<output.sequences.count))
             }
             return files
         }

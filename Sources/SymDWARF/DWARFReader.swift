@@ -35,7 +35,9 @@ public enum DWARFReader {
         sections.releaseFileMappedPages()
         let workLimit = workLimit(for: sections)
         let chunks = plan(input, threads: threads)
-        let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit) }
+        let jobs = chunks.map {
+            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: builder.codesLines)
+        }
         ExtractionJob.runConcurrently(jobs)
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)

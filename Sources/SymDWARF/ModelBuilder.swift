@@ -84,6 +84,11 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
+    /// Makes room for `lines` more line rows in one allocation (rows kept in `model.lines` only).
+    public mutating func reserveCapacity(lines: Int) {
+        if !codesLines { model.lines.reserveCapacity(model.lines.count + lines) }
+    }
+
     /// Appends the rows of one sequence (ending with its end-of-sequence row) unless it starts at
     /// address 0 (code removed by the linker).
     public mutating func addSequence(_ rows: some Collection<LineRow>) {

@@ -50,13 +50,19 @@ struct CoverageSweep {
 
     /// The winners, sorted by address and disjoint; addresses covered by nothing are left out.
     consuming func winners() -> [Segment] {
-        guard !intervals.isEmpty else { return [] }
+        var result: [Segment] = []
+        winners { result.append($0) }
+        return result
+    }
+
+    /// Calls `emit` with each winner in address order (every one with an end).
+    consuming func winners(_ emit: (Segment) -> Void) {
+        guard !intervals.isEmpty else { return }
         intervals.sort { $0.start < $1.start }
         let byEnd = (0..<UInt32(intervals.count)).sorted { intervals[Int($0)].end < intervals[Int($1)].end }
         // A value may cover an address through several of its own intervals: count them.
         var open = [UInt32](repeating: 0, count: priorities.count)
         var heap = MaxHeap()
-        var result: [Segment] = []
         var current: UInt32? = nil
         var currentStart: UInt64 = 0
         var nextStart = 0
@@ -81,11 +87,65 @@ struct CoverageSweep {
             while let top = heap.top, open[Int(top.value)] == 0 { heap.pop() }
             let winner = heap.top?.value
             if winner != current {
-                if let current { result.append(Segment(start: currentStart, end: address, value: current)) }
+                if let current { emit(Segment(start: currentStart, end: address, value: current)) }
                 current = winner
                 currentStart = address
             }
         }
-        return result
+    }
+}
+
+/// Disjoint segments with ends, in address order, coded in bytes (about 5 a segment instead of
+/// 24): the flattener holds one per scope boundary of the whole module while it walks them once.
+///
+/// A segment is coded as its distance from the previous segment's end, its length and its value,
+/// each ULEB128.
+struct SegmentList {
+    private var bytes: [UInt8] = []
+    private var lastEnd: UInt64 = 0
+    /// Number of segments.
+    private(set) var count = 0
+
+    /// Appends a segment starting at or after the last one's end; it must have an end.
+    mutating func append(_ segment: Segment) {
+        let end = segment.end!
+        precondition(segment.start >= lastEnd && end > segment.start, "segments out of order")
+        LEB128Coding.appendUnsigned(segment.start - lastEnd, to: &bytes)
+        LEB128Coding.appendUnsigned(end - segment.start, to: &bytes)
+        LEB128Coding.appendUnsigned(UInt64(segment.value), to: &bytes)
+        lastEnd = end
+        count += 1
+    }
+
+    /// Reads the segments in order: `current`, then `advance()`.
+    struct Cursor {
+        private let bytes: [UInt8]
+        private var offset = 0
+        private var remaining: Int
+        private var lastEnd: UInt64 = 0
+        /// The segment at the cursor; nil after the last.
+        private(set) var current: Segment?
+
+        init(_ list: SegmentList) {
+            bytes = list.bytes
+            remaining = list.count
+            advance()
+        }
+
+        /// Moves to the next segment.
+        mutating func advance() {
+            guard remaining > 0 else {
+                current = nil
+                return
+            }
+            remaining -= 1
+            current = bytes.withUnsafeBufferPointer { bytes in
+                let start = lastEnd + LEB128Coding.unsigned(bytes, &offset)
+                let end = start + LEB128Coding.unsigned(bytes, &offset)
+                let value = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))
+                return Segment(start: start, end: end, value: value)
+            }
+            lastEnd = current!.end!
+        }
     }
 }

@@ -56,22 +56,21 @@ struct ModelFlattener {
 
     /// Emits every range and the records they refer to into `builder`.
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
-        let scopes = scopeSegments()
-        // The scopes' ranges are not read again: with the caller's only copy of the model, free them.
-        model.ranges = []
+        // Scope segments are read once, in order, from their coded list.
+        var scopes = SegmentList.Cursor(scopeSegments())
         // Line segments are about as many as the rows: produced one at a time, never stored.
         var lines = LineSegments(self.lines)
         let symbols = symbolSegments()
         model.symbols = []
 
-        var cursors = (scope: 0, symbol: 0)
-        let firsts = [scopes.first?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
+        var symbolCursor = 0
+        let firsts = [scopes.current?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
         guard var address = firsts.min() else { return }
         while true {
             // Step past segments that ended; the current one of each list then ends after `address`.
-            while cursors.scope < scopes.count, let end = scopes[cursors.scope].end, end <= address { cursors.scope += 1 }
+            while let segment = scopes.current, let end = segment.end, end <= address { scopes.advance() }
             while let segment = lines.current, segment.end <= address { lines.advance() }
-            while cursors.symbol < symbols.count, let end = symbols[cursors.symbol].end, end <= address { cursors.symbol += 1 }
+            while symbolCursor < symbols.count, let end = symbols[symbolCursor].end, end <= address { symbolCursor += 1 }
 
             var next: UInt64? = nil
             func current(_ segment: Segment?) -> UInt32? {
@@ -80,14 +79,14 @@ struct ModelFlattener {
                 if let boundary { next = min(next ?? boundary, boundary) }
                 return segment.start <= address ? segment.value : nil
             }
-            let scope = current(cursors.scope < scopes.count ? scopes[cursors.scope] : nil)
+            let scope = current(scopes.current)
             var row: LineSegments.Piece? = nil
             if let piece = lines.current {
                 let boundary = piece.start > address ? piece.start : piece.end
                 next = min(next ?? boundary, boundary)
                 if piece.start <= address { row = piece }
             }
-            let symbol = current(cursors.symbol < symbols.count ? symbols[cursors.symbol] : nil)
+            let symbol = current(symbolCursor < symbols.count ? symbols[symbolCursor] : nil)
 
             try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
             guard let next else { return }
@@ -206,7 +205,7 @@ struct ModelFlattener {
 
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
-    func scopeSegments() -> [Segment] {
+    mutating func scopeSegments() -> SegmentList {
         var sweep = CoverageSweep(valueCount: model.scopes.count)
         for (index, scope) in model.scopes.enumerated() {
             let priority = UInt64(depth[index]) << 32 | UInt64(index)
@@ -214,7 +213,12 @@ extension ModelFlattener {
                 sweep.add(start: range.start, end: range.end, priority: priority, value: UInt32(index))
             }
         }
-        return sweep.winners()
+        // The sweep has its own copy of the ranges, which are not read again: with the caller's
+        // only copy of the model, they are freed before the sweep sorts and allocates.
+        model.ranges = []
+        var segments = SegmentList()
+        sweep.winners { segments.append($0) }
+        return segments
     }
 
     /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,

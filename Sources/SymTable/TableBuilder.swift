@@ -22,11 +22,11 @@ struct TableBuilder {
     private var nameIDs: [UInt32: UInt32] = [:]
 
     /// Scope records (name, physical-frame override, caller field) of innermost frames.
-    private(set) var scopes: [FrameRecord] = []
+    private(set) var scopes: [ScopeRecord] = []
     private var scopeIDs = IDTable()
 
     /// Call-site records; a record's caller always precedes it.
-    private(set) var callSites: [FrameRecord] = []
+    private(set) var callSites: [CallSiteRecord] = []
     private var callSiteIDs = IDTable()
 
     /// Ranges (start, then file, line, column of the innermost frame and the scope field:
@@ -100,8 +100,8 @@ struct TableBuilder {
 
     /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
     mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
-        let record = FrameRecord(name: name, physicalName: physicalName, caller: caller)
-        let hash = record.tableHash
+        let record = ScopeRecord(name: name, physicalName: physicalName, caller: caller)
+        let hash = FrameRecord(name: name, physicalName: physicalName, caller: caller).tableHash
         if let id = scopeIDs.find(hash: hash, { scopes[Int($0)] == record }) { return id }
         // The scope field stores index + 1.
         let id = try Self.nextID(scopes.count, "scope records")
@@ -111,8 +111,10 @@ struct TableBuilder {
     }
 
     /// The index of call-site `record`, added when new.
-    mutating func callSite(_ record: FrameRecord) throws(FormatError) -> UInt32 {
-        let hash = record.tableHash
+    mutating func callSite(_ frame: FrameRecord) throws(FormatError) -> UInt32 {
+        let hash = frame.tableHash
+        let record = CallSiteRecord(file: frame.file, line: frame.line, column: frame.column, name: frame.name,
+                                    caller: frame.caller)
         if let id = callSiteIDs.find(hash: hash, { callSites[Int($0)] == record }) { return id }
         // The largest caller field is count + 1, so one id fewer than the field can hold.
         guard callSites.count < Int(UInt32.max) - 1 else {
@@ -135,6 +137,23 @@ struct TableBuilder {
             throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
         }
         ranges.append(start: start, record)
+    }
+
+    /// A scope record as collected: 12 bytes (a `FrameRecord` is 24); big modules have hundreds
+    /// of thousands.
+    struct ScopeRecord: Equatable {
+        var name: UInt32
+        var physicalName: UInt32
+        var caller: UInt32
+    }
+
+    /// A call-site record as collected: 20 bytes.
+    struct CallSiteRecord: Equatable {
+        var file: UInt32
+        var line: UInt32
+        var column: UInt32
+        var name: UInt32
+        var caller: UInt32
     }
 
     private static func nextID(_ count: Int, _ what: String) throws(FormatError) -> UInt32 {
