@@ -54,13 +54,16 @@ public enum ModuleConverter {
         // modules have hundreds of thousands of long symbol names.
         var seen = Set<SymbolKey>()
         for file in [binary, debugFile].compactMap({ $0 }) {
-            let all = try file.symbols()
-            let hasStatics = all.contains { !$0.isDynamic }
-            for symbol in all where (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) {
+            // `.symtab` yields symbols when it has an entry past the null one (a broken one throws
+            // below); the symbols are read one at a time, not all held with their names.
+            let entrySize: UInt64 = file.header.is64Bit ? 24 : 16
+            let hasStatics = file.sections.contains { $0.type == ELF.SHT_SYMTAB && !$0.isNoBits && $0.size >= 2 * entrySize }
+            try file.forEachSymbol { symbol in
+                guard (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) else { return }
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
                 let name = builder.intern(symbol.name)
-                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
+                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { return }
                 builder.addSymbol(name: name, address: address, size: extent(of: symbol, at: address, in: file))
             }
             releaseSymbolTablePages(of: file)
