@@ -20,15 +20,25 @@ extension DWARFReader {
         /// Set by `run`.
         private(set) var result: Result<PartialModel, FormatError>?
 
-        init(input: Input, units: Range<Int>, workLimit: Int) {
+        let codesLines: Bool
+
+        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool) {
             self.input = input
+            self.codesLines = codesLines
             self.units = units
             self.workLimit = workLimit
         }
 
+        /// Hands over the result, leaving none here, so the caller holds the only reference to the
+        /// part's arrays and can rewrite them in place instead of copying them.
+        func takeResult() -> Result<PartialModel, FormatError>? {
+            defer { result = nil }
+            return result
+        }
+
         /// Extracts the units.
         func run() {
-            var walker = UnitWalker(input, workLimit: workLimit)
+            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines)
             do throws(FormatError) {
                 try walker.extract(units: units, workLimit: workLimit)
                 result = .success(walker.output)

@@ -16,11 +16,14 @@ extension DWARFReader {
         /// `parent` a local scope index or `Scope.noParent`, ranges index `ranges`.
         var scopes: [Scope] = []
         var ranges: [AddressRange] = []
-        /// Line rows; `file` is a position in `texts` plus one (0: unknown).
-        var lines: [LineRow] = []
-        /// Complete sequences as index ranges of `lines`.
+        /// Line rows in complete sequences, coded (for a builder that codes them); `file` is a
+        /// position in `texts` plus one (0: unknown).
+        var lines = LineTable()
+        /// The same as rows (for a builder that keeps rows), and their sequences as index ranges.
+        var rows: [LineRow] = []
         var sequences: [Range<Int>] = []
-        /// Decoded line tables: the `.debug_line` offset and the range of `sequences` it produced.
+        /// Decoded line tables: the `.debug_line` offset and the range of sequences (of `lines`, or
+        /// of `sequences`) it produced.
         var tables: [(offset: Int, sequences: Range<Int>)] = []
         /// Work spent (see `UnitWalker`), checked against the limit over all walkers.
         var work = 0
@@ -29,17 +32,14 @@ extension DWARFReader {
         /// (possibly in different parts) is appended once, by the first.
         static func merge(_ parts: consuming [PartialModel], into builder: inout ModelBuilder) {
             var appendedTables = Set<Int>()
-            // The model's rows grow to at most the parts' total: one allocation, no copies while
-            // growing, and its pages become resident only as rows arrive, while each part is freed
-            // as soon as it has been appended.
-            builder.reserveCapacity(lines: parts.reduce(0) { $0 + $1.lines.count })
+            // The parts' coded rows are taken over as they are (with a map of their file numbers),
+            // not copied. Rows kept as rows grow the model's array to at most the parts' total: one
+            // allocation, its pages resident only as rows arrive, each part freed once appended.
+            builder.reserveCapacity(lines: parts.reduce(0) { $0 + $1.rows.count })
             for index in parts.indices {
-                // Take the part out of the array so it is freed after this iteration and its rows
-                // are rewritten in place, not copied.
+                // Take the part out of the array so it is freed after this iteration.
                 var part = PartialModel()
                 swap(&part, &parts[index])
-                var lines: [LineRow] = []
-                swap(&lines, &part.lines)
                 var global = [UInt32](repeating: 0, count: part.texts.count + 1)
                 for text in part.texts.indices {
                     global[text + 1] = part.isPath[text] ? builder.file(path: part.texts[text]) : builder.intern(part.texts[text])
@@ -55,10 +55,19 @@ extension DWARFReader {
                         scopeIndex[position] = added
                     }
                 }
-                for table in part.tables where appendedTables.insert(table.offset).inserted {
-                    for sequence in part.sequences[table.sequences] {
-                        for row in sequence { lines[row].file = global[Int(lines[row].file)] }
-                        builder.addSequence(lines[sequence])
+                let tables = part.tables.filter { appendedTables.insert($0.offset).inserted }.map(\.sequences)
+                if builder.codesLines {
+                    // Rows name paths only: the other texts map to no file.
+                    var files = global
+                    for text in part.texts.indices where !part.isPath[text] { files[text + 1] = 0 }
+                    builder.addSequences(tables, of: part.lines, fileMap: files)
+                } else {
+                    // Rewritten in place: the part holds the only reference to its rows.
+                    var rows: [LineRow] = []
+                    swap(&rows, &part.rows)
+                    for sequence in tables.joined().map({ part.sequences[$0] }) {
+                        for row in sequence { rows[row].file = global[Int(rows[row].file)] }
+                        builder.addSequence(rows[sequence])
                     }
                 }
             }

@@ -43,6 +43,9 @@ extension DWARFReader {
         private var decodedTables = Set<Int>()
         /// Ranges of the DIE being read.
         private var scratch: [AddressRange] = []
+        /// Rows and sequences of the line table being decoded, before they are coded into the output.
+        private var tableRows: [LineRow] = []
+        private var tableSequences: [Range<Int>] = []
         /// For each open DIE with children: the scope inlined children belong to, or `Scope.noParent`.
         private var stack: [UInt32]
 
@@ -53,9 +56,13 @@ extension DWARFReader {
             var name: UInt64
         }
 
+        /// Whether line rows are coded (`PartialModel.lines`) or kept as rows (`rows`).
+        let codesLines: Bool
+
         /// Creates a walker allowed `workLimit` units of work.
-        init(_ input: Input, workLimit: Int) {
+        init(_ input: Input, workLimit: Int, codesLines: Bool) {
             self.input = input
+            self.codesLines = codesLines
             budget = workLimit
             stack = [UInt32](repeating: Scope.noParent, count: Self.maximumDepth + 1)
             scratch.reserveCapacity(16)
@@ -105,7 +112,12 @@ extension DWARFReader {
                     lineBytes += min(length, input.line.count)
                 }
             }
-            output.lines.reserveCapacity(lineBytes / 4)
+            if codesLines {
+                // Coded rows take about as many bytes as the line programs they come from.
+                output.lines.reserveCapacity(bytes: lineBytes + lineBytes / 4)
+            } else {
+                output.rows.reserveCapacity(lineBytes / 4)
+            }
             output.scopes.reserveCapacity(dieBytes / 256)
             output.ranges.reserveCapacity(dieBytes / 128)
             names.reserveCapacity(dieBytes / 1024)
@@ -130,11 +142,16 @@ extension DWARFReader {
             let offset = unit.lineTableOffset
             var program = try DWARFLineProgram(input, at: offset, unit: unit)
             try charge(program.programOffset - offset, at: offset)
-            let firstRow = output.lines.count
-            let firstSequence = output.sequences.count
             let decode = decodedTables.insert(offset).inserted
-            if decode {
-                try program.run(input.line, into: &output.lines, sequences: &output.sequences)
+            // Coding rows: decoded into scratch arrays, then coded. Else straight into the output.
+            let firstRow = output.rows.count
+            let firstSequence = codesLines ? output.lines.sequenceCount : output.sequences.count
+            if decode && codesLines {
+                tableRows.removeAll(keepingCapacity: true)
+                tableSequences.removeAll(keepingCapacity: true)
+                try program.run(input.line, into: &tableRows, sequences: &tableSequences)
+            } else if decode {
+                try program.run(input.line, into: &output.rows, sequences: &output.sequences)
             }
             // File names are resolved once per unit (not per row), in file-register order.
             var files = [UInt32](repeating: 0, count: Int(program.firstFileNumber))
@@ -142,10 +159,17 @@ extension DWARFReader {
             for file in program.files {
                 files.append(try path(of: file, compilationDirectory: unit.compilationDirectory, at: offset))
             }
-            if decode {
-                for index in firstRow..<output.lines.count {
-                    let register = Int(output.lines[index].file)
-                    output.lines[index].file = register < files.count ? files[register] : 0
+            if decode && codesLines {
+                for index in tableRows.indices {
+                    let register = Int(tableRows[index].file)
+                    tableRows[index].file = register < files.count ? files[register] : 0
+                }
+                for sequence in tableSequences { output.lines.appendSequence(tableRows[sequence]) }
+                output.tables.append((offset, firstSequence..<output.lines.sequenceCount))
+            } else if decode {
+                for index in firstRow..<output.rows.count {
+                    let register = Int(output.rows[index].file)
+                    output.rows[index].file = register < files.count ? files[register] : 0
                 }
                 output.tables.append((offset, firstSequence..<output.sequences.count))
             }

@@ -29,15 +29,21 @@ public enum DWARFReader {
                                threads: Int = 1) throws(FormatError) {
         guard sections.hasDebugInfo else { return }
         let input = try Input(copy sections)
+        // Reading the unit headers faulted in pages all over the sections (and their neighbours,
+        // by fault-around): give them back; the walkers read them again in order and release them
+        // behind themselves.
+        sections.releaseFileMappedPages()
         let workLimit = workLimit(for: sections)
         let chunks = plan(input, threads: threads)
-        let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit) }
+        let jobs = chunks.map {
+            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: builder.codesLines)
+        }
         ExtractionJob.runConcurrently(jobs)
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)
         var work = 0
         for job in jobs {
-            switch job.result {
+            switch job.takeResult() {
             case .success(let part):
                 parts.append(part)
                 work += part.work
@@ -55,7 +61,7 @@ public enum DWARFReader {
         sections.releaseFileMappedPages()
         sections = DWARFSections(isLittleEndian: sections.isLittleEndian, is64Bit: sections.is64Bit,
                                  machine: sections.machine)
-        PartialModel.merge(parts, into: &builder)
+        PartialModel.merge(consume parts, into: &builder)
     }
 
     /// Work allowed for a file: proportional to its DWARF. Real compilers' output needs far less

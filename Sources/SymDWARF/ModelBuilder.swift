@@ -12,14 +12,27 @@ import SymTable
 public struct ModelBuilder {
     /// The model being built.
     public private(set) var model: SymbolModel
+    /// The line rows, when the builder codes them (`codesLines`) instead of appending them to
+    /// `model.lines`.
+    public private(set) var lines = LineTable()
+    /// Whether line rows go to `lines` (compact, for the table writer) rather than `model.lines`.
+    public let codesLines: Bool
     private var stringIndex: [String: UInt32] = ["": 0]
     private var fileIndex: [SourceFile: UInt32] = [:]
     private var pathIndex: [String: UInt32] = [:]
 
-    /// Starts a model for a module.
-    public init(module: ModuleIdentity) {
+    /// Starts a model for a module; with `codesLines`, line rows are kept in `lines`, coded
+    /// compactly, and `model.lines` stays empty.
+    public init(module: ModuleIdentity, codesLines: Bool = false) {
         model = SymbolModel(module: module)
+        self.codesLines = codesLines
         fileIndex[model.files[0]] = 0
+    }
+
+    /// Ends the build, handing over the model and the coded rows (empty unless `codesLines`)
+    /// without keeping a copy, so the writer can free them as it goes.
+    public consuming func finish() -> (model: SymbolModel, lines: LineTable) {
+        (model, lines)
     }
 
     /// Interns a string.
@@ -71,20 +84,49 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
-    /// Makes room for `lines` more line rows in one allocation.
+    /// Makes room for `lines` more line rows in one allocation (rows kept in `model.lines` only).
     public mutating func reserveCapacity(lines: Int) {
-        model.lines.reserveCapacity(model.lines.count + lines)
+        if !codesLines { model.lines.reserveCapacity(model.lines.count + lines) }
     }
 
-    /// Appends a line row.
-    public mutating func addLine(_ row: LineRow) {
-        model.lines.append(row)
-    }
-
-    /// Appends the rows of one sequence unless it starts at address 0 (code removed by the linker).
+    /// Appends the rows of one sequence (ending with its end-of-sequence row) unless it starts at
+    /// address 0 (code removed by the linker).
     public mutating func addSequence(_ rows: some Collection<LineRow>) {
         guard let first = rows.first, first.address != 0 else { return }
-        model.lines.append(contentsOf: rows)
+        if codesLines {
+            lines.appendSequence(ArraySlice(rows))
+        } else {
+            model.lines.append(contentsOf: rows)
+        }
+    }
+
+    /// Appends the sequences in `ranges` of `table`, whose file numbers `fileMap` maps to this
+    /// builder's files, by `addSequence`'s rule.
+    public mutating func addSequences(_ ranges: [Range<Int>], of table: LineTable, fileMap: [UInt32]) {
+        if codesLines {
+            // Whole runs at once; only the sequences starting at 0 are left out.
+            var kept: [Range<Int>] = []
+            for range in ranges {
+                var start = range.lowerBound
+                for index in range where table.firstAddress(ofSequence: index) == 0 {
+                    if start < index { kept.append(start..<index) }
+                    start = index + 1
+                }
+                if start < range.upperBound { kept.append(start..<range.upperBound) }
+            }
+            lines.append(table, sequences: kept, fileMap: fileMap)
+        } else {
+            var rows: [LineRow] = []
+            for index in ranges.joined() {
+                rows.removeAll(keepingCapacity: true)
+                table.forEachRow(ofSequence: index) { row in
+                    var row = row
+                    row.file = fileMap[Int(row.file)]
+                    rows.append(row)
+                }
+                addSequence(rows)
+            }
+        }
     }
 
     /// Appends a symbol-table entry.

@@ -7,21 +7,27 @@ extension ELFFile {
     /// Throws when a table or its string table lies outside the file, or a name offset is outside
     /// the string table.
     public func symbols() throws(FormatError) -> [ELFSymbol] {
+        var result: [ELFSymbol] = []
+        try forEachSymbol { result.append($0) }
+        return result
+    }
+
+    /// Calls `body` with each symbol `symbols()` returns, in the same order, without holding them
+    /// all: big C++ and Swift modules have hundreds of thousands of long names.
+    public func forEachSymbol(_ body: (ELFSymbol) throws(FormatError) -> Void) throws(FormatError) {
         do {
             let reader = ByteReader(storage.bytes, littleEndian: header.isLittleEndian)
-            var result: [ELFSymbol] = []
             for table in sections where table.type == ELF.SHT_SYMTAB || table.type == ELF.SHT_DYNSYM {
-                try appendSymbols(of: table, reader: reader, to: &result)
+                try forEachSymbol(of: table, reader: reader, body)
             }
-            return result
         } catch {
             throw error.at(path: path)
         }
     }
 
     /// Reads one symbol table (gABI "Symbol Table").
-    private func appendSymbols(of table: ELFSection, reader: ByteReader,
-                               to result: inout [ELFSymbol]) throws(FormatError) {
+    private func forEachSymbol(of table: ELFSection, reader: ByteReader,
+                               _ body: (ELFSymbol) throws(FormatError) -> Void) throws(FormatError) {
         let is64Bit = header.is64Bit
         let standardSize = is64Bit ? 24 : 16
         guard table.entrySize == 0 || table.entrySize == UInt64(standardSize) else {
@@ -49,7 +55,6 @@ extension ELFFile {
                                   fileOffset: stringSection.offset)
 
         let isDynamic = table.type == ELF.SHT_DYNSYM
-        result.reserveCapacity(result.count + count - 1)
         for index in 1..<count {
             let entry = start + index * standardSize
             let nameOffset = try reader.u32(at: entry)
@@ -73,9 +78,9 @@ extension ELFFile {
             }
             let name = nameOffset == 0 && strings.bytes.isEmpty
                 ? "" : try strings.string(at: nameOffset, "name of symbol \(index) in \(table.name)")
-            result.append(ELFSymbol(name: name, value: value, size: size, type: info & 0xf,
-                                    binding: info >> 4, other: other, sectionIndex: sectionIndex,
-                                    isDynamic: isDynamic))
+            try body(ELFSymbol(name: name, value: value, size: size, type: info & 0xf,
+                               binding: info >> 4, other: other, sectionIndex: sectionIndex,
+                               isDynamic: isDynamic))
         }
     }
 }

@@ -2,8 +2,9 @@
 /// data): 8 bytes a slot (id and hash) instead of a `Dictionary`'s copy of every key, and no SipHash.
 ///
 /// The caller hashes its records and says whether an id's record matches; the table stores
-/// `id + 1` (0 marks an empty slot) with 32 bits of the hash, probes linearly and doubles at half
-/// full without asking the caller for anything.
+/// `id + 1` (0 marks an empty slot) with 32 bits of the hash, probes linearly and doubles at three
+/// quarters full without asking the caller for anything (the hashes stored make a probe cheap,
+/// and a big module has a million records: the table is a good share of the writer's memory).
 struct IDTable {
     private var ids: [UInt32]
     private var hashes: [UInt32]
@@ -34,7 +35,7 @@ struct IDTable {
     /// Stores `id` (below `UInt32.max`) under `hash`.
     mutating func insert(_ id: UInt32, hash: UInt64) {
         precondition(id < UInt32.max, "id out of range")
-        if (count + 1) * 2 > ids.count {
+        if (count + 1) * 4 > ids.count * 3 {
             let oldIDs = ids, oldHashes = hashes
             ids = [UInt32](repeating: 0, count: oldIDs.count * 2)
             hashes = [UInt32](repeating: 0, count: oldIDs.count * 2)

@@ -9,7 +9,10 @@ import SymBytes
 /// range per elementary interval, joining neighbours with the same record. Nothing is done per
 /// address, so the cost depends on the number of records, not the span they cover.
 struct ModelFlattener {
-    private let model: SymbolModel
+    /// The model; its ranges and symbols are dropped once swept.
+    private var model: SymbolModel
+    /// The line rows (the model's own `lines` are not read).
+    private let lines: LineTable
     /// Nesting depth of each scope (0 for a physical function).
     private var depth: [UInt32] = []
     /// Per inlined scope: the call-site record of the frame it was inlined into, or `unset`.
@@ -36,9 +39,10 @@ struct ModelFlattener {
     /// Symbols kept after removing duplicates, sorted by address.
     private(set) var keptSymbols: [SymbolEntry] = []
 
-    /// Prepares to flatten `model`, checking every index in it.
-    init(_ model: SymbolModel) throws(FormatError) {
+    /// Prepares to flatten `model` with the rows of `lines`, checking every index in them.
+    init(_ model: consuming SymbolModel, lines: consuming LineTable) throws(FormatError) {
         self.model = model
+        self.lines = lines
         try validate()
         depth = [UInt32](repeating: 0, count: model.scopes.count)
         for (index, scope) in model.scopes.enumerated() where scope.isInlined {
@@ -52,22 +56,21 @@ struct ModelFlattener {
 
     /// Emits every range and the records they refer to into `builder`.
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
-        let scopes = scopeSegments()
+        // Scope segments are read once, in order, from their coded list.
+        var scopes = SegmentList.Cursor(scopeSegments())
         // Line segments are about as many as the rows: produced one at a time, never stored.
-        var lines = LineSegments(model.lines)
+        var lines = LineSegments(self.lines)
         let symbols = symbolSegments()
+        model.symbols = []
 
-        // Every range starts at a segment boundary: at most two per segment, and line segments are
-        // at most the rows plus two per sequence.
-        builder.reserveCapacity(ranges: 2 * (scopes.count + symbols.count + 3 * model.lines.count) + 1)
-        var cursors = (scope: 0, symbol: 0)
-        let firsts = [scopes.first?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
+        var symbolCursor = 0
+        let firsts = [scopes.current?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
         guard var address = firsts.min() else { return }
         while true {
             // Step past segments that ended; the current one of each list then ends after `address`.
-            while cursors.scope < scopes.count, let end = scopes[cursors.scope].end, end <= address { cursors.scope += 1 }
-            while let segment = lines.current, let end = segment.end, end <= address { lines.advance() }
-            while cursors.symbol < symbols.count, let end = symbols[cursors.symbol].end, end <= address { cursors.symbol += 1 }
+            while let segment = scopes.current, let end = segment.end, end <= address { scopes.advance() }
+            while let segment = lines.current, segment.end <= address { lines.advance() }
+            while symbolCursor < symbols.count, let end = symbols[symbolCursor].end, end <= address { symbolCursor += 1 }
 
             var next: UInt64? = nil
             func current(_ segment: Segment?) -> UInt32? {
@@ -76,9 +79,14 @@ struct ModelFlattener {
                 if let boundary { next = min(next ?? boundary, boundary) }
                 return segment.start <= address ? segment.value : nil
             }
-            let scope = current(cursors.scope < scopes.count ? scopes[cursors.scope] : nil)
-            let row = current(lines.current)
-            let symbol = current(cursors.symbol < symbols.count ? symbols[cursors.symbol] : nil)
+            let scope = current(scopes.current)
+            var row: LineSegments.Piece? = nil
+            if let piece = lines.current {
+                let boundary = piece.start > address ? piece.start : piece.end
+                next = min(next ?? boundary, boundary)
+                if piece.start <= address { row = piece }
+            }
+            let symbol = current(symbolCursor < symbols.count ? symbols[symbolCursor] : nil)
 
             try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
             guard let next else { return }
@@ -88,16 +96,15 @@ struct ModelFlattener {
 
     /// The range record for one elementary interval: the row's position and, in `name`, the scope
     /// field (0 = no frames, else scope record index + 1).
-    private mutating func record(scope: UInt32?, row: UInt32?, symbol: UInt32?,
+    private mutating func record(scope: UInt32?, row: LineSegments.Piece?, symbol: UInt32?,
                                  builder: inout TableBuilder) throws(FormatError) -> FrameRecord {
         // Rule 5: with neither a scope nor a symbol there are no frames, whatever the line table says.
         guard scope != nil || symbol != nil else { return FrameRecord() }
         var record = FrameRecord()
         if let row {
-            let line = model.lines[Int(row)]
-            record.file = try file(line.file, builder: &builder)
-            record.line = line.line
-            record.column = line.column
+            record.file = try file(row.file, builder: &builder)
+            record.line = row.line
+            record.column = row.column
         } else {
             record.file = try file(0, builder: &builder)
         }
@@ -219,15 +226,20 @@ struct ModelFlattener {
 
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
-    func scopeSegments() -> [Segment] {
-        var sweep = CoverageSweep()
+    mutating func scopeSegments() -> SegmentList {
+        var sweep = CoverageSweep(valueCount: model.scopes.count)
         for (index, scope) in model.scopes.enumerated() {
             let priority = UInt64(depth[index]) << 32 | UInt64(index)
             for range in model.ranges[scope.rangeIndices] {
                 sweep.add(start: range.start, end: range.end, priority: priority, value: UInt32(index))
             }
         }
-        return sweep.winners(valueCount: model.scopes.count)
+        // The sweep has its own copy of the ranges, which are not read again: with the caller's
+        // only copy of the model, they are freed before the sweep sorts and allocates.
+        model.ranges = []
+        var segments = SegmentList()
+        sweep.winners { segments.append($0) }
+        return segments
     }
 
     /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,
@@ -274,7 +286,7 @@ extension ModelFlattener {
         func invalid(_ message: String) -> FormatError { FormatError(.invalidValue, "symbol model: \(message)") }
         guard !model.files.isEmpty else { throw invalid("file 0 (unknown) is missing") }
         guard model.scopes.count < Int(UInt32.max), model.symbols.count < Int(UInt32.max),
-              model.lines.count < Int(UInt32.max), model.strings.count <= Int(UInt32.max),
+              lines.rowCount < Int(UInt32.max), model.strings.count <= Int(UInt32.max),
               model.files.count <= Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "symbol model: more than 2^32 - 1 records in one array")
         }
@@ -293,8 +305,8 @@ extension ModelFlattener {
                 throw invalid("scope \(index) has a call file out of bounds")
             }
         }
-        for (index, row) in model.lines.enumerated() where Int(row.file) >= model.files.count {
-            throw invalid("line row \(index) names a file out of bounds")
+        guard Int(lines.largestFile) < model.files.count else {
+            throw invalid("a line row names file \(lines.largestFile), which is out of bounds")
         }
         for (index, symbol) in model.symbols.enumerated() where Int(symbol.name) >= strings {
             throw invalid("symbol \(index) names a string out of bounds")
@@ -306,89 +318,122 @@ extension ModelFlattener {
 /// within a sequence the last row at or below the address, rows sorted stably by address.
 ///
 /// Yields disjoint segments in address order, one at a time (`current`, `advance()`), so the
-/// flattener never holds a segment per row. Only sequences whose rows are out of address order
-/// get a sorted copy of their row indices.
+/// flattener never holds a segment per row. Rows are decoded from the `LineTable` as the walk
+/// reaches them: one sequence's winning stretches come in address order, so a sequence left part
+/// way is resumed where it was left, and each row is decoded about once. Only sequences whose rows
+/// are out of address order are decoded whole, into a sorted copy.
 struct LineSegments {
-    private let rows: [LineRow]
-    /// Body rows of each sequence: `count` rows from `first` in the model, or (when `sorted >= 0`)
-    /// the row indices at `sorted..<sorted + count` of `sortedRows`; and the sequence's end address.
-    private var sequences: [(first: Int, count: Int, sorted: Int, end: UInt64)] = []
-    private var sortedRows: [UInt32] = []
+    /// A row's position, as a segment carries it.
+    struct Piece {
+        var start: UInt64
+        var end: UInt64
+        var file: UInt32
+        var line: UInt32
+        var column: UInt32
+    }
+
+    /// The body rows of one sequence in address order: decoded as it goes, or (for a sequence out
+    /// of order) read from its sorted copy.
+    private struct Cursor {
+        var rows: LineTable.RowIterator
+        /// Index in `sortedRows` of the sequence's sorted copy, or -1.
+        var sorted: Int
+        var position = 0
+        var count: Int
+        var row: LineRow
+        var next: LineRow?
+    }
+
+    private let table: LineTable
+    /// Sorted body rows of the sequences out of order.
+    private var sortedRows: [[LineRow]] = []
+    private var sortedIndex: [Int: Int] = [:]
     /// Which sequence wins where, in address order.
     private var winners: [Segment] = []
     private var winner = 0
-    /// Position of the row being emitted in the current winner's sequence, and where the winner ends.
-    private var position = 0
+    /// Cursors of sequences whose winning stretch ended before the sequence did.
+    private var resumable: [UInt32: Cursor] = [:]
+    private var cursor: Cursor?
     private var winnerEnd: UInt64 = 0
-    private var inWinner = false
     /// The segment at the cursor; nil after the last.
-    private(set) var current: Segment?
+    private(set) var current: Piece?
 
-    init(_ rows: [LineRow]) {
-        self.rows = rows
-        var first = 0
-        for (index, row) in rows.enumerated() where row.isEndSequence {
-            var sorted = -1
-            let isSorted = zip(rows[first..<index], rows[first..<index].dropFirst()).allSatisfy { $0.address <= $1.address }
-            if !isSorted {
-                sorted = sortedRows.count
-                sortedRows.append(contentsOf: (first..<index).lazy.map { UInt32($0) })
-                sortedRows[sorted...].sort { (rows[Int($0)].address, $0) < (rows[Int($1)].address, $1) }
+    init(_ table: LineTable) {
+        self.table = table
+        // Sequences without body rows cover nothing.
+        var sweep = CoverageSweep(valueCount: table.sequences.count)
+        for (index, sequence) in table.sequences.enumerated() where sequence.bodyCount > 0 {
+            if !sequence.isSorted {
+                var rows: [LineRow] = []
+                var iterator = table.rows(ofSequence: index)
+                while let row = iterator.next(), !row.isEndSequence { rows.append(row) }
+                let order = rows.indices.sorted { (rows[$0].address, $0) < (rows[$1].address, $1) }
+                sortedIndex[index] = sortedRows.count
+                sortedRows.append(order.map { rows[$0] })
             }
-            sequences.append((first, index - first, sorted, row.address))
-            first = index + 1
-        }
-        // Rows after the last end-of-sequence row belong to no sequence and cover nothing.
-        var sweep = CoverageSweep()
-        for (index, sequence) in sequences.enumerated() where sequence.count > 0 {
-            sweep.add(start: rows[row(sequence, 0)].address, end: sequence.end,
+            sweep.add(start: sequence.start, end: sequence.end,
                       priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
         }
-        winners = sweep.winners(valueCount: sequences.count)
+        winners = sweep.winners()
         advance()
     }
 
-    /// The model index of body row `position` of `sequence`.
-    @inline(__always)
-    private func row(_ sequence: (first: Int, count: Int, sorted: Int, end: UInt64), _ position: Int) -> Int {
-        sequence.sorted < 0 ? sequence.first + position : Int(sortedRows[sequence.sorted + position])
+    /// A cursor on the first body row of `sequence`.
+    private func startCursor(_ sequence: Int) -> Cursor {
+        let info = table.sequences[sequence]
+        var rows = table.rows(ofSequence: sequence)
+        if let sorted = sortedIndex[sequence] {
+            let body = sortedRows[sorted]
+            return Cursor(rows: rows, sorted: sorted, count: body.count, row: body[0], next: body.count > 1 ? body[1] : nil)
+        }
+        let first = rows.next()!
+        let second = info.bodyCount > 1 ? rows.next() : nil
+        return Cursor(rows: rows, sorted: -1, count: info.bodyCount, row: first, next: second)
+    }
+
+    /// Moves `cursor` to its next body row.
+    private func step(_ cursor: inout Cursor) {
+        cursor.position += 1
+        cursor.row = cursor.next!
+        if cursor.position + 1 < cursor.count {
+            cursor.next = cursor.sorted >= 0 ? sortedRows[cursor.sorted][cursor.position + 1] : cursor.rows.next()
+        } else {
+            cursor.next = nil
+        }
     }
 
     /// Moves to the next segment.
     mutating func advance() {
         while true {
-            if !inWinner {
+            if cursor == nil {
                 guard winner < winners.count else {
                     current = nil
                     return
                 }
                 let segment = winners[winner]
-                let sequence = sequences[Int(segment.value)]
-                winnerEnd = segment.end ?? sequence.end
+                let sequence = Int(segment.value)
+                winnerEnd = segment.end ?? table.sequences[sequence].end
+                var start = resumable.removeValue(forKey: segment.value) ?? startCursor(sequence)
                 // Last body row at or below the segment start (equal addresses: the last one wins).
-                var low = 0
-                var high = sequence.count
-                while low < high {
-                    let middle = low + (high - low) / 2
-                    if rows[row(sequence, middle)].address <= segment.start { low = middle + 1 } else { high = middle }
-                }
-                position = max(low - 1, 0)
-                inWinner = true
+                while let next = start.next, next.address <= segment.start { step(&start) }
+                cursor = start
             }
             let segment = winners[winner]
-            let sequence = sequences[Int(segment.value)]
-            let index = row(sequence, position)
-            let nextAddress = position + 1 < sequence.count ? rows[row(sequence, position + 1)].address : sequence.end
-            let pieceStart = max(rows[index].address, segment.start)
+            let sequenceEnd = table.sequences[Int(segment.value)].end
+            let row = cursor!.row
+            let nextAddress = cursor!.next?.address ?? sequenceEnd
+            let pieceStart = max(row.address, segment.start)
             let pieceEnd = min(nextAddress, winnerEnd)
             if nextAddress >= winnerEnd {
-                inWinner = false
+                // The sequence may win again further up, after another one's stretch.
+                if winnerEnd < sequenceEnd { resumable[segment.value] = cursor }
+                cursor = nil
                 winner += 1
             } else {
-                position += 1
+                step(&cursor!)
             }
             if pieceStart < pieceEnd {
-                current = Segment(start: pieceStart, end: pieceEnd, value: UInt32(index))
+                current = Piece(start: pieceStart, end: pieceEnd, file: row.file, line: row.line, column: row.column)
                 return
             }
         }

@@ -11,20 +11,31 @@ public enum SymbolTableWriter {
     /// The model is consumed: when the caller hands over its last copy, its arrays are freed
     /// before the table is encoded, so the two are never in memory together.
     public static func write(_ model: consuming SymbolModel) throws(FormatError) -> [UInt8] {
-        var builder = TableBuilder()
-        let counts = try flatten(model, into: &builder)
-        let module = model.module
-        model = SymbolModel(module: module)
-        return try builder.encode(module: module, counts: counts)
+        // The rows are coded compactly first, and the model's own array freed.
+        let lines = LineTable(model.lines)
+        model.lines = []
+        return try write(consume model, lines: lines)
     }
 
-    private static func flatten(_ model: borrowing SymbolModel,
-                                into builder: inout TableBuilder) throws(FormatError) -> TableBuilder.Counts {
-        var flattener = try ModelFlattener(copy model)
-        try flattener.flatten(into: &builder)
+    /// Writes the table of `model` with the line rows of `lines`, which stand for the model's
+    /// `lines` (those must be empty: producers with millions of rows code them as they go instead
+    /// of holding 24 bytes a row).
+    public static func write(_ model: consuming SymbolModel, lines: consuming LineTable) throws(FormatError) -> [UInt8] {
+        guard model.lines.isEmpty else {
+            throw FormatError(.invalidValue, "symbol model: line rows both in the model and in a line table")
+        }
+        let module = model.module
         let inlined = model.scopes.reduce(0) { $0 + ($1.isInlined ? 1 : 0) }
-        return TableBuilder.Counts(
-            functions: UInt64(model.scopes.count - inlined), inlinedScopes: UInt64(inlined),
-            lineRows: UInt64(model.lines.count), symbols: UInt64(flattener.keptSymbols.count))
+        let functions = model.scopes.count - inlined
+        let lineRows = lines.rowCount
+        var builder = TableBuilder()
+        // The flattener takes the only copies, so what it no longer needs is freed as it goes.
+        var flattener = try ModelFlattener(consume model, lines: consume lines)
+        try flattener.flatten(into: &builder)
+        let symbols = flattener.keptSymbols.count
+        _ = consume flattener
+        let counts = TableBuilder.Counts(functions: UInt64(functions), inlinedScopes: UInt64(inlined),
+                                         lineRows: UInt64(lineRows), symbols: UInt64(symbols))
+        return try builder.encode(module: module, counts: counts)
     }
 }

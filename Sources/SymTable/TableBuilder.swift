@@ -22,33 +22,16 @@ struct TableBuilder {
     private var nameIDs: [UInt32: UInt32] = [:]
 
     /// Scope records (name, physical-frame override, caller field) of innermost frames.
-    private(set) var scopes: [FrameRecord] = []
+    private(set) var scopes: [ScopeRecord] = []
     private var scopeIDs = IDTable()
 
     /// Call-site records; a record's caller always precedes it.
-    private(set) var callSites: [FrameRecord] = []
+    private(set) var callSites: [CallSiteRecord] = []
     private var callSiteIDs = IDTable()
 
-    /// Range starts and records (file, line, column of the innermost frame and the scope field:
-    /// 0 = no frames, else scope record index + 1).
-    private(set) var rangeStarts: [UInt64] = []
-    private(set) var rangeRecords: [RangeRecord] = []
-
-    /// A range record as collected: 16 bytes (a `FrameRecord` is 24), as there are about as many
-    /// ranges as line rows.
-    struct RangeRecord: Equatable {
-        var file: UInt32
-        var line: UInt32
-        var column: UInt32
-        var scope: UInt32
-    }
-
-    /// Makes room for up to `ranges` ranges in one allocation. An over-estimate costs address
-    /// space only: pages never written are never resident.
-    mutating func reserveCapacity(ranges: Int) {
-        rangeStarts.reserveCapacity(ranges)
-        rangeRecords.reserveCapacity(ranges)
-    }
+    /// Ranges (start, then file, line, column of the innermost frame and the scope field:
+    /// 0 = no frames, else scope record index + 1), in address order; see `RangeList`.
+    private(set) var ranges = RangeList()
 
     /// Interns `text`, returning its offset in the string data.
     mutating func string(_ text: String) throws(FormatError) -> UInt32 {
@@ -72,11 +55,7 @@ struct TableBuilder {
         guard let offset = UInt32(exactly: stringData.count), offset < UInt32.max else {
             throw FormatError(.limitExceeded, "string data over 4 GiB")
         }
-        var length = bytes.count
-        repeat {
-            stringData.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
-            length >>= 7
-        } while length > 0
+        LEB128Coding.appendUnsigned(UInt64(bytes.count), to: &stringData)
         stringData.append(contentsOf: bytes)
         stringOffsets.insert(offset, hash: hash)
         stringCount += 1
@@ -121,8 +100,8 @@ struct TableBuilder {
 
     /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
     mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
-        let record = FrameRecord(name: name, physicalName: physicalName, caller: caller)
-        let hash = record.tableHash
+        let record = ScopeRecord(name: name, physicalName: physicalName, caller: caller)
+        let hash = FrameRecord(name: name, physicalName: physicalName, caller: caller).tableHash
         if let id = scopeIDs.find(hash: hash, { scopes[Int($0)] == record }) { return id }
         // The scope field stores index + 1.
         let id = try Self.nextID(scopes.count, "scope records")
@@ -132,8 +111,10 @@ struct TableBuilder {
     }
 
     /// The index of call-site `record`, added when new.
-    mutating func callSite(_ record: FrameRecord) throws(FormatError) -> UInt32 {
-        let hash = record.tableHash
+    mutating func callSite(_ frame: FrameRecord) throws(FormatError) -> UInt32 {
+        let hash = frame.tableHash
+        let record = CallSiteRecord(file: frame.file, line: frame.line, column: frame.column, name: frame.name,
+                                    caller: frame.caller)
         if let id = callSiteIDs.find(hash: hash, { callSites[Int($0)] == record }) { return id }
         // The largest caller field is count + 1, so one id fewer than the field can hold.
         guard callSites.count < Int(UInt32.max) - 1 else {
@@ -148,15 +129,31 @@ struct TableBuilder {
     /// Starts a range at `start` with `record` (its `name` is the scope field), unless it
     /// continues the last range.
     mutating func range(start: UInt64, record frame: FrameRecord) throws(FormatError) {
-        let record = RangeRecord(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
-        if let last = rangeRecords.last, last == record { return }
+        let record = RangeList.Record(file: frame.file, line: frame.line, column: frame.column, scope: frame.name)
+        if let last = ranges.last, last == record { return }
         // Leading gaps are implicit: addresses before the first range have no frames.
-        if rangeRecords.isEmpty, record.scope == 0 { return }
-        guard rangeStarts.count < Int(UInt32.max) else {
+        if ranges.isEmpty, record.scope == 0 { return }
+        guard ranges.count < Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "more than 2^32 - 1 address ranges")
         }
-        rangeStarts.append(start)
-        rangeRecords.append(record)
+        ranges.append(start: start, record)
+    }
+
+    /// A scope record as collected: 12 bytes (a `FrameRecord` is 24); big modules have hundreds
+    /// of thousands.
+    struct ScopeRecord: Equatable {
+        var name: UInt32
+        var physicalName: UInt32
+        var caller: UInt32
+    }
+
+    /// A call-site record as collected: 20 bytes.
+    struct CallSiteRecord: Equatable {
+        var file: UInt32
+        var line: UInt32
+        var column: UInt32
+        var name: UInt32
+        var caller: UInt32
     }
 
     private static func nextID(_ count: Int, _ what: String) throws(FormatError) -> UInt32 {
@@ -186,23 +183,18 @@ extension TableBuilder {
         nameIDs = [:]
         scopeIDs = IDTable()
         callSiteIDs = IDTable()
-        let compact = rangeStarts.isEmpty || rangeStarts[rangeStarts.count - 1] - rangeStarts[0] <= UInt64(UInt32.max)
-        let addressBase = compact ? (rangeStarts.first ?? 0) : 0
+        let compact = ranges.isEmpty || ranges.lastStart - ranges.firstStart <= UInt64(UInt32.max)
+        let addressBase = compact ? ranges.firstStart : 0
 
         let stringWidth = TableFormat.width(for: largestRecordStringOffset)
         let fileWidth = TableFormat.width(for: UInt32(max(files.count, 1) - 1))
         var largestName = UInt32(max(names.count, 1) - 1)
         for record in scopes { largestName = max(largestName, record.physicalName) }
         let nameWidth = TableFormat.width(for: largestName)
-        var largestLine: UInt32 = 0
-        var largestColumn: UInt32 = 0
-        var largestScopeField: UInt32 = 0
+        var largestLine = ranges.largest.line
+        var largestColumn = ranges.largest.column
+        let largestScopeField = ranges.largest.scope
         var largestCaller: UInt32 = 0
-        for record in rangeRecords {
-            largestLine = max(largestLine, record.line)
-            largestColumn = max(largestColumn, record.column)
-            largestScopeField = max(largestScopeField, record.scope)
-        }
         for record in callSites {
             largestLine = max(largestLine, record.line)
             largestColumn = max(largestColumn, record.column)
@@ -216,8 +208,8 @@ extension TableBuilder {
 
         let sizes: [TableFormat.Section: Int] = [
             .buildID: module.buildID.count,
-            .rangeStarts: rangeStarts.count * (compact ? 4 : 8),
-            .rangeRecords: rangeRecords.count * (fileWidth + lineWidth + columnWidth + scopeWidth),
+            .rangeStarts: ranges.count * (compact ? 4 : 8),
+            .rangeRecords: ranges.count * (fileWidth + lineWidth + columnWidth + scopeWidth),
             .scopes: scopes.count * (2 * nameWidth + callSiteWidth),
             .callSites: callSites.count * (fileWidth + lineWidth + columnWidth + nameWidth + callSiteWidth),
             .files: files.count * 2 * stringWidth,
@@ -240,7 +232,7 @@ extension TableBuilder {
         out.append(0)
         out.appendLittleEndian(moduleName)
         out.appendLittleEndian(addressBase)
-        for count in [stringCount, files.count, names.count, scopes.count, callSites.count, rangeStarts.count] {
+        for count in [stringCount, files.count, names.count, scopes.count, callSites.count, ranges.count] {
             out.appendLittleEndian(UInt32(count))
         }
         for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
@@ -260,19 +252,17 @@ extension TableBuilder {
         out.withUnsafeMutableBytes { buffer in
             var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
             writer.bytes(module.buildID)
-            for start in rangeStarts {
+            ranges.forEach { start, _ in
                 if compact { writer.field(UInt32(start - addressBase), width: 4) } else { writer.u64(start) }
             }
-            // The largest collections go as soon as they are encoded, so they and the output do not
-            // peak together.
-            rangeStarts = []
-            for record in rangeRecords {
+            ranges.forEach { _, record in
                 writer.field(record.file, width: fileWidth)
                 writer.field(record.line, width: lineWidth)
                 writer.field(record.column, width: columnWidth)
                 writer.field(record.scope, width: scopeWidth)
             }
-            rangeRecords = []
+            // The largest collection goes as soon as it is encoded.
+            ranges = RangeList()
             for record in scopes {
                 writer.field(record.name, width: nameWidth)
                 writer.field(record.physicalName, width: nameWidth)

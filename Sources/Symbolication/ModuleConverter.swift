@@ -17,11 +17,27 @@ public enum ModuleConverter {
     /// `binary`) and function symbols from both.
     public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> SymbolModel {
+        try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+    }
+
+    /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
+    public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
+                             threads: Int = 1) throws(FormatError) -> [UInt8] {
+        // The rows stay coded (a few bytes each, not a `LineRow`'s 24), and the writer gets the
+        // only copy of the model and rows, which it frees before encoding.
+        let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
+                                       codesLines: true).finish()
+        return try SymbolTableWriter.write(consume model, lines: consume lines)
+    }
+
+    /// Fills a model builder with `binary`'s DWARF (or `debugFile`'s) and both files' symbols.
+    static func build(binary: ELFFile, debugFile: ELFFile?, decoder: DWARFDecoder, threads: Int,
+                      codesLines: Bool) throws(FormatError) -> ModelBuilder {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
             name: baseName(binary.path))
-        var builder = ModelBuilder(module: identity)
+        var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {
             let sections = try DWARFSections(elf: dwarfFile)
@@ -38,25 +54,21 @@ public enum ModuleConverter {
         // modules have hundreds of thousands of long symbol names.
         var seen = Set<SymbolKey>()
         for file in [binary, debugFile].compactMap({ $0 }) {
-            let all = try file.symbols()
-            let hasStatics = all.contains { !$0.isDynamic }
-            for symbol in all where (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) {
+            // `.symtab` yields symbols when it has an entry past the null one (a broken one throws
+            // below); the symbols are read one at a time, not all held with their names.
+            let entrySize: UInt64 = file.header.is64Bit ? 24 : 16
+            let hasStatics = file.sections.contains { $0.type == ELF.SHT_SYMTAB && !$0.isNoBits && $0.size >= 2 * entrySize }
+            try file.forEachSymbol { symbol in
+                guard (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) else { return }
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
                 let name = builder.intern(symbol.name)
-                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { continue }
+                guard seen.insert(SymbolKey(name: name, address: address)).inserted else { return }
                 builder.addSymbol(name: name, address: address, size: extent(of: symbol, at: address, in: file))
             }
             releaseSymbolTablePages(of: file)
         }
-        return builder.model
-    }
-
-    /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
-    public static func table(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
-                             threads: Int = 1) throws(FormatError) -> [UInt8] {
-        // A temporary: the writer gets the only copy and frees it before encoding.
-        try SymbolTableWriter.write(model(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads))
+        return builder
     }
 
     /// Gives back the resident pages of the file's symbol and string tables once they have been
