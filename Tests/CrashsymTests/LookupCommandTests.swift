@@ -1,20 +1,9 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `crashsym lookup` on large inputs: the parallel path must print exactly what one thread prints.
 @Suite struct LookupCommandTests {
-    /// A seeded generator (SplitMix64), so a failure reproduces.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var value = state
-            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-            return value ^ (value >> 31)
-        }
-    }
-
     /// The functions of `path` (start, size) from `nm -S`.
     static func functions(_ path: String) throws -> [(start: UInt64, size: UInt64)] {
         let process = Process()
@@ -39,7 +28,7 @@ import Testing
     static func input(for path: String, seed: UInt64) throws -> String {
         let functions = try functions(path)
         #expect(functions.count > 3)
-        var generator = SeededGenerator(state: seed)
+        var generator = SplitMix64(seed: seed)
         var lines: [String] = []
         for index in 0..<60_000 {
             switch UInt64.random(in: 0..<100, using: &generator) {
@@ -106,7 +95,7 @@ import Testing
     @Test(arguments: ["clang-cpp-O2-dwarf5", "gcc-cpp-O2-dwarf5"])
     func noDemangleMatchesLLVMSymbolizer(_ fixture: String) throws {
         let elf = CLI.fixture(fixture)
-        var generator = SeededGenerator(state: 11)
+        var generator = SplitMix64(seed: 11)
         let addresses = try Self.functions(elf).flatMap { function in
             (0..<3).map { _ in "0x" + String(function.start + UInt64.random(in: 0..<function.size, using: &generator), radix: 16) }
         }

@@ -1,6 +1,7 @@
 import SymBytes
 import SymTable
 import Testing
+import TestSupport
 
 /// The writer's compact line rows (`LineTable`): rows come back exactly as coded, file maps apply
 /// to taken-over chunks, and a table written from coded rows is the table written from the model.
@@ -8,7 +9,7 @@ import Testing
     /// Seeded rows in sequences: unsorted ones, equal addresses, empty bodies, extreme values,
     /// and rows after the last end-of-sequence row.
     static func rows(seed: UInt64, files: Int) -> [LineRow] {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         var rows: [LineRow] = []
         for _ in 0..<random.int(0...12) {
             var address = random.chance(10) ? UInt64.max - random.u64(0...0x1000) : random.u64(0...0xFFFF_FFFF_FFFF)
@@ -47,7 +48,7 @@ import Testing
 
     @Test(arguments: 0..<100 as Range<UInt64>)
     func takenOverSequencesUseTheirFileMap(seed: UInt64) {
-        var random = SeededGenerator(seed: seed ^ 0xABCD)
+        var random = SplitMix64(seed: seed ^ 0xABCD)
         let first = Self.rows(seed: seed, files: 6)
         let second = Self.rows(seed: seed + 1000, files: 6)
         let map: [UInt32] = (0..<6).map { _ in UInt32(random.int(0...50)) }
