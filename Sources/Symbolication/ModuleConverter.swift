@@ -49,11 +49,17 @@ public enum ModuleConverter {
         }
         // Symbol order matters: among symbols of one size at one address the last one names the
         // function, as in llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no
-        // `.symtab`). The debug file's table comes after, for functions the binary's lacks.
-        // Duplicates are found by interned name (an integer), not by String: big C++ and Swift
-        // modules have hundreds of thousands of long symbol names.
+        // `.symtab`). Like llvm-symbolizer, a stripped binary's functions are named by its own
+        // table (`abort`, `raise`, `__libc_start_main`) or else by their DWARF name, never by
+        // the debug file's aliases (`__GI_abort`, `__libc_start_main@GLIBC_2.2.5`,
+        // `str_to_mpn.part.0.constprop.0`): the debug file's symbols only name code that neither
+        // the binary's table nor the DWARF does. Duplicates are found by interned name (an
+        // integer), not by String: big modules have hundreds of thousands of long names.
         var seen = Set<SymbolKey>()
+        var binaryAddresses = Set<UInt64>()
+        let dwarfFunctions = debugFile == nil ? [] : physicalRanges(of: builder.model)
         for file in [binary, debugFile].compactMap({ $0 }) {
+            let isBinary = file === binary
             // `.symtab` yields symbols when it has an entry past the null one (a broken one throws
             // below); the symbols are read one at a time, not all held with their names.
             let entrySize: UInt64 = file.header.is64Bit ? 24 : 16
@@ -62,6 +68,13 @@ public enum ModuleConverter {
                 guard (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) else { return }
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
+                if debugFile != nil {
+                    if isBinary {
+                        binaryAddresses.insert(address)
+                    } else if binaryAddresses.contains(address) || contains(dwarfFunctions, address) {
+                        return
+                    }
+                }
                 let name = builder.intern(symbol.name)
                 guard seen.insert(SymbolKey(name: name, address: address)).inserted else { return }
                 builder.addSymbol(name: name, address: address, size: extent(of: symbol, at: address, in: file))
@@ -69,6 +82,39 @@ public enum ModuleConverter {
             releaseSymbolTablePages(of: file)
         }
         return builder
+    }
+
+    /// The address ranges of the model's physical (not inlined) functions, sorted and merged into
+    /// disjoint ranges.
+    static func physicalRanges(of model: SymbolModel) -> [AddressRange] {
+        var ranges: [AddressRange] = []
+        for scope in model.scopes where !scope.isInlined {
+            for index in scope.rangeIndices where index < model.ranges.count && model.ranges[index].start < model.ranges[index].end {
+                ranges.append(model.ranges[index])
+            }
+        }
+        ranges.sort { $0.start < $1.start }
+        var merged: [AddressRange] = []
+        merged.reserveCapacity(ranges.count)
+        for range in ranges {
+            if let last = merged.last, range.start <= last.end {
+                merged[merged.count - 1].end = max(last.end, range.end)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
+
+    /// Whether `address` lies in one of `ranges` (sorted, disjoint).
+    static func contains(_ ranges: [AddressRange], _ address: UInt64) -> Bool {
+        var low = 0
+        var high = ranges.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ranges[middle].end <= address { low = middle + 1 } else { high = middle }
+        }
+        return low < ranges.count && ranges[low].start <= address
     }
 
     /// Gives back the resident pages of the file's symbol and string tables once they have been

@@ -24,7 +24,8 @@ public struct TableCache: Sendable {
     /// are converted again instead of answering with the old mistakes. History:
     /// 1. tables named `<build-id>.csym` (before versioning; never read now).
     /// 2. a zero-size label covers the rest of its section only (`_fini` fix).
-    /// 3. no symbol-name override that repeats the physical function's name (such ranges merge).
+    /// 3. no symbol-name override that repeats the physical function's name (such ranges merge);
+    ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
     public static let converterVersion = 3
 
     /// The cache directory (created on first write).

@@ -18,10 +18,13 @@ import Testing
     }
 
     /// Compares crashsym with llvm-symbolizer on `sampleCount` addresses of `path`.
-    static func compare(path: String, oraclePath: String? = nil, sampleCount: Int, seed: UInt64,
+    /// With `debugFile`, `path` is a stripped binary converted with it (llvm-symbolizer finds the
+    /// same file by build-id).
+    static func compare(path: String, debugFile: String? = nil, oraclePath: String? = nil, sampleCount: Int, seed: UInt64,
                         decoder: DWARFDecoder = .builtin) throws -> Outcome {
         let binary = try ELFFile(path: path)
-        let model = try ModuleConverter.model(binary: binary, decoder: decoder, threads: 2)
+        let model = try ModuleConverter.model(binary: binary, debugFile: try debugFile.map { try ELFFile(path: $0) },
+                                              decoder: decoder, threads: 2)
         let symbols = ModuleSymbols(table: try SymbolTable(bytes: try SymbolTableWriter.write(model)))
         let addresses = sampleAddresses(model, count: sampleCount, seed: seed)
         let oracle = try LLVMSymbolizer.symbolize(object: oraclePath ?? path, addresses: addresses)
@@ -100,6 +103,21 @@ import Testing
         let path = try #require(Corpus.libcDebugFile, "libc6-dbg is not installed")
         let outcome = try Self.compare(path: path, sampleCount: 3000, seed: 2)
         Self.report("libc.debug", outcome)
+        #expect(outcome.addresses >= 2000)
+        #expect(outcome.rate >= 0.995)
+        #expect(outcome.unexplained.isEmpty)
+    }
+
+    /// The common case of a crash report: the installed, stripped libc.so.6 with its debug file.
+    /// Functions are named from the library's own `.dynsym` as llvm-symbolizer names them (`abort`,
+    /// `__libc_start_main`), not from the debug file's aliases (`__GI_abort`, `…@GLIBC_2.2.5`).
+    @Test("stripped libc.so.6 with its debug file agrees with llvm-symbolizer")
+    func strippedLibc() throws {
+        let debug = try #require(Corpus.libcDebugFile, "libc6-dbg is not installed")
+        let library = try #require(["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+            .first { FileManager.default.fileExists(atPath: $0) })
+        let outcome = try Self.compare(path: library, debugFile: debug, sampleCount: 3000, seed: 4)
+        Self.report("libc.so.6 + debug file", outcome)
         #expect(outcome.addresses >= 2000)
         #expect(outcome.rate >= 0.995)
         #expect(outcome.unexplained.isEmpty)
