@@ -53,7 +53,10 @@ final class LocationCache: Sendable {
                                             file: try path(frame.file, in: table), line: frame.line, column: frame.column))
         }
         let chain = locations.isEmpty ? nil : LocationChain(locations, renderings: renderings)
-        chains.withLock { $0.store(key, chain) }
+        // The chain evicted is freed after the lock is released (freeing a chain releases its
+        // names and paths: too long to hold the lock the other workers wait for).
+        let evicted = chains.withLock { $0.store(key, chain) }
+        withExtendedLifetime(evicted) {}
         return chain
     }
 
@@ -108,7 +111,10 @@ struct Slots<Value> {
         return keys[slot] == key ? values[slot] : nil
     }
 
-    mutating func store(_ key: UInt64, _ value: Value) {
+    /// Stores `value` under `key`; returns the value it evicted (for the caller to free when it
+    /// likes: outside a lock).
+    @discardableResult
+    mutating func store(_ key: UInt64, _ value: Value) -> Value? {
         if keys.isEmpty {
             keys = [UInt64](repeating: 0, count: 1 << bits)
             values = [Value?](repeating: nil, count: 1 << bits)
@@ -117,7 +123,9 @@ struct Slots<Value> {
         if stores > 1 << bits && bits < maximumBits { grow() }
         let slot = slot(key)
         keys[slot] = key
+        let evicted = values[slot].take()
         values[slot] = value
+        return evicted ?? nil
     }
 
     /// Doubles the slots, keeping every entry (two old slots may meet in one new slot: one stays).
