@@ -41,8 +41,13 @@ final class LocationCache: Sendable {
     /// The locations at `address`, innermost first, physical function last; nil when no function
     /// covers it. Throws on a corrupt table.
     func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
+        guard let range = symbols.table.rangeIndex(containing: address) else { return nil }
+        return try chain(inRange: range)
+    }
+
+    /// The locations of table range `range` (see `chain(at:)`).
+    func chain(inRange range: Int) throws(FormatError) -> LocationChain? {
         let table = symbols.table
-        guard let range = table.rangeIndex(containing: address) else { return nil }
         let key = UInt64(range)
         if let known = chains.withLock({ $0.value(key) }) { return known }
         var locations: [SourceLocation] = []
@@ -80,6 +85,29 @@ final class LocationCache: Sendable {
         let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
         paths.withLock { $0.store(key, joined) }
         return joined
+    }
+}
+
+/// One thread's cache in front of a `LocationCache`'s chains: the chains this thread was handed
+/// before, by range, found without the lock every other thread takes (one lock word written by
+/// both cores on every frame). Never shared between threads.
+final class LocalChains {
+    let shared: LocationCache
+    private var chains: Slots<LocationChain?>
+
+    init(_ shared: LocationCache) {
+        self.shared = shared
+        chains = Slots(bits: LocationCache.bits(for: shared.symbols.table.statistics.ranges))
+    }
+
+    /// The locations at `address` (see `LocationCache.chain(at:)`).
+    func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
+        guard let range = shared.symbols.table.rangeIndex(containing: address) else { return nil }
+        let key = UInt64(range)
+        if let known = chains.value(key) { return known }
+        let chain = try shared.chain(inRange: range)
+        chains.store(key, chain)
+        return chain
     }
 }
 

@@ -117,7 +117,7 @@ public final class Symbolicator: Sendable {
             return resolution
         }
         do {
-            resolution.chain = try symbols.chain(at: lookup)
+            resolution.chain = if let local = view.local { try local.chain(at: lookup) } else { try symbols.chain(at: lookup) }
             if resolution.chain == nil {
                 resolution.status = .notInFunction
                 resolution.reason = "no function at \(hex(lookup)) in \(view.facts.source ?? report.modules[moduleIndex].name)"
@@ -134,8 +134,11 @@ public final class Symbolicator: Sendable {
     /// `Worker` makes its own, with its own copies of those strings and arrays, so that two
     /// threads do not count references on the same objects for every frame (each such count
     /// moves a cache line between the cores).
-    final class ModuleView: Sendable {
+    final class ModuleView: @unchecked Sendable {
         let symbols: LocationCache?
+        /// A worker's own cache in front of `symbols` (nil in the shared view, the only view
+        /// shared between threads: hence unchecked Sendable).
+        let local: LocalChains?
         let facts: ModuleFacts
         let status: FrameStatus
         let reason: String?
@@ -146,6 +149,7 @@ public final class Symbolicator: Sendable {
         /// The view of `module`, reading through `symbols` (the shared cache, or a worker's own).
         init(_ module: ResolvedModule, copying: Bool) {
             symbols = module.symbols
+            local = copying ? module.symbols.map(LocalChains.init) : nil
             status = module.status
             if copying {
                 facts = ModuleFacts(source: module.source.map(Self.copy), explanation: module.explanation.map(Self.copy))
