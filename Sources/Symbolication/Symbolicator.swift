@@ -61,8 +61,7 @@ public final class Symbolicator: Sendable {
                     return resolve(frame, in: report, module: nil, biases: biases)
                 }
                 if views[index] == nil {
-                    let entry = resolveEntry(report.modules[index])
-                    views[index] = worker?.view(of: entry) ?? entry.view
+                    views[index] = worker?.view(of: report.modules[index], in: self) ?? resolveEntry(report.modules[index]).view
                 }
                 return resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases)
             }
@@ -175,14 +174,20 @@ public final class Symbolicator: Sendable {
     /// One thread's views of the modules (see `ModuleView`): a thread that symbolicates many
     /// reports (`symbolicateFiles`) keeps one and never shares it.
     final class Worker {
-        private var views: [ObjectIdentifier: ModuleView] = [:]
+        /// Views by build-id, and by path for modules without one (the keys of `ModuleSlots`).
+        private var byBuildID: [String: ModuleView] = [:]
+        private var byPath: [String: ModuleView] = [:]
 
-        func view(of entry: ModuleEntry) -> ModuleView {
-            if let known = views[ObjectIdentifier(entry)] { return known }
-            let view = ModuleView(entry.module, copying: true)
-            // The entry lives as long as the Symbolicator (its slot keeps it), so its identity
-            // is not reused while this worker runs.
-            views[ObjectIdentifier(entry)] = view
+        /// The view of `module`, resolved by `symbolicator` the first time this worker meets it
+        /// (afterwards no lock of the symbolicator is taken for it).
+        func view(of module: ReportModule, in symbolicator: Symbolicator) -> ModuleView {
+            if let id = module.buildID {
+                if let known = byBuildID[id] { return known }
+            } else if let known = byPath[module.path] {
+                return known
+            }
+            let view = ModuleView(symbolicator.resolveEntry(module).module, copying: true)
+            if let id = module.buildID { byBuildID[id] = view } else { byPath[module.path] = view }
             return view
         }
     }
@@ -226,7 +231,7 @@ public final class Symbolicator: Sendable {
         var byPath: [String: ModuleSlot] = [:]
     }
 
-    private func resolveEntry(_ module: ReportModule) -> ModuleEntry {
+    func resolveEntry(_ module: ReportModule) -> ModuleEntry {
         let slot = modules.withLock { slots in
             let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[module.path] }
             if let known { return known }
