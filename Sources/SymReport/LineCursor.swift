@@ -7,13 +7,34 @@ import Musl
 /// A read position inside one line of a text report: small checked steps (literals, hex and
 /// decimal numbers, spans up to a delimiter) that never trap, whatever the line holds.
 struct LineCursor {
-    let bytes: [UInt8]
+    /// The line's bytes (only `init(_:reusing:)` and `returnStorage(to:)` change them).
+    private(set) var bytes: [UInt8]
     var index: Int
 
     init(_ line: Substring, at index: Int = 0) {
         // A contiguous copy (memcpy) when the text is native UTF-8, which it is for parsed reports.
         bytes = line.utf8.withContiguousStorageIfAvailable { Array($0) } ?? Array(line.utf8)
         self.index = index
+    }
+
+    /// A cursor at the start of `line`, its bytes copied into `storage`'s buffer (taken; give it
+    /// back with `returnStorage(to:)`): a parser reading line after line allocates once.
+    init(_ line: Substring, reusing storage: inout [UInt8]) {
+        var buffer: [UInt8] = []
+        swap(&buffer, &storage)
+        buffer.removeAll(keepingCapacity: true)
+        if line.utf8.withContiguousStorageIfAvailable({ buffer.append(contentsOf: $0) }) == nil {
+            buffer.append(contentsOf: line.utf8)
+        }
+        bytes = buffer
+        index = 0
+    }
+
+    /// Hands the bytes' buffer back to `storage` for the next line (the cursor is empty after).
+    mutating func returnStorage(to storage: inout [UInt8]) {
+        swap(&bytes, &storage)
+        bytes = []
+        index = 0
     }
 
     var atEnd: Bool { index >= bytes.count }

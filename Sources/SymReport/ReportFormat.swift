@@ -32,7 +32,7 @@ public enum ReportFormat: String, Sendable, CaseIterable {
             if line.isEmpty { return true }
             lines += 1
             if lines > 4000 { return false }
-            if lines == 1 && line.first(where: { $0 != " " && $0 != "\t" && $0 != "\r" }) == "{" {
+            if lines == 1 && line.utf8.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0d }) == UInt8(ascii: "{") {
                 if let value = try? JSONValue.parse(text) {
                     if value["threads"] != nil && value["images"] != nil { found = .swiftJSON }
                     if value["stacks"] != nil { found = .crashsymJSON }

@@ -138,8 +138,10 @@ public enum ReportWriter {
         }
     }
 
+    /// The leading spaces and tabs of `line` (found over its bytes: walking `Character`s costs
+    /// grapheme-break checks on every frame line).
     private static func indentation(of line: Substring) -> Substring {
-        line.prefix(while: { $0 == " " || $0 == "\t" })
+        Substring(line.utf8.prefix(while: { $0 == 0x20 || $0 == 0x09 }))
     }
 
     private enum Literal {

@@ -18,8 +18,11 @@ enum SanitizerParser {
         var header: String?
         var inStack = false
         var modules = ModuleMemo()
+        // One buffer for every line's cursor.
+        var storage: [UInt8] = []
         for (number, line) in lines.enumerated() {
-            var cursor = LineCursor(line)
+            var cursor = LineCursor(line, reusing: &storage)
+            defer { cursor.returnStorage(to: &storage) }
             cursor.skipSpaces()
             if cursor.skip("#"), let index = cursor.decimal(), cursor.skipSpaces() > 0 {
                 if !inStack || index == 0 {

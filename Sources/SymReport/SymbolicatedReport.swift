@@ -109,6 +109,21 @@ public final class LocationChain: Sendable {
     }
 }
 
+/// What a frame's resolution says about its module: where its symbols came from and what was
+/// tried to find them. The same for every frame of the module in a report.
+public final class ModuleFacts: Sendable {
+    /// Where the symbols came from (a `.csym` or ELF path), when found.
+    public let source: String?
+    /// What was tried, in order (for `--explain`).
+    public let explanation: [String]
+
+    /// Creates the facts of a module.
+    public init(source: String?, explanation: [String]) {
+        self.source = source
+        self.explanation = explanation
+    }
+}
+
 /// How one frame was resolved.
 public struct FrameResolution: Sendable, Equatable {
     /// The outcome.
@@ -119,12 +134,23 @@ public struct FrameResolution: Sendable, Equatable {
     public var moduleAddress: UInt64?
     /// The address looked up (`moduleAddress - 1` for return addresses).
     public var lookupAddress: UInt64?
-    /// Where the symbols came from (a `.csym` or ELF path), when found.
-    public var source: String?
+    /// Where the symbols came from and what was tried: the module's facts, one object shared by
+    /// the frames of its module (nil: neither).
+    public var moduleFacts: ModuleFacts?
     /// The frames at the address with their renderings (nil: none), shared between frames.
     public var chain: LocationChain?
+
+    /// Where the symbols came from (a `.csym` or ELF path), when found.
+    public var source: String? {
+        get { moduleFacts?.source }
+        set { moduleFacts = ModuleFacts(source: newValue, explanation: explanation) }
+    }
+
     /// What was tried, in order (for `--explain`).
-    public var explanation: [String]
+    public var explanation: [String] {
+        get { moduleFacts?.explanation ?? [] }
+        set { moduleFacts = ModuleFacts(source: source, explanation: newValue) }
+    }
 
     /// Frames at the address, innermost first, physical function last.
     public var locations: [SourceLocation] {
@@ -146,9 +172,20 @@ public struct FrameResolution: Sendable, Equatable {
         self.reason = reason
         self.moduleAddress = moduleAddress
         self.lookupAddress = lookupAddress
-        self.source = source
         self.chain = chain
-        self.explanation = explanation
+        self.moduleFacts = source == nil && explanation.isEmpty ? nil : ModuleFacts(source: source, explanation: explanation)
+    }
+
+    /// Creates a resolution whose source and explanation are `moduleFacts`'s (one object serves
+    /// every frame of a module: a frame copies one reference, not a string and an array).
+    public init(status: FrameStatus, reason: String? = nil, moduleAddress: UInt64? = nil, lookupAddress: UInt64? = nil,
+                moduleFacts: ModuleFacts?, chain: LocationChain? = nil) {
+        self.status = status
+        self.reason = reason
+        self.moduleAddress = moduleAddress
+        self.lookupAddress = lookupAddress
+        self.moduleFacts = moduleFacts
+        self.chain = chain
     }
 
     /// Resolutions are equal when they say the same, whether or not they share a chain.

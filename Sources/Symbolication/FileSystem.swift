@@ -38,18 +38,29 @@ public enum FileSystem {
         var pending = [directory]
         while let folder = pending.popLast() {
             guard let handle = opendir(folder) else { continue }
-            var names: [String] = []
+            // Names with the type readdir gives (no stat per file when it is given: a directory
+            // of 10,000 reports is listed before any is read).
+            var names: [(name: String, type: UInt8)] = []
             while let entry = readdir(handle) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                     String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
                 }
                 if name == "." || name == ".." { continue }
-                names.append(name)
+                names.append((name, entry.pointee.d_type))
             }
             closedir(handle)
             var subfolders: [String] = []
-            for name in names.sorted() {
+            for (name, type) in names.sorted(by: { $0.name < $1.name }) {
                 let path = folder.hasSuffix("/") ? folder + name : folder + "/" + name
+                if type == UInt8(DT_REG) {
+                    result.append(path)
+                    continue
+                }
+                if type == UInt8(DT_DIR) {
+                    subfolders.append(path)
+                    continue
+                }
+                // A symbolic link, or a file system that does not give the type.
                 switch kind(of: path) {
                 case .file: result.append(path)
                 case .directory where !isSymbolicLink(path): subfolders.append(path)

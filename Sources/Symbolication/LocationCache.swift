@@ -41,8 +41,13 @@ final class LocationCache: Sendable {
     /// The locations at `address`, innermost first, physical function last; nil when no function
     /// covers it. Throws on a corrupt table.
     func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
+        guard let range = symbols.table.rangeIndex(containing: address) else { return nil }
+        return try chain(inRange: range)
+    }
+
+    /// The locations of table range `range` (see `chain(at:)`).
+    func chain(inRange range: Int) throws(FormatError) -> LocationChain? {
         let table = symbols.table
-        guard let range = table.rangeIndex(containing: address) else { return nil }
         let key = UInt64(range)
         if let known = chains.withLock({ $0.value(key) }) { return known }
         var locations: [SourceLocation] = []
@@ -53,7 +58,10 @@ final class LocationCache: Sendable {
                                             file: try path(frame.file, in: table), line: frame.line, column: frame.column))
         }
         let chain = locations.isEmpty ? nil : LocationChain(locations, renderings: renderings)
-        chains.withLock { $0.store(key, chain) }
+        // The chain evicted is freed after the lock is released (freeing a chain releases its
+        // names and paths: too long to hold the lock the other workers wait for).
+        let evicted = chains.withLock { $0.store(key, chain) }
+        withExtendedLifetime(evicted) {}
         return chain
     }
 
@@ -77,6 +85,29 @@ final class LocationCache: Sendable {
         let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
         paths.withLock { $0.store(key, joined) }
         return joined
+    }
+}
+
+/// One thread's cache in front of a `LocationCache`'s chains: the chains this thread was handed
+/// before, by range, found without the lock every other thread takes (one lock word written by
+/// both cores on every frame). Never shared between threads.
+final class LocalChains {
+    let shared: LocationCache
+    private var chains: Slots<LocationChain?>
+
+    init(_ shared: LocationCache) {
+        self.shared = shared
+        chains = Slots(bits: LocationCache.bits(for: shared.symbols.table.statistics.ranges))
+    }
+
+    /// The locations at `address` (see `LocationCache.chain(at:)`).
+    func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
+        guard let range = shared.symbols.table.rangeIndex(containing: address) else { return nil }
+        let key = UInt64(range)
+        if let known = chains.value(key) { return known }
+        let chain = try shared.chain(inRange: range)
+        chains.store(key, chain)
+        return chain
     }
 }
 
@@ -108,7 +139,10 @@ struct Slots<Value> {
         return keys[slot] == key ? values[slot] : nil
     }
 
-    mutating func store(_ key: UInt64, _ value: Value) {
+    /// Stores `value` under `key`; returns the value it evicted (for the caller to free when it
+    /// likes: outside a lock).
+    @discardableResult
+    mutating func store(_ key: UInt64, _ value: Value) -> Value? {
         if keys.isEmpty {
             keys = [UInt64](repeating: 0, count: 1 << bits)
             values = [Value?](repeating: nil, count: 1 << bits)
@@ -117,7 +151,9 @@ struct Slots<Value> {
         if stores > 1 << bits && bits < maximumBits { grow() }
         let slot = slot(key)
         keys[slot] = key
+        let evicted = values[slot].take()
         values[slot] = value
+        return evicted ?? nil
     }
 
     /// Doubles the slots, keeping every entry (two old slots may meet in one new slot: one stays).

@@ -23,6 +23,7 @@ extension Symbolicator {
         let emitted = Atomic<Int>(0)
         let queue = Mutex(EmissionQueue())
         DispatchQueue.concurrentPerform(iterations: min(max(1, jobs), paths.count)) { _ in
+            let worker = Worker()
             while true {
                 let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
                 guard index < paths.count else { return }
@@ -33,7 +34,7 @@ extension Symbolicator {
                 let outcome: Result<[UInt8], FormatError>
                 do throws(FormatError) {
                     let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
-                    outcome = .success(render(symbolicate(report)))
+                    outcome = .success(render(symbolicate(report, worker: worker)))
                 } catch {
                     outcome = .failure(error.at(path: paths[index]))
                 }

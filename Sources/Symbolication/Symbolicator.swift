@@ -32,6 +32,12 @@ public final class Symbolicator: Sendable {
 
     /// Symbolicates every frame of `report`.
     public func symbolicate(_ report: CrashReport) -> SymbolicatedReport {
+        symbolicate(report, worker: nil)
+    }
+
+    /// Symbolicates every frame of `report`, through `worker`'s own views of the modules when
+    /// given (a thread that symbolicates many reports keeps one: see `Worker`).
+    func symbolicate(_ report: CrashReport, worker: Worker?) -> SymbolicatedReport {
         // Load biases learnt from frames that print both an absolute pc and a file virtual
         // address: they place symbol-relative or absolute-only frames of the same module (only
         // needed when the report has such frames).
@@ -48,23 +54,24 @@ public final class Symbolicator: Sendable {
             }
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
-        var resolved = [ModuleEntry?](repeating: nil, count: report.modules.count)
+        var views = [ModuleView?](repeating: nil, count: report.modules.count)
         let frames = report.stacks.map { stack in
             stack.frames.map { frame in
                 guard let index = frame.module, index < report.modules.count else {
                     return resolve(frame, in: report, module: nil, biases: biases)
                 }
-                if resolved[index] == nil { resolved[index] = resolveEntry(report.modules[index]) }
-                return resolve(frame, in: report, module: resolved[index], biases: biases)
+                if views[index] == nil {
+                    views[index] = worker?.view(of: report.modules[index], in: self) ?? resolveEntry(report.modules[index]).view
+                }
+                return resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases)
             }
         }
         return SymbolicatedReport(report: report, frames: frames)
     }
 
-    private func resolve(_ frame: ReportFrame, in report: CrashReport, module entry: ModuleEntry?,
+    private func resolve(_ frame: ReportFrame, in report: CrashReport, module view: ModuleView?,
                          biases: [Int: UInt64]) -> FrameResolution {
-        // Read through the entry (a copy of the module's resolution would retain all its members).
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let entry else {
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let view else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
@@ -72,54 +79,117 @@ public final class Symbolicator: Sendable {
         var address: UInt64?
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
             // `func+0x…`: the symbol's value from the ELF file, else the bias another frame showed.
-            if let binary = entry.module.binaryPath, let value = symbolAddress(symbol, in: binary) {
+            if let binary = view.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
                 address = pc &- bias
             }
         } else if let offset = frame.moduleOffset {
-            address = frame.offsetBase == .virtualAddress ? offset : offset &+ entry.module.mappingBase
+            address = frame.offsetBase == .virtualAddress ? offset : offset &+ view.mappingBase
         } else if let pc = frame.address, let start = report.modules[moduleIndex].loadAddress, pc >= start {
-            address = pc - start + entry.module.mappingBase
+            address = pc - start + view.mappingBase
         } else if let pc = frame.address, let bias = biases[moduleIndex] {
             address = pc &- bias
         }
-        var resolution = FrameResolution(status: .ok, moduleAddress: address, source: entry.module.source,
-                                         explanation: entry.module.explanation)
+        var resolution = FrameResolution(status: .ok, moduleAddress: address, moduleFacts: view.facts)
         if let problem = frame.problem {
             resolution.status = .malformed
             resolution.reason = problem
             return resolution
         }
-        guard let symbols = entry.module.symbols else {
-            resolution.status = entry.module.status
-            resolution.reason = entry.module.reason
+        guard let symbols = view.symbols else {
+            resolution.status = view.status
+            resolution.reason = view.reason
             return resolution
         }
         guard let address else {
             resolution.status = .malformed
-            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(entry.module.binaryPath ?? report.modules[moduleIndex].name)" }
+            resolution.reason = frame.symbol.map { "symbol '\($0)' is not in \(view.binaryPath ?? report.modules[moduleIndex].name)" }
                 ?? "no module offset for this frame"
             return resolution
         }
         let lookup = frame.convention == .returnAddress && address > 0 ? address - 1 : address
         resolution.lookupAddress = lookup
-        if !entry.module.codeRanges.isEmpty && !entry.module.codeRanges.contains(where: { $0.contains(lookup) }) {
+        if !view.codeRanges.isEmpty && !view.codeRanges.contains(where: { $0.contains(lookup) }) {
             resolution.status = .notInFunction
             resolution.reason = "\(hex(lookup)) is outside the executable segments of \(report.modules[moduleIndex].name)"
             return resolution
         }
         do {
-            resolution.chain = try symbols.chain(at: lookup)
+            resolution.chain = if let local = view.local { try local.chain(at: lookup) } else { try symbols.chain(at: lookup) }
             if resolution.chain == nil {
                 resolution.status = .notInFunction
-                resolution.reason = "no function at \(hex(lookup)) in \(entry.module.source ?? report.modules[moduleIndex].name)"
+                resolution.reason = "no function at \(hex(lookup)) in \(view.facts.source ?? report.modules[moduleIndex].name)"
             }
         } catch {
             resolution.status = .corruptSymbols
             resolution.reason = "\(error)"
         }
         return resolution
+    }
+
+    /// What resolving a frame reads of its module, in one object: the frames of a report read
+    /// it in place instead of copying the module's strings and arrays into each resolution. A
+    /// `Worker` makes its own, with its own copies of those strings and arrays, so that two
+    /// threads do not count references on the same objects for every frame (each such count
+    /// moves a cache line between the cores).
+    final class ModuleView: @unchecked Sendable {
+        let symbols: LocationCache?
+        /// A worker's own cache in front of `symbols` (nil in the shared view, the only view
+        /// shared between threads: hence unchecked Sendable).
+        let local: LocalChains?
+        let facts: ModuleFacts
+        let status: FrameStatus
+        let reason: String?
+        let mappingBase: UInt64
+        let codeRanges: [Range<UInt64>]
+        let binaryPath: String?
+
+        /// The view of `module`, reading through `symbols` (the shared cache, or a worker's own).
+        init(_ module: ResolvedModule, copying: Bool) {
+            symbols = module.symbols
+            local = copying ? module.symbols.map(LocalChains.init) : nil
+            status = module.status
+            if copying {
+                facts = ModuleFacts(source: module.source.map(Self.copy), explanation: module.explanation.map(Self.copy))
+                reason = module.reason.map(Self.copy)
+                codeRanges = Array(module.codeRanges.map { $0 })
+                binaryPath = module.binaryPath.map(Self.copy)
+            } else {
+                facts = ModuleFacts(source: module.source, explanation: module.explanation)
+                reason = module.reason
+                codeRanges = module.codeRanges
+                binaryPath = module.binaryPath
+            }
+            mappingBase = module.mappingBase
+        }
+
+        /// A string with storage of its own (a copy of a `String` shares its storage).
+        private static func copy(_ text: String) -> String {
+            var bytes = Array(text.utf8)
+            return bytes.withUnsafeMutableBufferPointer { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// One thread's views of the modules (see `ModuleView`): a thread that symbolicates many
+    /// reports (`symbolicateFiles`) keeps one and never shares it.
+    final class Worker {
+        /// Views by build-id, and by path for modules without one (the keys of `ModuleSlots`).
+        private var byBuildID: [String: ModuleView] = [:]
+        private var byPath: [String: ModuleView] = [:]
+
+        /// The view of `module`, resolved by `symbolicator` the first time this worker meets it
+        /// (afterwards no lock of the symbolicator is taken for it).
+        func view(of module: ReportModule, in symbolicator: Symbolicator) -> ModuleView {
+            if let id = module.buildID {
+                if let known = byBuildID[id] { return known }
+            } else if let known = byPath[module.path] {
+                return known
+            }
+            let view = ModuleView(symbolicator.resolveEntry(module).module, copying: true)
+            if let id = module.buildID { byBuildID[id] = view } else { byPath[module.path] = view }
+            return view
+        }
     }
 
     // MARK: Finding a module's symbols
@@ -142,9 +212,12 @@ public final class Symbolicator: Sendable {
     /// A resolved module, shared by reference between the frames and reports that use it.
     final class ModuleEntry: Sendable {
         let module: ResolvedModule
+        /// The view of the module through the shared caches.
+        let view: ModuleView
 
         init(_ module: ResolvedModule) {
             self.module = module
+            view = ModuleView(module, copying: false)
         }
     }
 
@@ -158,7 +231,7 @@ public final class Symbolicator: Sendable {
         var byPath: [String: ModuleSlot] = [:]
     }
 
-    private func resolveEntry(_ module: ReportModule) -> ModuleEntry {
+    func resolveEntry(_ module: ReportModule) -> ModuleEntry {
         let slot = modules.withLock { slots in
             let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[module.path] }
             if let known { return known }

@@ -124,6 +124,23 @@ import Testing
         #expect(resolution.chain == nil)
     }
 
+    /// A resolution's source and explanation are its module's facts, shared by reference; setting
+    /// one keeps the other and never changes another frame's facts.
+    @Test func moduleFactsAreSharedAndSetOnePerResolution() {
+        let facts = ModuleFacts(source: "/symbols/app.csym", explanation: ["--symbols /symbols: no file with build-id 00"])
+        var first = FrameResolution(status: .ok, moduleFacts: facts)
+        let second = FrameResolution(status: .ok, moduleFacts: facts)
+        #expect(first.moduleFacts === second.moduleFacts)
+        #expect(first == FrameResolution(status: .ok, source: "/symbols/app.csym",
+                                         explanation: ["--symbols /symbols: no file with build-id 00"]))
+        first.source = "/other.csym"
+        #expect(first.source == "/other.csym" && first.explanation == facts.explanation)
+        first.explanation = []
+        #expect(first.source == "/other.csym" && first.explanation.isEmpty)
+        #expect(second.source == "/symbols/app.csym" && second.explanation.count == 1)
+        #expect(FrameResolution(status: .noModule).source == nil && FrameResolution(status: .noModule).explanation.isEmpty)
+    }
+
     /// Stack headers name their thread: the word after `thread`/`Thread` when it starts with `T`,
     /// up to a comma or colon, whatever the spaces.
     @Test(arguments: [
