@@ -73,7 +73,7 @@ final class LocationCache: Sendable {
         table.withUTF8(try table.functionName(index)) { raw = Array($0) }
         let mangled = String(decoding: raw, as: UTF8.self)
         let function = mangled.isEmpty ? "??" : FrameRenderer.mayBeMangled(raw) ? demangler.demangleOrSelf(mangled) : mangled
-        names.withLock { $0.store(key, (function, mangled)) }
+        _ = names.withLock { $0.store(key, (function, mangled)) }
         return (function, mangled)
     }
 
@@ -83,7 +83,7 @@ final class LocationCache: Sendable {
         if let known = paths.withLock({ $0.value(key) }) { return known }
         let (directory, file) = try table.file(index)
         let joined = ModuleSymbols.sourcePath(directory: table.string(directory), file: table.string(file))
-        paths.withLock { $0.store(key, joined) }
+        _ = paths.withLock { $0.store(key, joined) }
         return joined
     }
 }
