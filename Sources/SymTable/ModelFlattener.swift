@@ -227,7 +227,7 @@ struct ModelFlattener {
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
     mutating func scopeSegments() -> SegmentList {
-        var sweep = CoverageSweep(valueCount: model.scopes.count)
+        var sweep = CoverageSweep(valueCount: model.scopes.count, intervalCount: model.ranges.count)
         for (index, scope) in model.scopes.enumerated() {
             let priority = UInt64(depth[index]) << 32 | UInt64(index)
             for range in model.ranges[scope.rangeIndices] {
