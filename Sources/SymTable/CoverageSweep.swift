@@ -144,9 +144,15 @@ struct CoverageSweep {
 /// 24): the flattener holds one per scope boundary of the whole module while it walks them once.
 ///
 /// A segment is coded as its distance from the previous segment's end, its length and its value,
-/// each ULEB128.
+/// each ULEB128. The bytes are kept in blocks of 256 KiB (each mapped on its own by malloc) that
+/// a cursor frees as soon as it has passed them, so the list shrinks while the table grows.
 struct SegmentList {
-    private var bytes: [UInt8] = []
+    /// Bytes a block holds at most.
+    static let blockSize = 256 << 10
+    /// Longest coding of one segment: two 64-bit values and a 32-bit one.
+    private static let maximumSegmentBytes = 10 + 10 + 5
+
+    private var blocks: [[UInt8]] = []
     private var lastEnd: UInt64 = 0
     /// Number of segments.
     private(set) var count = 0
@@ -155,25 +161,35 @@ struct SegmentList {
     mutating func append(_ segment: Segment) {
         let end = segment.end!
         precondition(segment.start >= lastEnd && end > segment.start, "segments out of order")
-        LEB128Coding.appendUnsigned(segment.start - lastEnd, to: &bytes)
-        LEB128Coding.appendUnsigned(end - segment.start, to: &bytes)
-        LEB128Coding.appendUnsigned(UInt64(segment.value), to: &bytes)
+        // A segment never straddles two blocks.
+        if blocks.isEmpty || blocks[blocks.count - 1].count + Self.maximumSegmentBytes > Self.blockSize {
+            var block: [UInt8] = []
+            block.reserveCapacity(Self.blockSize)
+            blocks.append(block)
+        }
+        let last = blocks.count - 1
+        LEB128Coding.appendUnsigned(segment.start - lastEnd, to: &blocks[last])
+        LEB128Coding.appendUnsigned(end - segment.start, to: &blocks[last])
+        LEB128Coding.appendUnsigned(UInt64(segment.value), to: &blocks[last])
         lastEnd = end
         count += 1
     }
 
-    /// Reads the segments in order: `current`, then `advance()`.
+    /// Reads the segments in order: `current`, then `advance()`. Given the list's only copy, it
+    /// frees each block once past it.
     struct Cursor {
-        private let bytes: [UInt8]
+        private var blocks: [[UInt8]]
+        private var block = 0
         private var offset = 0
         private var remaining: Int
         private var lastEnd: UInt64 = 0
         /// The segment at the cursor; nil after the last.
         private(set) var current: Segment?
 
-        init(_ list: SegmentList) {
-            bytes = list.bytes
+        init(_ list: consuming SegmentList) {
             remaining = list.count
+            blocks = []
+            swap(&blocks, &list.blocks)
             advance()
         }
 
@@ -181,10 +197,16 @@ struct SegmentList {
         mutating func advance() {
             guard remaining > 0 else {
                 current = nil
+                blocks = []
                 return
             }
             remaining -= 1
-            current = bytes.withUnsafeBufferPointer { bytes in
+            if offset >= blocks[block].count {
+                blocks[block] = []
+                block += 1
+                offset = 0
+            }
+            current = blocks[block].withUnsafeBufferPointer { bytes in
                 let start = lastEnd + LEB128Coding.unsigned(bytes, &offset)
                 let end = start + LEB128Coding.unsigned(bytes, &offset)
                 let value = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))

@@ -56,6 +56,10 @@ struct ModelFlattener {
 
     /// Emits every range and the records they refer to into `builder`.
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
+        // Every string at most once, with its length; a call site at most once per inlined scope
+        // (the module name comes after, in string data's spare bytes or one growth).
+        builder.reserveCapacity(stringBytes: model.strings.reduce(0) { $0 + $1.utf8.count + 5 } + 64,
+                                callSites: model.scopes.count)
         // Scope segments are read once, in order, from their coded list.
         var scopes = SegmentList.Cursor(scopeSegments())
         // Line segments are about as many as the rows: produced one at a time, never stored.
@@ -239,6 +243,8 @@ extension ModelFlattener {
         model.ranges = []
         var segments = SegmentList()
         sweep.winners { segments.append($0) }
+        // Depths only order the sweep.
+        depth = []
         return segments
     }
 

@@ -78,6 +78,15 @@ struct TableBuilder {
     }
 
     /// The file record for (directory, name) string offsets.
+    /// Makes room, in one allocation each, for `stringBytes` more bytes of string data and
+    /// `callSites` more call-site records: upper bounds the flattener knows, so the arrays are never
+    /// copied as they grow (each copy holds the old and the new array at once), and the room never
+    /// used costs no memory (big arrays are mapped, their pages resident only once written).
+    mutating func reserveCapacity(stringBytes: Int, callSites: Int) {
+        stringData.reserveCapacity(stringData.count + stringBytes)
+        self.callSites.reserveCapacity(self.callSites.count + callSites)
+    }
+
     mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
         let key = UInt64(directory) << 32 | UInt64(name)
         if let id = fileIDs[key] { return id }

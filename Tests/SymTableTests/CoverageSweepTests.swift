@@ -4,7 +4,8 @@ import Testing
 
 /// `CoverageSweep`, which resolves the scopes' and sequences' overlapping ranges: its winners match
 /// a brute-force oracle (highest priority among the covering intervals, per elementary interval),
-/// with short intervals, ones of 4 GiB and more (kept apart, 24 bytes instead of 16) and both mixed.
+/// with short intervals, ones of 4 GiB and more (kept apart, 24 bytes instead of 16) and both mixed;
+/// and `SegmentList`, where the winners are kept.
 @Suite struct CoverageSweepTests {
     /// The oracle: every elementary interval between two interval ends, its highest-priority
     /// covering value, neighbours with the same winner joined.
@@ -65,5 +66,35 @@ import Testing
         #expect(winners.first! == (0x1000, 0x2000, 0))
         #expect(winners.dropFirst().first! == (0x2000, 0x3000, 1))
         #expect(winners.last! == (0x3000, .max, 0))
+    }
+
+    /// `SegmentList` keeps its bytes in blocks that its cursor frees behind itself: segments come
+    /// back exactly across many blocks, with big and small gaps, lengths and values.
+    @Test func segmentListsComeBackAcrossBlocks() {
+        var generator = SplitMix64(seed: 42)
+        var segments: [Segment] = []
+        var list = SegmentList()
+        var address: UInt64 = 0x400000
+        for _ in 0..<200_000 {
+            let big = Int.random(in: 0..<100, using: &generator) == 0
+            let start = address + (big ? UInt64.random(in: 0...(1 << 40), using: &generator) : UInt64.random(in: 0..<3, using: &generator))
+            let end = start + (big ? UInt64.random(in: 1...(1 << 40), using: &generator) : UInt64.random(in: 1..<300, using: &generator))
+            let value = big ? UInt32.random(in: 0...UInt32.max, using: &generator) : UInt32.random(in: 0..<1000, using: &generator)
+            let segment = Segment(start: start, end: end, value: value)
+            segments.append(segment)
+            list.append(segment)
+            address = end
+        }
+        #expect(list.count == segments.count)
+        var cursor = SegmentList.Cursor(list)
+        var read = 0
+        while let segment = cursor.current, read < segments.count {
+            #expect(segment.start == segments[read].start && segment.end == segments[read].end
+                    && segment.value == segments[read].value)
+            read += 1
+            cursor.advance()
+        }
+        #expect(read == segments.count)
+        #expect(cursor.current == nil)
     }
 }
