@@ -78,11 +78,13 @@ struct TableBuilder {
     }
 
     /// The file record for (directory, name) string offsets.
-    /// Makes room, in one allocation each, for `stringBytes` more bytes of string data and
-    /// `callSites` more call-site records: upper bounds the flattener knows, so the arrays are never
+    /// Makes room, in one allocation each, for `stringBytes` more bytes of string data,
+    /// `callSites` more call-site records and `rangeBytes` of coded ranges: upper bounds the
+    /// flattener knows (an estimate for the ranges), so the arrays are never
     /// copied as they grow (each copy holds the old and the new array at once), and the room never
     /// used costs no memory (big arrays are mapped, their pages resident only once written).
-    mutating func reserveCapacity(stringBytes: Int, callSites: Int) {
+    mutating func reserveCapacity(stringBytes: Int, callSites: Int, rangeBytes: Int = 0) {
+        ranges.reserveCapacity(bytes: rangeBytes)
         stringData.reserveCapacity(stringData.count + stringBytes)
         self.callSites.reserveCapacity(self.callSites.count + callSites)
     }
