@@ -18,6 +18,10 @@ extension DWARFReader {
         /// walkers give back once past them (`DWARFSections.releasePages`).
         let infoIsFileMapped: Bool
         let lineIsFileMapped: Bool
+        /// The file-mapped sections read out of order (strings, string offsets, addresses, range
+        /// lists): the walkers give back all their pages now and then, and read in again what
+        /// they still need.
+        let scatteredFileMapped: [Bytes]
         /// All units of `.debug_info` in section order (extracted or not: references may lead anywhere).
         private(set) var units: [Unit] = []
         /// Decoded abbreviation tables, indexed by `Unit.table`.
@@ -42,6 +46,13 @@ extension DWARFReader {
             line = Bytes(sections[".debug_line"], bigEndian: bigEndian, section: ".debug_line")
             infoIsFileMapped = sections.fileMapped.contains(".debug_info")
             lineIsFileMapped = sections.fileMapped.contains(".debug_line")
+            var scattered: [Bytes] = []
+            for (name, bytes) in [(".debug_str", str), (".debug_line_str", lineStr), (".debug_str_offsets", strOffsets),
+                                  (".debug_addr", addr), (".debug_ranges", ranges), (".debug_rnglists", rnglists)]
+            where sections.fileMapped.contains(name) && bytes.count > 0 {
+                scattered.append(bytes)
+            }
+            scatteredFileMapped = scattered
 
             var offset = 0
             while offset < info.count {

@@ -36,6 +36,8 @@ extension DWARFReader {
             // not copied. Rows kept as rows grow the model's array to at most the parts' total: one
             // allocation, its pages resident only as rows arrive, each part freed once appended.
             builder.reserveCapacity(lines: parts.reduce(0) { $0 + $1.rows.count })
+            builder.reserveCapacity(scopes: parts.reduce(0) { $0 + $1.scopes.count },
+                                    ranges: parts.reduce(0) { $0 + $1.ranges.count })
             for index in parts.indices {
                 // Take the part out of the array so it is freed after this iteration.
                 var part = PartialModel()

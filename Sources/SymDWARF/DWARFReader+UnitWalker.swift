@@ -59,6 +59,9 @@ extension DWARFReader {
         /// Whether line rows are coded (`PartialModel.lines`) or kept as rows (`rows`).
         let codesLines: Bool
 
+        /// Bytes of units walked between two releases of the scattered sections' pages.
+        static let scatteredReleaseInterval = 4 << 20
+
         /// Creates a walker allowed `workLimit` units of work.
         init(_ input: Input, workLimit: Int, codesLines: Bool) {
             self.input = input
@@ -76,6 +79,7 @@ extension DWARFReader {
             // the input. A later reference behind the watermark just reads the page in again.
             var infoWatermark = range.isEmpty ? 0 : input.units[range.lowerBound].offset
             var lineWatermark = -1
+            var scatteredReleased = infoWatermark
             for index in range {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
@@ -84,6 +88,13 @@ extension DWARFReader {
                 if input.infoIsFileMapped && unit.end > infoWatermark {
                     infoWatermark = DWARFSections.releasePages(of: input.info.base, count: input.info.count,
                                                                infoWatermark..<unit.end)
+                }
+                // Every 4 MiB of units, the scattered sections' pages go back (a few are read in again).
+                if unit.end - scatteredReleased >= Self.scatteredReleaseInterval {
+                    scatteredReleased = unit.end
+                    for section in input.scatteredFileMapped {
+                        _ = DWARFSections.releasePages(of: section.base, count: section.count, 0..<section.count)
+                    }
                 }
                 if input.lineIsFileMapped && unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
                     if lineWatermark < 0 || unit.lineTableOffset < lineWatermark {

@@ -25,8 +25,12 @@ public enum DWARFReader {
     ///
     /// The sections are consumed: given the caller's last copy, decompressed sections are freed
     /// (and mapped ones' pages given back) as soon as the walk is done, before the model grows.
+    ///
+    /// Inputs under `minimumSplitBytes` of units and line programs are walked on one thread: below
+    /// that a second thread saves little time (python3.11d: none) and adds its own output and pages
+    /// to the peak memory.
     public static func extract(_ sections: consuming DWARFSections, into builder: inout ModelBuilder,
-                               threads: Int = 1) throws(FormatError) {
+                               threads: Int = 1, minimumSplitBytes: Int = defaultMinimumSplitBytes) throws(FormatError) {
         guard sections.hasDebugInfo else { return }
         let input = try Input(copy sections)
         // Reading the unit headers faulted in pages all over the sections (and their neighbours,
@@ -34,7 +38,7 @@ public enum DWARFReader {
         // behind themselves.
         sections.releaseFileMappedPages()
         let workLimit = workLimit(for: sections)
-        let chunks = plan(input, threads: threads)
+        let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
         let jobs = chunks.map {
             ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: builder.codesLines)
         }
@@ -64,6 +68,9 @@ public enum DWARFReader {
         PartialModel.merge(consume parts, into: &builder)
     }
 
+    /// Unit and line program bytes below which `extract` uses one thread.
+    public static let defaultMinimumSplitBytes = 24 << 20
+
     /// Work allowed for a file: proportional to its DWARF. Real compilers' output needs far less
     /// (python3.11d: 1.6 M units for 16 MB of DWARF); the limit also bounds the memory that range
     /// lists and names can take to a few times the input.
@@ -74,7 +81,7 @@ public enum DWARFReader {
 
     /// Splits the extracted units into at most `threads` contiguous runs of similar size (unit bytes
     /// plus line table bytes). Small inputs are not split: a thread costs more than it saves.
-    static func plan(_ input: Input, threads: Int) -> [Range<Int>] {
+    static func plan(_ input: Input, threads: Int, minimumSplitBytes: Int = defaultMinimumSplitBytes) -> [Range<Int>] {
         let units = input.units
         func weight(_ unit: Unit) -> Int {
             guard unit.isExtracted else { return 0 }
@@ -90,7 +97,7 @@ public enum DWARFReader {
         let weights = units.map(weight)
         let total = weights.reduce(0, +)
         let count = min(max(1, threads), 64, units.count)
-        guard count > 1, total >= 1 << 20 else { return [0..<units.count] }
+        guard count > 1, total >= max(1, minimumSplitBytes) else { return [0..<units.count] }
         var chunks: [Range<Int>] = []
         var start = 0
         var sum = 0

@@ -84,6 +84,13 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
+    /// Makes room for `scopes` more scopes and `ranges` more ranges in one allocation each, so the
+    /// arrays are not copied (and left up to half empty) as they grow.
+    public mutating func reserveCapacity(scopes: Int, ranges: Int) {
+        model.scopes.reserveCapacity(model.scopes.count + scopes)
+        model.ranges.reserveCapacity(model.ranges.count + ranges)
+    }
+
     /// Makes room for `lines` more line rows in one allocation (rows kept in `model.lines` only).
     public mutating func reserveCapacity(lines: Int) {
         if !codesLines { model.lines.reserveCapacity(model.lines.count + lines) }

@@ -24,20 +24,32 @@ struct Segment {
 /// A sort and one sweep over the interval ends with a max-heap of the open values, so the cost is
 /// O(n log n) in the number of intervals and never depends on the address span.
 struct CoverageSweep {
-    /// One candidate: `value` covers `[start, end)`.
+    /// One candidate: `value` covers `[start, start + length)`. 16 bytes, not 24: a flattener
+    /// holds one per scope range of the whole module, and ranges of 4 GiB or more are rare.
     private struct Interval {
+        var start: UInt64
+        var length: UInt32
+        var value: UInt32
+        var end: UInt64 { start + UInt64(length) }
+    }
+
+    /// A candidate too long for `Interval`.
+    private struct LongInterval {
         var start: UInt64
         var end: UInt64
         var value: UInt32
     }
 
     private var intervals: [Interval] = []
+    private var longIntervals: [LongInterval] = []
     /// The priority of each value (higher wins): every interval of a value has its value's.
     private var priorities: [UInt64]
 
-    /// Prepares a sweep over values `0..<valueCount` (they index tables of that size).
-    init(valueCount: Int) {
+    /// Prepares a sweep over values `0..<valueCount` (they index tables of that size), with room
+    /// for `intervalCount` intervals in one allocation (more may be added).
+    init(valueCount: Int, intervalCount: Int = 0) {
         priorities = [UInt64](repeating: 0, count: valueCount)
+        intervals.reserveCapacity(intervalCount)
     }
 
     /// Adds a candidate interval; empty ones are ignored. Every interval of one value must carry
@@ -45,7 +57,11 @@ struct CoverageSweep {
     mutating func add(start: UInt64, end: UInt64, priority: UInt64, value: UInt32) {
         guard start < end else { return }
         priorities[Int(value)] = priority
-        intervals.append(Interval(start: start, end: end, value: value))
+        if end - start < UInt64(UInt32.max) {
+            intervals.append(Interval(start: start, length: UInt32(end - start), value: value))
+        } else {
+            longIntervals.append(LongInterval(start: start, end: end, value: value))
+        }
     }
 
     /// The winners, sorted by address and disjoint; addresses covered by nothing are left out.
@@ -57,31 +73,60 @@ struct CoverageSweep {
 
     /// Calls `emit` with each winner in address order (every one with an end).
     consuming func winners(_ emit: (Segment) -> Void) {
-        guard !intervals.isEmpty else { return }
+        let shortCount = intervals.count
+        let total = shortCount + longIntervals.count
+        guard total > 0 else { return }
         intervals.sort { $0.start < $1.start }
-        let byEnd = (0..<UInt32(intervals.count)).sorted { intervals[Int($0)].end < intervals[Int($1)].end }
+        longIntervals.sort { $0.start < $1.start }
+        // Index `i` names `intervals[i]` below `shortCount`, else `longIntervals[i - shortCount]`.
+        func end(_ index: UInt32) -> UInt64 {
+            Int(index) < shortCount ? intervals[Int(index)].end : longIntervals[Int(index) - shortCount].end
+        }
+        func value(_ index: UInt32) -> UInt32 {
+            Int(index) < shortCount ? intervals[Int(index)].value : longIntervals[Int(index) - shortCount].value
+        }
+        let byEnd = (0..<UInt32(total)).sorted { end($0) < end($1) }
         // A value may cover an address through several of its own intervals: count them.
         var open = [UInt32](repeating: 0, count: priorities.count)
         var heap = MaxHeap()
         var current: UInt32? = nil
         var currentStart: UInt64 = 0
-        var nextStart = 0
+        // The next starts of each list: the sweep takes the lower of the two.
+        var nextShort = 0
+        var nextLong = 0
         var nextEnd = 0
+        func nextStart() -> (start: UInt64, value: UInt32)? {
+            let short = nextShort < shortCount ? intervals[nextShort] : nil
+            let long = nextLong < longIntervals.count ? longIntervals[nextLong] : nil
+            switch (short, long) {
+            case let (short?, long?):
+                return short.start <= long.start ? (short.start, short.value) : (long.start, long.value)
+            case let (short?, nil): return (short.start, short.value)
+            case let (nil, long?): return (long.start, long.value)
+            case (nil, nil): return nil
+            }
+        }
+        func takeStart() {
+            if nextShort < shortCount,
+               nextLong >= longIntervals.count || intervals[nextShort].start <= longIntervals[nextLong].start {
+                nextShort += 1
+            } else {
+                nextLong += 1
+            }
+        }
         while nextEnd < byEnd.count {
-            let address = nextStart < intervals.count
-                ? min(intervals[nextStart].start, intervals[Int(byEnd[nextEnd])].end)
-                : intervals[Int(byEnd[nextEnd])].end
-            while nextEnd < byEnd.count, intervals[Int(byEnd[nextEnd])].end == address {
-                open[Int(intervals[Int(byEnd[nextEnd])].value)] -= 1
+            let firstEnd = end(byEnd[nextEnd])
+            let address = nextStart().map { min($0.start, firstEnd) } ?? firstEnd
+            while nextEnd < byEnd.count, end(byEnd[nextEnd]) == address {
+                open[Int(value(byEnd[nextEnd]))] -= 1
                 nextEnd += 1
             }
-            while nextStart < intervals.count, intervals[nextStart].start == address {
-                let value = intervals[nextStart].value
-                open[Int(value)] += 1
-                if open[Int(value)] == 1 {
-                    heap.push(priority: priorities[Int(value)], value: value)
+            while let next = nextStart(), next.start == address {
+                open[Int(next.value)] += 1
+                if open[Int(next.value)] == 1 {
+                    heap.push(priority: priorities[Int(next.value)], value: next.value)
                 }
-                nextStart += 1
+                takeStart()
             }
             // Closed values stay in the heap until they surface.
             while let top = heap.top, open[Int(top.value)] == 0 { heap.pop() }
@@ -99,9 +144,15 @@ struct CoverageSweep {
 /// 24): the flattener holds one per scope boundary of the whole module while it walks them once.
 ///
 /// A segment is coded as its distance from the previous segment's end, its length and its value,
-/// each ULEB128.
+/// each ULEB128. The bytes are kept in blocks of 256 KiB (each mapped on its own by malloc) that
+/// a cursor frees as soon as it has passed them, so the list shrinks while the table grows.
 struct SegmentList {
-    private var bytes: [UInt8] = []
+    /// Bytes a block holds at most.
+    static let blockSize = 256 << 10
+    /// Longest coding of one segment: two 64-bit values and a 32-bit one.
+    private static let maximumSegmentBytes = 10 + 10 + 5
+
+    private var blocks: [[UInt8]] = []
     private var lastEnd: UInt64 = 0
     /// Number of segments.
     private(set) var count = 0
@@ -110,25 +161,35 @@ struct SegmentList {
     mutating func append(_ segment: Segment) {
         let end = segment.end!
         precondition(segment.start >= lastEnd && end > segment.start, "segments out of order")
-        LEB128Coding.appendUnsigned(segment.start - lastEnd, to: &bytes)
-        LEB128Coding.appendUnsigned(end - segment.start, to: &bytes)
-        LEB128Coding.appendUnsigned(UInt64(segment.value), to: &bytes)
+        // A segment never straddles two blocks.
+        if blocks.isEmpty || blocks[blocks.count - 1].count + Self.maximumSegmentBytes > Self.blockSize {
+            var block: [UInt8] = []
+            block.reserveCapacity(Self.blockSize)
+            blocks.append(block)
+        }
+        let last = blocks.count - 1
+        LEB128Coding.appendUnsigned(segment.start - lastEnd, to: &blocks[last])
+        LEB128Coding.appendUnsigned(end - segment.start, to: &blocks[last])
+        LEB128Coding.appendUnsigned(UInt64(segment.value), to: &blocks[last])
         lastEnd = end
         count += 1
     }
 
-    /// Reads the segments in order: `current`, then `advance()`.
+    /// Reads the segments in order: `current`, then `advance()`. Given the list's only copy, it
+    /// frees each block once past it.
     struct Cursor {
-        private let bytes: [UInt8]
+        private var blocks: [[UInt8]]
+        private var block = 0
         private var offset = 0
         private var remaining: Int
         private var lastEnd: UInt64 = 0
         /// The segment at the cursor; nil after the last.
         private(set) var current: Segment?
 
-        init(_ list: SegmentList) {
-            bytes = list.bytes
+        init(_ list: consuming SegmentList) {
             remaining = list.count
+            blocks = []
+            swap(&blocks, &list.blocks)
             advance()
         }
 
@@ -136,10 +197,16 @@ struct SegmentList {
         mutating func advance() {
             guard remaining > 0 else {
                 current = nil
+                blocks = []
                 return
             }
             remaining -= 1
-            current = bytes.withUnsafeBufferPointer { bytes in
+            if offset >= blocks[block].count {
+                blocks[block] = []
+                block += 1
+                offset = 0
+            }
+            current = blocks[block].withUnsafeBufferPointer { bytes in
                 let start = lastEnd + LEB128Coding.unsigned(bytes, &offset)
                 let end = start + LEB128Coding.unsigned(bytes, &offset)
                 let value = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))

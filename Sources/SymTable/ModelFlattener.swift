@@ -57,7 +57,14 @@ struct ModelFlattener {
     /// Emits every range and the records they refer to into `builder`.
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
         // Scope segments are read once, in order, from their coded list.
-        var scopes = SegmentList.Cursor(scopeSegments())
+        let scopeSegments = scopeSegments()
+        // Every string at most once, with its length; a call site at most once per inlined scope
+        // (the module name comes after, in string data's spare bytes or one growth); ranges one per
+        // boundary at most, a few bytes each (an estimate: more grow the list).
+        let boundaries = scopeSegments.count + lines.rowCount + model.symbols.count
+        builder.reserveCapacity(stringBytes: model.strings.reduce(0) { $0 + $1.utf8.count + 5 } + 64,
+                                callSites: model.scopes.count, rangeBytes: min(boundaries, 1 << 28) * 8)
+        var scopes = SegmentList.Cursor(consume scopeSegments)
         // Line segments are about as many as the rows: produced one at a time, never stored.
         var lines = LineSegments(self.lines)
         let symbols = symbolSegments()
@@ -227,7 +234,7 @@ struct ModelFlattener {
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
     mutating func scopeSegments() -> SegmentList {
-        var sweep = CoverageSweep(valueCount: model.scopes.count)
+        var sweep = CoverageSweep(valueCount: model.scopes.count, intervalCount: model.ranges.count)
         for (index, scope) in model.scopes.enumerated() {
             let priority = UInt64(depth[index]) << 32 | UInt64(index)
             for range in model.ranges[scope.rangeIndices] {
@@ -239,6 +246,8 @@ extension ModelFlattener {
         model.ranges = []
         var segments = SegmentList()
         sweep.winners { segments.append($0) }
+        // Depths only order the sweep.
+        depth = []
         return segments
     }
 

@@ -4,7 +4,8 @@
 ///
 /// A range is coded as its start's distance from the previous start (ULEB128; starts strictly
 /// increase), then the file (ULEB128), the line's difference from the previous range's line
-/// (SLEB128), the column and the scope field (ULEB128).
+/// (SLEB128), the column (ULEB128) and the scope field's difference from the previous range's
+/// (SLEB128: scope records are mostly made in address order, so neighbours' are close).
 struct RangeList {
     /// The innermost frame's position and the scope field (0 = no frames, else scope record
     /// index + 1).
@@ -28,6 +29,11 @@ struct RangeList {
 
     var isEmpty: Bool { count == 0 }
 
+    /// Makes room for `count` more bytes of coded ranges in one allocation.
+    mutating func reserveCapacity(bytes count: Int) {
+        bytes.reserveCapacity(bytes.count + count)
+    }
+
     /// Appends a range; `start` must be above the last range's.
     mutating func append(start: UInt64, _ record: Record) {
         precondition(count == 0 || start > lastStart, "ranges out of address order")
@@ -36,7 +42,7 @@ struct RangeList {
         LEB128Coding.appendUnsigned(UInt64(record.file), to: &bytes)
         LEB128Coding.appendSigned(Int64(record.line) - Int64(last?.line ?? 0), to: &bytes)
         LEB128Coding.appendUnsigned(UInt64(record.column), to: &bytes)
-        LEB128Coding.appendUnsigned(UInt64(record.scope), to: &bytes)
+        LEB128Coding.appendSigned(Int64(record.scope) - Int64(last?.scope ?? 0), to: &bytes)
         lastStart = start
         last = record
         count += 1
@@ -50,12 +56,13 @@ struct RangeList {
             var offset = 0
             var start: UInt64 = 0
             var line: UInt32 = 0
+            var scope: UInt32 = 0
             for _ in 0..<count {
                 start &+= LEB128Coding.unsigned(bytes, &offset)
                 let file = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))
                 line = UInt32(truncatingIfNeeded: Int64(line) &+ LEB128Coding.signed(bytes, &offset))
                 let column = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))
-                let scope = UInt32(truncatingIfNeeded: LEB128Coding.unsigned(bytes, &offset))
+                scope = UInt32(truncatingIfNeeded: Int64(scope) &+ LEB128Coding.signed(bytes, &offset))
                 body(start, Record(file: file, line: line, column: column, scope: scope))
             }
         }

@@ -78,6 +78,17 @@ struct TableBuilder {
     }
 
     /// The file record for (directory, name) string offsets.
+    /// Makes room, in one allocation each, for `stringBytes` more bytes of string data,
+    /// `callSites` more call-site records and `rangeBytes` of coded ranges: upper bounds the
+    /// flattener knows (an estimate for the ranges), so the arrays are never
+    /// copied as they grow (each copy holds the old and the new array at once), and the room never
+    /// used costs no memory (big arrays are mapped, their pages resident only once written).
+    mutating func reserveCapacity(stringBytes: Int, callSites: Int, rangeBytes: Int = 0) {
+        ranges.reserveCapacity(bytes: rangeBytes)
+        stringData.reserveCapacity(stringData.count + stringBytes)
+        self.callSites.reserveCapacity(self.callSites.count + callSites)
+    }
+
     mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
         let key = UInt64(directory) << 32 | UInt64(name)
         if let id = fileIDs[key] { return id }

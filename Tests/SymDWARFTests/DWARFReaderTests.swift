@@ -11,7 +11,7 @@ import Testing
     static func extract(_ sections: DWARFSections, threads: Int = 1) throws(FormatError) -> SymbolModel {
         var builder = ModelBuilder(module: ModuleIdentity(buildID: [], machine: sections.machine, is64Bit: true,
                                                           name: "test"))
-        try DWARFReader.extract(sections, into: &builder, threads: threads)
+        try DWARFReader.extract(sections, into: &builder, threads: threads, minimumSplitBytes: 1 << 20)
         return builder.model
     }
 

@@ -133,7 +133,7 @@ import Testing
         try LibdwarfExtractor.extract(sections, into: &viaLibdwarf)
         for threads in [1, 2] {
             var builtin = ModelBuilder(module: identity)
-            try DWARFReader.extract(sections, into: &builtin, threads: threads)
+            try DWARFReader.extract(sections, into: &builtin, threads: threads, minimumSplitBytes: 1 << 20)
             let expectedScopes = Self.scopes(viaLibdwarf.model), actualScopes = Self.scopes(builtin.model)
             let missing = expectedScopes.filter { actualScopes[$0.key] != $0.value }.prefix(5)
             let extra = actualScopes.filter { expectedScopes[$0.key] != $0.value }.prefix(5)

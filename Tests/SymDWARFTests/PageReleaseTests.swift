@@ -14,7 +14,7 @@ import Testing
 
     static func model(_ elf: ELFFile, threads: Int) throws -> SymbolModel {
         var builder = ModelBuilder(module: ModuleIdentity(buildID: [], machine: 62, is64Bit: true, name: "m"))
-        try DWARFReader.extract(DWARFSections(elf: elf), into: &builder, threads: threads)
+        try DWARFReader.extract(DWARFSections(elf: elf), into: &builder, threads: threads, minimumSplitBytes: 1 << 20)
         return builder.model
     }
 
