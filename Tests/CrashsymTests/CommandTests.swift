@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The `crashsym` binary, run as a user would: exit codes, output formats, errors.
 @Suite struct CommandTests {
@@ -141,14 +142,7 @@ import Testing
 
     /// A function's address from `nm`.
     func functionAddress(_ path: String, _ name: String) throws -> UInt64 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        process.arguments = ["--defined-only", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/nm", ["--defined-only", path])
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
             if parts.count == 3 && parts[2] == name, let value = UInt64(parts[0], radix: 16) { return value }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `crashsym dump`'s peak memory, measured on its own process (`ru_maxrss` of a child): the test
 /// runner's own RSS moves with every suite running beside this one.
@@ -17,14 +18,7 @@ import Testing
             status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
             print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", measure, CLI.binary] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/env", ["python3", "-c", measure, CLI.binary] + arguments)
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
         try #require(fields.count == 2, "measurement printed \(text)")
         return (fields[1], Int32(fields[0]))
@@ -32,14 +26,7 @@ import Testing
 
     /// Bytes of the DWARF sections `dump` reads, as `readelf -SW` lists them.
     static func dwarfSize(_ path: String) throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
-        process.arguments = ["-SW", path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/readelf", ["-SW", path])
         let wanted: Set = [".debug_info", ".debug_abbrev", ".debug_line", ".debug_line_str", ".debug_str",
                            ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges"]
         var total = 0

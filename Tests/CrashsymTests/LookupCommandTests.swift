@@ -6,14 +6,7 @@ import Testing
 @Suite struct LookupCommandTests {
     /// The functions of `path` (start, size) from `nm -S`.
     static func functions(_ path: String) throws -> [(start: UInt64, size: UInt64)] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        process.arguments = ["-S", "--defined-only", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/nm", ["-S", "--defined-only", path])
         return text.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: " ")
             guard parts.count == 4, parts[2] == "t" || parts[2] == "T",

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `crashsym upload` run as a user would, against a scripted HTTP server on 127.0.0.1
 /// (`Tests/Support/fake_symbol_server.py`, which checks every file against the manifest's size and
@@ -197,14 +198,7 @@ import Testing
         #expect(try Self.entries(of: bundle) == ["manifest.json", "symbols/\(library).csym", "debug/\(library).debug",
                                                  "symbols/\(app).csym", "debug/\(app).debug"])
         // The debug entry is the original file, byte for byte.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unzip")
-        process.arguments = ["-p", bundle, "debug/\(library).debug"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let extracted = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let extracted = try Tool.data("/usr/bin/unzip", ["-p", bundle, "debug/\(library).debug"])
         #expect(extracted == FileManager.default.contents(atPath: Self.library))
         let manifest = try Self.manifest(of: bundle)
         #expect(manifest["version"] as? String == "3.1")

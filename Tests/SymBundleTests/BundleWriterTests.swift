@@ -3,6 +3,7 @@ import SymBytes
 import Testing
 import ZIPFoundation
 @testable import SymBundle
+import TestSupport
 
 /// Bundles written by `BundleWriter`, read back with ZIPFoundation and checked with `unzip` and
 /// `sha256sum`.
@@ -206,14 +207,7 @@ func temporaryDirectory() throws -> String {
 
 /// Runs a tool and returns its standard output.
 func run(_ tool: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let data = try Tool.data(tool, arguments)
     return String(decoding: data, as: UTF8.self)
 }
 

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import SymClient
 import SymBundle
+import TestSupport
 
 /// The client against a real HTTP server on 127.0.0.1 (`Tests/Support/fake_symbol_server.py`):
 /// request shapes, retries (503/429 with Retry-After, connection refused), the deadline, errors.
@@ -222,13 +223,6 @@ import SymBundle
 
 /// `sha256sum` of a file: the oracle for bodies the server received.
 func sha256sum(_ path: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-    process.arguments = [path]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let data = try Tool.data("/usr/bin/sha256sum", [path])
     return String(String(decoding: data, as: UTF8.self).prefix(64))
 }

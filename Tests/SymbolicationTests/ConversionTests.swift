@@ -10,14 +10,7 @@ import Testing
 @Suite struct ConversionTests {
     /// nm's defined text symbols of a file (name to address).
     static func textSymbols(_ path: String) throws -> [String: UInt64] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        process.arguments = ["--defined-only", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/nm", ["--defined-only", path])
         var result: [String: UInt64] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")

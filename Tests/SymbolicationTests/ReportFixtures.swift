@@ -1,6 +1,7 @@
 import Foundation
 import SymReport
 @testable import Symbolication
+import TestSupport
 
 /// The crash reports and fixture programs of Fixtures/reports (see its README).
 enum ReportFixtures {
@@ -29,14 +30,7 @@ enum ReportFixtures {
 
     /// The page-aligned virtual address of the first PT_LOAD of an ELF file, from readelf.
     static func firstLoadAddress(_ file: String) throws -> UInt64 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
-        process.arguments = ["-lW", file]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/readelf", ["-lW", file])
         for line in text.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix("LOAD ") {
             let fields = line.split(separator: " ")
             guard fields.count > 2, let address = UInt64(fields[2].dropFirst(2), radix: 16) else { break }

@@ -5,20 +5,14 @@ import SymReport
 import SymTable
 import Testing
 @testable import Symbolication
+import TestSupport
 
 /// The persistent table cache as the drop-in symbolizers use it (through `ModuleCache`): hits by
 /// build-id only, the same answers as a conversion, nothing cached without a build-id or DWARF.
 @Suite struct TableCacheTests {
     /// The GNU build-id of `path`, as readelf prints it.
     static func buildID(_ path: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
-        process.arguments = ["-n", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text = try Tool.output("/usr/bin/readelf", ["-n", path])
         let line = try #require(text.split(separator: "\n").first { $0.contains("Build ID:") })
         return String(line.split(separator: " ").last!)
     }
