@@ -173,19 +173,19 @@ public final class SymbolTable: Sendable {
                         done = true
                         throw FormatError(.invalidValue, "call-site record \(callSite) is inlined into \(caller), which is not before it")
                     }
-                    current = try table.layout.fastCallSite(bytes, caller)
+                    current = try table.layout.callSite(bytes, caller)
                     callSite = caller
                     guard current.caller != TableFormat.callerSymbolOnly else {
                         done = true
                         throw FormatError(.invalidValue, "call-site record \(callSite) is marked symbol-only")
                     }
                 } else {
-                    let (location, scopeField) = try table.layout.fastRangeRecord(bytes, range)
+                    let (location, scopeField) = try table.layout.rangeRecord(bytes, range)
                     guard scopeField != 0 else {
                         done = true
                         return nil
                     }
-                    let scope = try table.layout.fastScopeRecord(bytes, Int(scopeField - 1))
+                    let scope = try table.layout.scopeRecord(bytes, Int(scopeField - 1))
                     // The innermost frame: the range's position in the scope record's function.
                     var innermost = location
                     innermost.name = scope.name
@@ -244,7 +244,7 @@ public final class SymbolTable: Sendable {
             guard let index = try layout.rangeIndex(reader, containing: address) else { return nil }
             let start = try layout.rangeStart(reader, index)
             let end = index + 1 < layout.rangeCount ? try layout.rangeStart(reader, index + 1) : nil
-            return (start, end, try layout.rangeRecord(reader, index).scope != 0)
+            return (start, end, try layout.rangeRecord(bytes, index).scope != 0)
         }
     }
 

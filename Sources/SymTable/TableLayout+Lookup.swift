@@ -175,26 +175,22 @@ extension TableLayout {
     /// Inline levels `warmFrames` follows at most (deeper chains are walked cold).
     static let maximumWarmDepth = 64
 
-    /// Range record `index` (see `rangeRecord`).
+    /// Range record `index`: the innermost frame's file, line and column, and the scope field
+    /// (0 for no frames, else scope record index + 1). The index is checked; the section's extent
+    /// was checked when the table was opened.
     @inline(__always)
-    func fastRangeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {
+    func rangeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {
         guard index >= 0, index < rangeCount else {
             throw FormatError(.invalidValue, "range index \(index) out of bounds")
         }
         var offset = rangeRecords.offset + index * rangeRecordSize
-        var record = FrameRecord()
-        record.file = Self.load(bytes, offset, width: fileWidth)
-        offset += fileWidth
-        record.line = Self.load(bytes, offset, width: lineWidth)
-        offset += lineWidth
-        record.column = Self.load(bytes, offset, width: columnWidth)
-        offset += columnWidth
+        let record = location(bytes, &offset)
         return (record, Self.load(bytes, offset, width: scopeWidth))
     }
 
-    /// Scope record `index` (see `scopeRecord`).
+    /// Scope record `index`: the innermost function's name, the physical-frame override, the caller.
     @inline(__always)
-    func fastScopeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
+    func scopeRecord(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
         guard index >= 0, index < scopeCount else {
             throw FormatError(.invalidValue, "scope record \(index) out of bounds (\(scopeCount) records)")
         }
@@ -206,13 +202,23 @@ extension TableLayout {
         return record
     }
 
-    /// Call-site record `index` (see `callSite`).
+    /// Call-site record `index`: an enclosing frame's function and the position of the call in it.
     @inline(__always)
-    func fastCallSite(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
+    func callSite(_ bytes: UnsafeRawBufferPointer, _ index: Int) throws(FormatError) -> FrameRecord {
         guard index >= 0, index < callSiteCount else {
             throw FormatError(.invalidValue, "call-site record \(index) out of bounds (\(callSiteCount) records)")
         }
         var offset = callSites.offset + index * callSiteRecordSize
+        var record = location(bytes, &offset)
+        record.name = Self.load(bytes, offset, width: nameWidth)
+        record.caller = Self.load(bytes, offset + nameWidth, width: callSiteWidth)
+        return record
+    }
+
+    /// The file, line and column fields that range and call-site records both start with, read at
+    /// `offset`, which is moved past them.
+    @inline(__always)
+    private func location(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) -> FrameRecord {
         var record = FrameRecord()
         record.file = Self.load(bytes, offset, width: fileWidth)
         offset += fileWidth
@@ -220,9 +226,6 @@ extension TableLayout {
         offset += lineWidth
         record.column = Self.load(bytes, offset, width: columnWidth)
         offset += columnWidth
-        record.name = Self.load(bytes, offset, width: nameWidth)
-        offset += nameWidth
-        record.caller = Self.load(bytes, offset, width: callSiteWidth)
         return record
     }
 

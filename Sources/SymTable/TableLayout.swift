@@ -242,55 +242,6 @@ extension TableLayout {
             : try reader.u64(at: rangeStarts.offset + index * 8)
     }
 
-    /// Range record `index`: the innermost frame's file, line and column, and the scope field
-    /// (0 for no frames, else scope record index + 1).
-    func rangeRecord(_ reader: ByteReader, _ index: Int) throws(FormatError) -> (location: FrameRecord, scope: UInt32) {
-        guard index >= 0, index < rangeCount else {
-            throw FormatError(.invalidValue, "range index \(index) out of bounds")
-        }
-        var offset = rangeRecords.offset + index * rangeRecordSize
-        var record = FrameRecord()
-        record.file = try field(reader, at: offset, width: fileWidth)
-        offset += fileWidth
-        record.line = try field(reader, at: offset, width: lineWidth)
-        offset += lineWidth
-        record.column = try field(reader, at: offset, width: columnWidth)
-        offset += columnWidth
-        return (record, try field(reader, at: offset, width: scopeWidth))
-    }
-
-    /// Scope record `index`: the innermost function's name, the physical-frame override, the caller.
-    func scopeRecord(_ reader: ByteReader, _ index: Int) throws(FormatError) -> FrameRecord {
-        guard index >= 0, index < scopeCount else {
-            throw FormatError(.invalidValue, "scope record \(index) out of bounds (\(scopeCount) records)")
-        }
-        let offset = scopes.offset + index * scopeRecordSize
-        var record = FrameRecord()
-        record.name = try field(reader, at: offset, width: nameWidth)
-        record.physicalName = try field(reader, at: offset + nameWidth, width: nameWidth)
-        record.caller = try field(reader, at: offset + 2 * nameWidth, width: callSiteWidth)
-        return record
-    }
-
-    /// Call-site record `index`: an enclosing frame's function and the position of the call in it.
-    func callSite(_ reader: ByteReader, _ index: Int) throws(FormatError) -> FrameRecord {
-        guard index >= 0, index < callSiteCount else {
-            throw FormatError(.invalidValue, "call-site record \(index) out of bounds (\(callSiteCount) records)")
-        }
-        var offset = callSites.offset + index * callSiteRecordSize
-        var record = FrameRecord()
-        record.file = try field(reader, at: offset, width: fileWidth)
-        offset += fileWidth
-        record.line = try field(reader, at: offset, width: lineWidth)
-        offset += lineWidth
-        record.column = try field(reader, at: offset, width: columnWidth)
-        offset += columnWidth
-        record.name = try field(reader, at: offset, width: nameWidth)
-        offset += nameWidth
-        record.caller = try field(reader, at: offset, width: callSiteWidth)
-        return record
-    }
-
     /// Resolves the string whose length prefix is at `offset` in the string data.
     ///
     /// Strings are a ULEB128 byte count followed by that many UTF-8 bytes.
