@@ -159,12 +159,8 @@ public struct Addr2lineRenderer {
         return Array(demangled.utf8)
     }
 
-    private mutating func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        let key = SymbolizerStrings.key(directory, file)
-        if let cached = names.paths.value(key) { return cached }
-        let bytes = pathBytes(SymbolizerStrings.joinedPath(table, directory, file))
-        names.paths.store(key, bytes)
-        return bytes
+    private func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
+        SymbolizerStrings.path(table, directory, file, cache: &names.paths, render: pathBytes)
     }
 
     private func pathBytes(_ path: [UInt8]) -> [UInt8] {

@@ -303,11 +303,7 @@ public struct SymbolizerRenderer {
     }
 
     private func path(_ directory: StringRef, _ file: StringRef, table: SymbolTable, names: Names) -> [UInt8] {
-        let key = SymbolizerStrings.key(directory, file)
-        if let cached = names.paths.value(key) { return cached }
-        let bytes = pathBytes(SymbolizerStrings.joinedPath(table, directory, file))
-        names.paths.store(key, bytes)
-        return bytes
+        SymbolizerStrings.path(table, directory, file, cache: &names.paths, render: pathBytes)
     }
 
     /// A path as printed: its last component with `--basenames`, escaped for JSON.

@@ -29,6 +29,17 @@ enum SymbolizerStrings {
         return joined
     }
 
+    /// The printed path of a frame's (directory, file), from `cache` or else joined, passed
+    /// through `render` (base name, escaping) and stored there.
+    static func path(_ table: SymbolTable, _ directory: StringRef, _ file: StringRef, cache: inout FrameRenderer.ByteCache,
+                     render: ([UInt8]) -> [UInt8]) -> [UInt8] {
+        let key = key(directory, file)
+        if let cached = cache.value(key) { return cached }
+        let bytes = render(joinedPath(table, directory, file))
+        cache.store(key, bytes)
+        return bytes
+    }
+
     /// The last component of `path` (what `--basenames`/`-s` print).
     static func baseName(_ path: [UInt8]) -> [UInt8] {
         guard let slash = path.lastIndex(of: UInt8(ascii: "/")) else { return path }
