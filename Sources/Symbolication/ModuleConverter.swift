@@ -13,8 +13,19 @@ public enum DWARFDecoder: String, Sendable, CaseIterable {
 
 /// Turns an ELF file (and its separate debug file, if any) into a symbol model and a `.csym` table.
 public enum ModuleConverter {
+    /// The version of the conversion output (this converter and the writer it calls). Bump it
+    /// whenever a change makes the same ELF file convert to a different table (a fix in the DWARF
+    /// reader, the symbol rules, the writer), so that tables cached (`TableCache`) by older builds
+    /// of crashsym are converted again instead of answering with the old mistakes. History:
+    /// 1. tables named `<build-id>.csym` (before versioning; never read now).
+    /// 2. a zero-size label covers the rest of its section only (`_fini` fix).
+    /// 3. no symbol-name override that repeats the physical function's name (such ranges merge);
+    ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
+    public static let version = 3
+
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
-    /// `binary`) and function symbols from both.
+    /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
+    /// unnamed, from `debugFile`.
     public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> SymbolModel {
         try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model

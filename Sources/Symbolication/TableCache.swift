@@ -11,22 +11,13 @@ import SymTable
 /// `llvm-symbolizer`).
 ///
 /// A table is keyed by the GNU build-id of the module it describes and by the version of the
-/// conversion that wrote it (`converterVersion`), and is only ever used for an ELF file with that
+/// conversion that wrote it (`ModuleConverter.version`), and is only ever used for an ELF file with that
 /// build-id: the table's own header must carry the same build-id, so a file renamed or written
 /// over by another build is never answered from. A table written by an older conversion has
 /// another name, so it is never read: the module is converted again and the stale file removed.
 /// Writes are atomic (a reader sees the old table or the whole new one), so concurrent processes
 /// can share the directory.
 public struct TableCache: Sendable {
-    /// The version of the conversion output (`ModuleConverter` and the writer it calls). Bump it
-    /// whenever a change makes the same ELF file convert to a different table (a fix in the DWARF
-    /// reader, the symbol rules, the writer), so that tables cached by older builds of crashsym
-    /// are converted again instead of answering with the old mistakes. History:
-    /// 1. tables named `<build-id>.csym` (before versioning; never read now).
-    /// 2. a zero-size label covers the rest of its section only (`_fini` fix).
-    /// 3. no symbol-name override that repeats the physical function's name (such ranges merge);
-    ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
-    public static let converterVersion = 3
 
     /// The cache directory (created on first write).
     public let directory: String
@@ -34,7 +25,7 @@ public struct TableCache: Sendable {
     public let converterVersion: Int
 
     /// A cache in `directory` for tables of `converterVersion` (tests give older versions).
-    public init(directory: String, converterVersion: Int = TableCache.converterVersion) {
+    public init(directory: String, converterVersion: Int = ModuleConverter.version) {
         self.directory = directory
         self.converterVersion = converterVersion
     }

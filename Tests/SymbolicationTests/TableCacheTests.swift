@@ -145,7 +145,7 @@ import TestSupport
         let stale = ModuleSymbols(table: try SymbolTable(bytes: staleBytes))
         try #require(hexString(stale.table.module.buildID) == id)
         let current = TableCache(directory: cache)
-        #expect(current.converterVersion == TableCache.converterVersion && current.converterVersion >= 2)
+        #expect(current.converterVersion == ModuleConverter.version && current.converterVersion >= 2)
         // Newest first: storing a version removes the ones before it.
         for version in (1..<current.converterVersion).reversed() {
             let older = TableCache(directory: cache, converterVersion: version)
