@@ -9,7 +9,7 @@ extension Crashsym {
         static let configuration = CommandConfiguration(
             abstract: "Manage the apps of a symbol server and their upload keys.",
             discussion: """
-                Works on the data directory of `crashsym serve` (the server may be running). A key is
+                Works on the data directory of `crashsym serve` (the server may be running). A key is \
                 printed once, when created or rotated; the server keeps only its SHA-256.
 
                 Example:

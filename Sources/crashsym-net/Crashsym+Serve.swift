@@ -19,10 +19,10 @@ extension Crashsym {
         static let configuration = CommandConfiguration(
             abstract: "Run the symbol server: stores uploaded symbol bundles and serves them over HTTP.",
             discussion: """
-                The HTTP API is described in docs/http-api.md. Metadata lives in SQLite and files in a
-                content-addressed store, both under the data directory; create apps and keys with
-                `crashsym apps create`. Each setting is taken from the flag, else the environment
-                variable CRASHSYM_<NAME> (e.g. CRASHSYM_MAX_BODY_BYTES), else the config file, else the
+                The HTTP API is described in docs/http-api.md. Metadata lives in SQLite and files in a \
+                content-addressed store, both under the data directory; create apps and keys with \
+                `crashsym apps create`. Each setting is taken from the flag, else the environment \
+                variable CRASHSYM_<NAME> (e.g. CRASHSYM_MAX_BODY_BYTES), else the config file, else the \
                 default. SIGTERM or SIGINT stops accepting connections and lets running requests finish.
 
                 Example:

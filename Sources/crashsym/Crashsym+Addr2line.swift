@@ -13,11 +13,11 @@ extension Crashsym {
             commandName: "addr2line",
             abstract: "Translate addresses to file:line like GNU addr2line (same options, same output).",
             discussion: """
-                Addresses are hex module file addresses (0x optional), from the arguments or one per line on
-                standard input; each gets one answer, written before the next line is read. Unknown addresses
-                print ??:0 (and ?? for the function); line 0 prints ?. FILE is an ELF file (converted on the fly,
-                its separate debug file found like `dump` does; with a build-id and DWARF, its table is kept in
-                symbolicate's cache for later processes) or a .csym table. Discriminators are not printed: the
+                Addresses are hex module file addresses (0x optional), from the arguments or one per line on \
+                standard input; each gets one answer, written before the next line is read. Unknown addresses \
+                print ??:0 (and ?? for the function); line 0 prints ?. FILE is an ELF file (converted on the fly, \
+                its separate debug file found like `dump` does; with a build-id and DWARF, its table is kept in \
+                symbolicate's cache for later processes) or a .csym table. Discriminators are not printed: the \
                 tables do not keep them.
 
                 Examples:

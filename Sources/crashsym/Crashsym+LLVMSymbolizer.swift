@@ -14,17 +14,17 @@ extension Crashsym {
             commandName: "llvm-symbolizer",
             abstract: "Answer llvm-symbolizer's protocol (CODE/DATA lines on standard input) from crashsym's tables.",
             discussion: """
-                Speaks llvm-symbolizer's protocol: each input line is `CODE module 0xoffset`, `DATA module
-                0xoffset`, `module 0xoffset`, or `0xoffset` with --obj=PATH. Answers (LLVM or JSON output
-                style) end with an empty line and are written before the next line is read, so a sanitizer
-                runtime on a pipe gets each answer at once. Modules (ELF files, converted in memory, or .csym
-                tables) are opened once per path; the tables of ELF files with a build-id and DWARF are kept
-                in symbolicate's cache ($CRASHSYM_CACHE_DIR, else $XDG_CACHE_HOME/crashsym, else
-                ~/.cache/crashsym) for later processes. Options llvm-symbolizer takes and crashsym does not act on
+                Speaks llvm-symbolizer's protocol: each input line is `CODE module 0xoffset`, `DATA module \
+                0xoffset`, `module 0xoffset`, or `0xoffset` with --obj=PATH. Answers (LLVM or JSON output \
+                style) end with an empty line and are written before the next line is read, so a sanitizer \
+                runtime on a pipe gets each answer at once. Modules (ELF files, converted in memory, or .csym \
+                tables) are opened once per path; the tables of ELF files with a build-id and DWARF are kept \
+                in symbolicate's cache ($CRASHSYM_CACHE_DIR, else $XDG_CACHE_HOME/crashsym, else \
+                ~/.cache/crashsym) for later processes. Options llvm-symbolizer takes and crashsym does not act on \
                 are accepted and ignored.
 
-                Options: --obj/--exe/-e PATH, --inlines/--no-inlines (--inlining[=true|false], -i),
-                --demangle/--no-demangle (-C), --functions[=linkage|short|none] (-f), --output-style=LLVM|JSON,
+                Options: --obj/--exe/-e PATH, --inlines/--no-inlines (--inlining[=true|false], -i), \
+                --demangle/--no-demangle (-C), --functions[=linkage|short|none] (-f), --output-style=LLVM|JSON, \
                 --addresses (-a), --pretty-print (-p), --basenames (-s), --debug-file-directory DIR.
 
                 Run as a sanitizer's symbolizer:
