@@ -19,16 +19,13 @@ import argparse
 import http.client
 import json
 import os
-import random
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from serverkit import create_app, default_crashsym, make_bundle, start_server, stop_server
+from serverkit import Workspace, default_crashsym, make_bundle
 
 
 def peak_rss(pid):
@@ -49,13 +46,11 @@ def main():
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = parser.parse_args()
 
-    work = tempfile.mkdtemp(prefix="crashsym-server-bench-")
-    server = None
-    try:
-        data = os.path.join(work, "data")
-        key = create_app(args.crashsym, data, "bench")
-        bundle, build_id = make_bundle(args.crashsym, args.elf, work, "bench", "server_bench.py")
-        server, base = start_server(args.crashsym, data, "--max-concurrent-uploads", str(args.uploads))
+    with Workspace(args.crashsym, "crashsym-server-bench-") as workspace:
+        key = workspace.key
+        bundle, build_id = make_bundle(args.crashsym, args.elf, workspace.work, "bench", "server_bench.py")
+        base = workspace.serve("--max-concurrent-uploads", str(args.uploads))
+        server = workspace.server
         port = int(base.rsplit(":", 1)[1])
         rss_idle = peak_rss(server.pid)
         url = f"{base}/api/v1/apps/bench/symbols"
@@ -114,9 +109,6 @@ def main():
                   f"target <= 150 MB)")
             print(f"  symbols/missing, {r['missing_ids']} ids   median {r['missing_median_ms']} ms, "
                   f"p95 {r['missing_p95_ms']} ms (target: median <= 20 ms)")
-    finally:
-        stop_server(server)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

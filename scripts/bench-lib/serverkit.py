@@ -7,7 +7,9 @@ a real server on 127.0.0.1 with a fresh data directory and one app.
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,3 +76,35 @@ def stop_server(server):
     if server:
         server.terminate()
         server.wait()
+
+
+class Workspace:
+    """A temporary work directory with a server data directory holding app `app_id` (its key in
+    `key`); `serve()` starts `crashsym serve` on it. Leaving the `with` block stops the server and
+    removes the directory, whatever happened."""
+
+    def __init__(self, crashsym, prefix, app_id="bench"):
+        self.crashsym = crashsym
+        self.prefix = prefix
+        self.app_id = app_id
+        self.server = None
+
+    def __enter__(self):
+        self.work = tempfile.mkdtemp(prefix=self.prefix)
+        try:
+            self.data = os.path.join(self.work, "data")
+            self.key = create_app(self.crashsym, self.data, self.app_id)
+        except BaseException:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise
+        return self
+
+    def serve(self, *extra):
+        """Starts the server (see `start_server`); returns its base URL."""
+        self.server, base = start_server(self.crashsym, self.data, *extra)
+        return base
+
+    def __exit__(self, *exc):
+        stop_server(self.server)
+        shutil.rmtree(self.work, ignore_errors=True)
+        return False

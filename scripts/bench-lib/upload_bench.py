@@ -20,10 +20,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-from serverkit import ROOT, create_app, default_crashsym, make_bundle, start_server, stop_server
+from serverkit import ROOT, Workspace, default_crashsym, make_bundle
 
 
 def make_padded_bundle(crashsym, fixture, size_mib, work, app_id):
@@ -59,14 +58,11 @@ def main():
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     options = parser.parse_args()
 
-    work = tempfile.mkdtemp(prefix="crashsym-upload-bench-")
-    server = None
-    try:
-        data = os.path.join(work, "data")
-        key = create_app(options.crashsym, data, "bench")
-        bundle = make_padded_bundle(options.crashsym, options.fixture, options.size_mib, work, "bench")
+    with Workspace(options.crashsym, "crashsym-upload-bench-") as workspace:
+        key = workspace.key
+        bundle = make_padded_bundle(options.crashsym, options.fixture, options.size_mib, workspace.work, "bench")
         size = os.path.getsize(bundle)
-        server, base = start_server(options.crashsym, data)
+        base = workspace.serve()
         crashsym = [options.crashsym, "upload", "--bundle", bundle, "--app-id", "bench", "--app-key", key,
                     "--server", base]
         curl = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-X", "POST", "-T", bundle,
@@ -85,9 +81,6 @@ def main():
                 results[name].append(seconds)
                 if name == "crashsym":
                     peak = max(peak, rss)
-    finally:
-        stop_server(server)
-        shutil.rmtree(work, ignore_errors=True)
 
     crashsym_rate = size / statistics.median(results["crashsym"]) / 1e6
     curl_rate = size / statistics.median(results["curl"]) / 1e6
