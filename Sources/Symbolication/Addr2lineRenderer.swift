@@ -63,14 +63,14 @@ public struct Addr2lineRenderer {
         // A 32-bit file has 32-bit addresses: binutils reads and prints the low 32 bits.
         let address = addressDigits == 8 ? address & 0xffff_ffff : address
         if options.addresses {
-            output.append(contentsOf: Literal.hexPrefix)
+            output.append(contentsOf: SymbolizerStrings.hexPrefix)
             // `bfd_printf_vma`: zero-padded to the address size (a wider value prints whole).
             let digits = max(1, (64 - address.leadingZeroBitCount + 3) / 4)
             if digits < addressDigits {
                 output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: addressDigits - digits))
             }
             appendHex(address, to: &output)
-            output.append(contentsOf: options.pretty ? Literal.colon : Literal.newline)
+            output.append(contentsOf: options.pretty ? SymbolizerStrings.colon : SymbolizerStrings.newline)
         }
         frames.removeAll(keepingCapacity: true)
         try table.forEachFrame(at: address) { frame in frames.append(frame) }
@@ -95,7 +95,7 @@ public struct Addr2lineRenderer {
         let last = options.inlines ? frames.count - 1 : 0
         for index in 0...last {
             let frame = frames[index]
-            if index > 0 && options.pretty { output.append(contentsOf: Literal.inlinedBy) }
+            if index > 0 && options.pretty { output.append(contentsOf: SymbolizerStrings.inlinedBy) }
             let file = path(frame.directory, frame.file)
             // BFD names the first lookup of a DWARF function without a linkage name (C++ lambdas,
             // some templates) after the ELF symbol instead, and later ones after the DWARF name
@@ -107,10 +107,10 @@ public struct Addr2lineRenderer {
 
     private func line(name: [UInt8], file: [UInt8]?, line: UInt32, into output: inout [UInt8]) {
         if options.functions {
-            output.append(contentsOf: name.isEmpty ? Literal.unknown : name)
-            output.append(contentsOf: options.pretty ? Literal.at : Literal.newline)
+            output.append(contentsOf: name.isEmpty ? SymbolizerStrings.unknown : name)
+            output.append(contentsOf: options.pretty ? SymbolizerStrings.at : SymbolizerStrings.newline)
         }
-        output.append(contentsOf: file ?? Literal.unknown)
+        output.append(contentsOf: file ?? SymbolizerStrings.unknown)
         output.append(UInt8(ascii: ":"))
         if line == 0 {
             output.append(UInt8(ascii: "?"))
@@ -260,12 +260,6 @@ public struct Addr2lineRenderer {
 
     /// Output fragments as bytes, made once.
     private enum Literal {
-        static let hexPrefix = Array("0x".utf8)
-        static let unknown = Array("??".utf8)
-        static let newline = Array("\n".utf8)
-        static let colon = Array(": ".utf8)
-        static let at = Array(" at ".utf8)
-        static let inlinedBy = Array(" (inlined by) ".utf8)
         static let unknownPretty = Array("?? ".utf8)
         static let unknownLine = Array("??\n".utf8)
         static let unknownLocation = Array("??:0\n".utf8)

@@ -109,7 +109,7 @@ public struct SymbolizerRenderer {
         if let symbol {
             output.append(contentsOf: displayName(Array(symbol.name.utf8), shortened: false))
         } else {
-            output.append(contentsOf: Literal.unknown)
+            output.append(contentsOf: SymbolizerStrings.unknown)
         }
         output.append(UInt8(ascii: "\n"))
         appendDecimal(symbol?.address ?? 0, to: &output)
@@ -136,8 +136,8 @@ public struct SymbolizerRenderer {
             return
         }
         header(address, into: &output)
-        output.append(contentsOf: Literal.unknown)
-        output.append(contentsOf: Literal.newline)
+        output.append(contentsOf: SymbolizerStrings.unknown)
+        output.append(contentsOf: SymbolizerStrings.newline)
         output.append(contentsOf: Literal.blankLine)
     }
 
@@ -177,9 +177,9 @@ public struct SymbolizerRenderer {
 
     private func header(_ address: UInt64, into output: inout [UInt8]) {
         guard options.printAddress else { return }
-        output.append(contentsOf: Literal.hexPrefix)
+        output.append(contentsOf: SymbolizerStrings.hexPrefix)
         appendHex(address, to: &output)
-        output.append(contentsOf: options.pretty ? Literal.colon : Literal.newline)
+        output.append(contentsOf: options.pretty ? SymbolizerStrings.colon : SymbolizerStrings.newline)
     }
 
     private func beginJSON(address: UInt64, into output: inout [UInt8]) {
@@ -203,18 +203,18 @@ public struct SymbolizerRenderer {
             appendDecimal(UInt64(line), to: &output)
             output.append(contentsOf: Literal.jsonStartAddress)
             if let start {
-                output.append(contentsOf: Literal.hexPrefix)
+                output.append(contentsOf: SymbolizerStrings.hexPrefix)
                 appendHex(start, to: &output)
             }
             output.append(contentsOf: Literal.jsonFrameEnd)
             return
         }
         if options.functions != .none {
-            if options.pretty && inlined { output.append(contentsOf: Literal.inlinedBy) }
-            output.append(contentsOf: name.isEmpty ? Literal.unknown : name)
-            output.append(contentsOf: options.pretty ? Literal.at : Literal.newline)
+            if options.pretty && inlined { output.append(contentsOf: SymbolizerStrings.inlinedBy) }
+            output.append(contentsOf: name.isEmpty ? SymbolizerStrings.unknown : name)
+            output.append(contentsOf: options.pretty ? SymbolizerStrings.at : SymbolizerStrings.newline)
         }
-        output.append(contentsOf: file.isEmpty ? Literal.unknown : file)
+        output.append(contentsOf: file.isEmpty ? SymbolizerStrings.unknown : file)
         output.append(UInt8(ascii: ":"))
         appendDecimal(UInt64(line), to: &output)
         output.append(UInt8(ascii: ":"))
@@ -328,12 +328,6 @@ public struct SymbolizerRenderer {
 
     /// Output fragments as bytes, made once.
     private enum Literal {
-        static let hexPrefix = Array("0x".utf8)
-        static let unknown = Array("??".utf8)
-        static let newline = Array("\n".utf8)
-        static let colon = Array(": ".utf8)
-        static let at = Array(" at ".utf8)
-        static let inlinedBy = Array(" (inlined by) ".utf8)
         static let lineZero = Array(":0\n".utf8)
         static let unknownDeclaration = Array("??:?\n".utf8)
         static let blankLine = Array("\n".utf8)

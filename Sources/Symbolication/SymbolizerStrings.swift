@@ -3,6 +3,14 @@ import SymTable
 /// String pieces both drop-in renderers (`SymbolizerRenderer`, `Addr2lineRenderer`) build from a
 /// table, keyed for their per-module caches.
 enum SymbolizerStrings {
+    /// Output fragments both renderers print, as bytes, made once.
+    static let hexPrefix = Array("0x".utf8)
+    static let unknown = Array("??".utf8)
+    static let newline = Array("\n".utf8)
+    static let colon = Array(": ".utf8)
+    static let at = Array(" at ".utf8)
+    static let inlinedBy = Array(" (inlined by) ".utf8)
+
     /// A cache key for one table string.
     static func key(_ reference: StringRef) -> UInt64 {
         UInt64(reference.offset) << 32 | UInt64(reference.length)
