@@ -54,14 +54,15 @@ public final class Symbolicator: Sendable {
             }
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
-        var views = [ModuleView?](repeating: nil, count: report.modules.count)
+        var views = [Worker.Module?](repeating: nil, count: report.modules.count)
         let frames = report.stacks.map { stack in
             stack.frames.map { frame in
                 guard let index = frame.module, index < report.modules.count else {
                     return resolve(frame, in: report, module: nil, biases: biases)
                 }
                 if views[index] == nil {
-                    views[index] = worker?.view(of: report.modules[index], in: self) ?? resolveEntry(report.modules[index]).view
+                    views[index] = worker?.view(of: report.modules[index], in: self)
+                        ?? Worker.Module(view: resolveEntry(report.modules[index]).view, local: nil)
                 }
                 return resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases)
             }
@@ -69,9 +70,9 @@ public final class Symbolicator: Sendable {
         return SymbolicatedReport(report: report, frames: frames)
     }
 
-    private func resolve(_ frame: ReportFrame, in report: CrashReport, module view: ModuleView?,
+    private func resolve(_ frame: ReportFrame, in report: CrashReport, module: Worker.Module?,
                          biases: [Int: UInt64]) -> FrameResolution {
-        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let view else {
+        guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let view = module?.view else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
         }
@@ -116,7 +117,7 @@ public final class Symbolicator: Sendable {
             return resolution
         }
         do {
-            resolution.chain = if let local = view.local { try local.chain(at: lookup) } else { try symbols.chain(at: lookup) }
+            resolution.chain = if let local = module?.local { try local.chain(at: lookup) } else { try symbols.chain(at: lookup) }
             if resolution.chain == nil {
                 resolution.status = .notInFunction
                 resolution.reason = "no function at \(hex(lookup)) in \(view.facts.source ?? report.modules[moduleIndex].name)"
@@ -133,11 +134,8 @@ public final class Symbolicator: Sendable {
     /// `Worker` makes its own, with its own copies of those strings and arrays, so that two
     /// threads do not count references on the same objects for every frame (each such count
     /// moves a cache line between the cores).
-    final class ModuleView: @unchecked Sendable {
+    final class ModuleView: Sendable {
         let symbols: LocationCache?
-        /// A worker's own cache in front of `symbols` (nil in the shared view, the only view
-        /// shared between threads: hence unchecked Sendable).
-        let local: LocalChains?
         let facts: ModuleFacts
         let status: FrameStatus
         let reason: String?
@@ -145,10 +143,9 @@ public final class Symbolicator: Sendable {
         let codeRanges: [Range<UInt64>]
         let binaryPath: String?
 
-        /// The view of `module`, reading through `symbols` (the shared cache, or a worker's own).
+        /// The view of `module`; `copying` gives it strings and arrays of its own.
         init(_ module: ResolvedModule, copying: Bool) {
             symbols = module.symbols
-            local = copying ? module.symbols.map(LocalChains.init) : nil
             status = module.status
             if copying {
                 facts = ModuleFacts(source: module.source.map(Self.copy), explanation: module.explanation.map(Self.copy))
@@ -174,19 +171,27 @@ public final class Symbolicator: Sendable {
     /// One thread's views of the modules (see `ModuleView`): a thread that symbolicates many
     /// reports (`symbolicateFiles`) keeps one and never shares it.
     final class Worker {
+        /// A module as one thread reads it: a view, and in a worker the thread's own cache of
+        /// rendered chains in front of the view's shared one (never shared between threads).
+        struct Module {
+            let view: ModuleView
+            let local: LocalChains?
+        }
+
         /// Views by build-id, and by path for modules without one (the keys of `ModuleSlots`).
-        private var byBuildID: [String: ModuleView] = [:]
-        private var byPath: [String: ModuleView] = [:]
+        private var byBuildID: [String: Module] = [:]
+        private var byPath: [String: Module] = [:]
 
         /// The view of `module`, resolved by `symbolicator` the first time this worker meets it
         /// (afterwards no lock of the symbolicator is taken for it).
-        func view(of module: ReportModule, in symbolicator: Symbolicator) -> ModuleView {
+        func view(of module: ReportModule, in symbolicator: Symbolicator) -> Module {
             if let id = module.buildID {
                 if let known = byBuildID[id] { return known }
             } else if let known = byPath[module.path] {
                 return known
             }
-            let view = ModuleView(symbolicator.resolveEntry(module).module, copying: true)
+            let resolved = symbolicator.resolveEntry(module).module
+            let view = Module(view: ModuleView(resolved, copying: true), local: resolved.symbols.map(LocalChains.init))
             if let id = module.buildID { byBuildID[id] = view } else { byPath[module.path] = view }
             return view
         }
