@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs the built `crashsym` binary.
 enum CLI {
@@ -22,35 +23,10 @@ enum CLI {
         var stderr: String
     }
 
-    /// Runs crashsym with `arguments` and optional standard input.
+    /// Runs crashsym with `arguments` and optional standard input, in the package root.
     static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = root
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let output = Pipe(), stdin = Pipe()
-        let errorPath = NSTemporaryDirectory() + "crashsym-stderr-" + UUID().uuidString
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        defer { try? FileManager.default.removeItem(atPath: errorPath) }
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin
-        try process.run()
-        let writer = Thread {
-            if let input { stdin.fileHandleForWriting.write(input.data(using: .utf8)!) }
-            try? stdin.fileHandleForWriting.close()
-        }
-        writer.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try errors.close()
-        let errorData = FileManager.default.contents(atPath: errorPath) ?? Data()
-        return Result(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self),
-                      stderr: String(decoding: errorData, as: UTF8.self))
+        let run = try Tool.run(binary, arguments, input: Data((input ?? "").utf8), environment: environment, directory: root)
+        return Result(status: run.status, stdout: run.text, stderr: run.stderr)
     }
 
     /// A fresh temporary directory.

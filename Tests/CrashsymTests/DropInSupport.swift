@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Running the reference tools (binutils addr2line, the toolchain's llvm-symbolizer, clang) and
 /// crashsym side by side for the drop-in tests.
@@ -14,37 +15,11 @@ enum DropIn {
         var stderr: String
     }
 
-    /// Runs `executable` with `arguments`, feeding `input` from another thread (so a full output
-    /// pipe cannot deadlock), and collects both outputs.
+    /// Runs `executable` with `arguments` and `input` on its standard input (see `Tool.run`).
     static func run(_ executable: String, _ arguments: [String], input: String = "",
                     environment: [String: String] = [:]) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let stdin = Pipe(), stdout = Pipe()
-        let errorPath = NSTemporaryDirectory() + "crashsym-dropin-stderr-" + UUID().uuidString
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        defer { try? FileManager.default.removeItem(atPath: errorPath) }
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = errors
-        try process.run()
-        let data = Data(input.utf8)
-        let writer = Thread {
-            stdin.fileHandleForWriting.write(data)
-            try? stdin.fileHandleForWriting.close()
-        }
-        writer.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try errors.close()
-        let errorData = FileManager.default.contents(atPath: errorPath) ?? Data()
-        return Output(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                      stderr: String(decoding: errorData, as: UTF8.self))
+        let run = try Tool.run(executable, arguments, input: Data(input.utf8), environment: environment)
+        return Output(status: run.status, stdout: run.text, stderr: run.stderr)
     }
 
     /// Addresses inside the `STT_FUNC` symbols of `path` (per `readelf -sW`), every `stride` bytes.

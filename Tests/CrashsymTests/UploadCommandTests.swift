@@ -12,30 +12,17 @@ import TestSupport
 
     /// The GNU build-id as readelf prints it.
     static func buildID(_ path: String) throws -> String {
-        let output = try tool("/usr/bin/readelf", ["-n", path])
+        let output = try Tool.output("/usr/bin/readelf", ["-n", path])
         let line = try #require(output.split(separator: "\n").first { $0.contains("Build ID:") })
         return String(try #require(line.split(separator: " ").last))
     }
 
-    static func tool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     static func entries(of bundle: String) throws -> [String] {
-        try tool("/usr/bin/unzip", ["-Z1", bundle]).split(separator: "\n").map(String.init)
+        try Tool.output("/usr/bin/unzip", ["-Z1", bundle]).split(separator: "\n").map(String.init)
     }
 
     static func manifest(of bundle: String) throws -> [String: Any] {
-        let text = try tool("/usr/bin/unzip", ["-p", bundle, "manifest.json"])
+        let text = try Tool.output("/usr/bin/unzip", ["-p", bundle, "manifest.json"])
         return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
@@ -118,8 +105,8 @@ import TestSupport
         let uploads = server.requests().filter { $0.path.hasSuffix("/symbols") }
         try #require(uploads.count == 2)
         #expect(uploads.map { $0.entries?.count } == [5, 3])
-        #expect(uploads[0].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [directory + "/parts-1.zip"]).prefix(64).description))
-        #expect(uploads[1].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [directory + "/parts-2.zip"]).prefix(64).description))
+        #expect(uploads[0].bodySHA256 == (try Tool.output("/usr/bin/sha256sum", [directory + "/parts-1.zip"]).prefix(64).description))
+        #expect(uploads[1].bodySHA256 == (try Tool.output("/usr/bin/sha256sum", [directory + "/parts-2.zip"]).prefix(64).description))
     }
 
     @Test func duplicatesAndDebugFilesAreOneModule() throws {
@@ -163,9 +150,9 @@ import TestSupport
                 status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, env={"XDG_CONFIG_HOME": sys.argv[0]}).returncode
                 print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
                 """
-            let output = try Self.tool("/usr/bin/env", ["python3", "-c", measure, CLI.binary, "upload", module,
-                                                        "--app-id", "demo", "--version", "1", "--include-debug",
-                                                        "-o", bundle])
+            let output = try Tool.output("/usr/bin/env", ["python3", "-c", measure, CLI.binary, "upload", module,
+                                                          "--app-id", "demo", "--version", "1", "--include-debug",
+                                                          "-o", bundle])
             let fields = output.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
             try #require(fields.count == 2, "measurement printed \(output)")
             return (fields[1], Int32(fields[0]), bundle)
@@ -244,7 +231,7 @@ import TestSupport
             """)
         let requests = server.requests()
         try #require(requests.count == 1)  // no question first: the bundle is decided
-        #expect(requests[0].bodySHA256 == (try Self.tool("/usr/bin/sha256sum", [bundle]).prefix(64).description))
+        #expect(requests[0].bodySHA256 == (try Tool.output("/usr/bin/sha256sum", [bundle]).prefix(64).description))
     }
 
     @Test func flagBeatsEnvironmentBeatsConfigFile() throws {
@@ -354,8 +341,8 @@ import TestSupport
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stripped = directory + "/no-build-id"
-        _ = try Self.tool("/usr/bin/objcopy", ["--remove-section=.note.gnu.build-id", Self.library, stripped])
-        #expect(try Self.tool("/usr/bin/readelf", ["-n", stripped]).contains("Build ID") == false)
+        _ = try Tool.output("/usr/bin/objcopy", ["--remove-section=.note.gnu.build-id", Self.library, stripped])
+        #expect(try Tool.output("/usr/bin/readelf", ["-n", stripped]).contains("Build ID") == false)
         let result = try Self.crashsym(["upload", stripped, Self.app, "--app-id", "demo", "--version", "1",
                                         "-o", directory + "/b.zip"])
         #expect(result.status == 1)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs the toolchain's llvm-symbolizer, the project's oracle for symbolication.
 enum LLVMSymbolizer {
@@ -16,22 +17,9 @@ enum LLVMSymbolizer {
 
     /// Symbolizes `addresses` in `object` with inlining and no demangling, in one process.
     static func symbolize(object: String, addresses: [UInt64], extraArguments: [String] = []) throws -> [[Frame]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--obj=\(object)", "--inlining", "--output-style=JSON", "--no-demangle"] + extraArguments
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
         let text = addresses.map { "0x" + String($0, radix: 16) }.joined(separator: "\n") + "\n"
-        // Write from another thread so a full output pipe cannot deadlock us.
-        let writer = Thread {
-            input.fileHandleForWriting.write(text.data(using: .utf8)!)
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try Tool.run(path, ["--obj=\(object)", "--inlining", "--output-style=JSON", "--no-demangle"] + extraArguments,
+                                input: Data(text.utf8)).stdout
         var results: [[Frame]] = []
         for line in data.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
             let object = try JSONSerialization.jsonObject(with: Data(line)) as! [String: Any]

@@ -42,12 +42,7 @@ enum ReportFixtures {
     /// Runs a tool and returns its exit status.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try Tool.run(tool, arguments).status
     }
 
     static func temporaryDirectory() throws -> String {

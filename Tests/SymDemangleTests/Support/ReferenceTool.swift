@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Why an external demangler could not be run.
 struct ToolError: Error, CustomStringConvertible, Sendable {
@@ -65,10 +66,8 @@ struct ReferenceTool: Sendable {
 
     /// Demangles `names` written to the tool's stdin, one per line.
     private func demangleThroughStdin(_ names: [String]) throws -> [String] {
-        let input = Self.scratchDirectory.appendingPathComponent("input-\(UUID().uuidString).txt")
-        try (names.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: input) }
-        return try Self.lines(of: Self.run(path, arguments, stdin: input), expected: names.count, from: path)
+        let input = Data((names.joined(separator: "\n") + "\n").utf8)
+        return try Self.lines(of: Self.run(path, arguments, input: input), expected: names.count, from: path)
     }
 
     /// The lines of a tool's output, which must be one per name.
@@ -95,31 +94,13 @@ struct ReferenceTool: Sendable {
         return process.terminationReason == .uncaughtSignal || process.terminationStatus != 0
     }
 
-    /// Runs a process to completion and returns its standard output.
+    /// Runs a process to completion and returns its standard output; throws when it fails.
     static func run(
-        _ path: String, _ arguments: [String], environment: [String: String] = [:], stdin: URL? = nil
+        _ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data = Data()
     ) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if let stdin { process.standardInput = try FileHandle(forReadingFrom: stdin) }
-        // stdout through a pipe read to the end before waiting; stderr into a file, so neither can
-        // fill up and stall the child.
-        let stdout = Pipe()
-        let errorFile = scratchDirectory.appendingPathComponent("stderr-\(UUID().uuidString).txt")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errorFile) }
-        process.standardOutput = stdout
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
-            throw ToolError(description: "\(path) exited \(process.terminationStatus): \(message)")
-        }
-        return String(decoding: data, as: UTF8.self)
+        let run = try Tool.run(path, arguments, input: input, environment: environment)
+        guard run.status == 0 else { throw ToolError(description: "\(path) exited \(run.status): \(run.stderr)") }
+        return run.text
     }
 
     /// A per-process directory for tool inputs and the built filter, removed at exit.
