@@ -36,6 +36,9 @@ struct ModelFlattener {
     }
     private static let unset = UInt32.max
 
+    /// The model's strings, which the table's string data is copied from when it is encoded.
+    var strings: StringArena { model.strings }
+
     /// Symbols kept after removing duplicates, sorted by address.
     private(set) var keptSymbols: [SymbolEntry] = []
 
@@ -62,22 +65,24 @@ struct ModelFlattener {
         // (the module name comes after, in string data's spare bytes or one growth); ranges one per
         // boundary at most, a few bytes each (an estimate: more grow the list).
         let boundaries = scopeSegments.count + lines.rowCount + model.symbols.count
-        builder.reserveCapacity(stringBytes: model.strings.reduce(0) { $0 + $1.utf8.count + 5 } + 64,
-                                callSites: model.scopes.count, rangeBytes: min(boundaries, 1 << 28) * 8)
+        builder.reserveCapacity(strings: model.strings.count, scopes: model.scopes.count + model.symbols.count,
+                                callSites: model.scopes.count,
+                                rangeBytes: min(boundaries, 1 << 28) * 8)
         var scopes = SegmentList.Cursor(consume scopeSegments)
         // Line segments are about as many as the rows: produced one at a time, never stored.
         var lines = LineSegments(self.lines)
-        let symbols = symbolSegments()
+        keepSymbols()
         model.symbols = []
+        let symbolCount = keptSymbols.count
 
         var symbolCursor = 0
-        let firsts = [scopes.current?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
+        let firsts = [scopes.current?.start, lines.current?.start, keptSymbols.first?.address].compactMap { $0 }
         guard var address = firsts.min() else { return }
         while true {
             // Step past segments that ended; the current one of each list then ends after `address`.
             while let segment = scopes.current, let end = segment.end, end <= address { scopes.advance() }
             while let segment = lines.current, segment.end <= address { lines.advance() }
-            while symbolCursor < symbols.count, let end = symbols[symbolCursor].end, end <= address { symbolCursor += 1 }
+            while symbolCursor < symbolCount, let end = symbolSegment(symbolCursor).end, end <= address { symbolCursor += 1 }
 
             var next: UInt64? = nil
             func current(_ segment: Segment?) -> UInt32? {
@@ -93,7 +98,7 @@ struct ModelFlattener {
                 next = min(next ?? boundary, boundary)
                 if piece.start <= address { row = piece }
             }
-            let symbol = current(symbolCursor < symbols.count ? symbols[symbolCursor] : nil)
+            let symbol = current(symbolCursor < symbolCount ? symbolSegment(symbolCursor) : nil)
 
             try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
             guard let next else { return }
@@ -140,8 +145,7 @@ struct ModelFlattener {
                     // leaving it out lets such ranges share a scope record (and merge) with their
                     // neighbours that no symbol covers.
                     let physical = model.scopes[physicalScope(of: Int(scope))].name
-                    if symbolName != physical
-                        && !model.strings[Int(symbolName)].utf8.elementsEqual(model.strings[Int(physical)].utf8) {
+                    if !model.strings.equal(Int(symbolName), Int(physical)) {
                         physicalName = try name(symbolName, builder: &builder) + 1
                     }
                 }
@@ -207,7 +211,7 @@ struct ModelFlattener {
     /// The table's function-name record for model string `index`.
     private mutating func name(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
         if nameID[Int(index)] != Self.unset { return nameID[Int(index)] }
-        let id = try builder.name(try string(index, builder: &builder))
+        let id = try builder.name(index, in: model.strings)
         nameID[Int(index)] = id
         return id
     }
@@ -225,7 +229,7 @@ struct ModelFlattener {
     /// The table's string offset for model string `index`.
     private mutating func string(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
         if stringOffset[Int(index)] != Self.unset { return stringOffset[Int(index)] }
-        let offset = try builder.string(model.strings[Int(index)])
+        let offset = try builder.string(index, in: model.strings)
         stringOffset[Int(index)] = offset
         return offset
     }
@@ -252,9 +256,8 @@ extension ModelFlattener {
     }
 
     /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,
-    /// and among equals the last in model order, i.e. in the ELF symbol table's order); a symbol
-    /// covers from its address to its end (size 0: no end) but never past the next kept symbol.
-    mutating func symbolSegments() -> [Segment] {
+    /// and among equals the last in model order, i.e. in the ELF symbol table's order).
+    mutating func keepSymbols() {
         let symbols = model.symbols
         let order = symbols.indices.sorted { lhs, rhs in
             let left = symbols[lhs], right = symbols[rhs]
@@ -264,6 +267,7 @@ extension ModelFlattener {
         }
         let sorted = order.lazy.map { symbols[$0] }
         keptSymbols = []
+        keptSymbols.reserveCapacity(symbols.count)
         for symbol in sorted {
             if let last = keptSymbols.last, last.address == symbol.address {
                 keptSymbols[keptSymbols.count - 1] = symbol
@@ -271,22 +275,24 @@ extension ModelFlattener {
                 keptSymbols.append(symbol)
             }
         }
-        var result: [Segment] = []
-        result.reserveCapacity(keptSymbols.count)
-        for (index, symbol) in keptSymbols.enumerated() {
-            let next = index + 1 < keptSymbols.count ? keptSymbols[index + 1].address : nil
-            // A size reaching past 2^64 - 1 covers the rest of the address space.
-            let sized: UInt64? = symbol.size == 0 || symbol.size > UInt64.max - symbol.address
-                ? nil : symbol.address + symbol.size
-            let end: UInt64? = switch (sized, next) {
-            case let (sized?, next?): min(sized, next)
-            case let (sized?, nil): sized
-            case let (nil, next?): next
-            case (nil, nil): nil
-            }
-            result.append(Segment(start: symbol.address, end: end, value: UInt32(index)))
+    }
+
+    /// The segment of kept symbol `index`: from its address to its end (size 0: no end) but never
+    /// past the next kept symbol. Made when the walk reaches it, not stored.
+    @inline(__always)
+    func symbolSegment(_ index: Int) -> Segment {
+        let symbol = keptSymbols[index]
+        let next = index + 1 < keptSymbols.count ? keptSymbols[index + 1].address : nil
+        // A size reaching past 2^64 - 1 covers the rest of the address space.
+        let sized: UInt64? = symbol.size == 0 || symbol.size > UInt64.max - symbol.address
+            ? nil : symbol.address + symbol.size
+        let end: UInt64? = switch (sized, next) {
+        case let (sized?, next?): min(sized, next)
+        case let (sized?, nil): sized
+        case let (nil, next?): next
+        case (nil, nil): nil
         }
-        return result
+        return Segment(start: symbol.address, end: end, value: UInt32(index))
     }
 
     /// Checks that every index in the model is in bounds and parents precede their children.

@@ -75,7 +75,13 @@ public enum ModuleConverter {
             // below); the symbols are read one at a time, not all held with their names.
             let entrySize: UInt64 = file.header.is64Bit ? 24 : 16
             let hasStatics = file.sections.contains { $0.type == ELF.SHT_SYMTAB && !$0.isNoBits && $0.size >= 2 * entrySize }
+            var read = 0
             try file.forEachSymbol { symbol in
+                // The tables' pages go back as the walk goes, not only at the end: a big module's
+                // symbol and string tables (swift-format: 11 MB) would otherwise all be resident
+                // on top of the model.
+                read += 1
+                if read % symbolsPerRelease == 0 { releaseSymbolTablePages(of: file) }
                 guard (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) else { return }
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
@@ -127,6 +133,10 @@ public enum ModuleConverter {
         }
         return low < ranges.count && ranges[low].start <= address
     }
+
+    /// Symbols read between two releases of the symbol and string tables' pages (about 400 KB of
+    /// `Elf64_Sym` entries and their names).
+    static let symbolsPerRelease = 16384
 
     /// Gives back the resident pages of the file's symbol and string tables once they have been
     /// read (file mappings only: the bytes stay readable and are read again from the page cache if
