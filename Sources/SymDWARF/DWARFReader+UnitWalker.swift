@@ -58,6 +58,9 @@ extension DWARFReader {
         /// Whether line rows are coded (`PartialModel.lines`) or kept as rows (`rows`).
         let codesLines: Bool
 
+        /// Scratch line rows kept for the next table (24 bytes each).
+        static let retainedScratchRows = 16384
+
         /// Bytes of units walked between two releases of the scattered sections' pages.
         static let scatteredReleaseInterval = 4 << 20
 
@@ -176,6 +179,10 @@ extension DWARFReader {
                 }
                 for sequence in tableSequences { output.lines.appendSequence(tableRows[sequence]) }
                 output.tables.append((offset, firstSequence..<output.lines.sequenceCount))
+                // The scratch rows are reused from table to table, but not the room an outsized
+                // table made (python3.11d has one of 134,000 rows: 3 MB held to the walk's end,
+                // where the output is largest).
+                if tableRows.capacity > Self.retainedScratchRows { tableRows = [] }
             } else if decode {
                 for index in firstRow..<output.rows.count {
                     let register = Int(output.rows[index].file)

@@ -238,11 +238,13 @@ struct ModelFlattener {
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
     mutating func scopeSegments() -> SegmentList {
-        var sweep = CoverageSweep(valueCount: model.scopes.count, intervalCount: model.ranges.count)
+        // Depths only rank the sweep: it takes them over. At equal depth the later scope wins.
+        var ranks: [UInt32] = []
+        swap(&ranks, &depth)
+        var sweep = CoverageSweep(ranks: consume ranks, intervalCount: model.ranges.count)
         for (index, scope) in model.scopes.enumerated() {
-            let priority = UInt64(depth[index]) << 32 | UInt64(index)
             for range in model.ranges[scope.rangeIndices] {
-                sweep.add(start: range.start, end: range.end, priority: priority, value: UInt32(index))
+                sweep.add(start: range.start, end: range.end, value: UInt32(index))
             }
         }
         // The sweep has its own copy of the ranges, which are not read again: with the caller's
@@ -250,8 +252,6 @@ extension ModelFlattener {
         model.ranges = []
         var segments = SegmentList()
         sweep.winners { segments.append($0) }
-        // Depths only order the sweep.
-        depth = []
         return segments
     }
 
@@ -386,8 +386,8 @@ struct LineSegments {
                 sortedIndex[index] = sortedRows.count
                 sortedRows.append(order.map { rows[$0] })
             }
-            sweep.add(start: sequence.start, end: sequence.end,
-                      priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
+            // The first sequence wins: ranks fall as the index grows.
+            sweep.add(start: sequence.start, end: sequence.end, rank: UInt32.max - UInt32(index), value: UInt32(index))
         }
         winners = sweep.winners()
         advance()

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import SymBytes
 import SymDWARF
 import SymELF
@@ -23,6 +26,18 @@ public enum ModuleConverter {
     ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
     public static let version = 3
 
+    /// Gives the free pages inside malloc's heaps back to the system (`malloc_trim`). Building
+    /// the model leaves megabytes of small blocks freed in the middle of the heap of the thread
+    /// that converts (the walkers' dictionaries, symbol names), which malloc keeps resident: they
+    /// would count in the writer's peak. (Looked up: `<malloc.h>` is in no Swift module.)
+    static func returnFreeHeapPages() {
+        #if canImport(Glibc)
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(nil, "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        #endif
+    }
+
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
     /// unnamed, from `debugFile`.
@@ -38,6 +53,7 @@ public enum ModuleConverter {
         // only copy of the model and rows, which it frees before encoding.
         let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
+        returnFreeHeapPages()
         return try SymbolTableWriter.write(consume model, lines: consume lines)
     }
 
