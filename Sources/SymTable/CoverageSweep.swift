@@ -95,10 +95,8 @@ struct CoverageSweep {
         let shortCount = intervals.count
         let total = shortCount + longIntervals.count
         guard total > 0 else { return }
-        // Ties need no order: the heap orders values by priority, and every end is handled
-        // before the starts at its address. The sorts take no buffer.
-        intervals.sortInPlaceUnstably { $0.start < $1.start }
-        longIntervals.sortInPlaceUnstably { $0.start < $1.start }
+        intervals.sort { $0.start < $1.start }
+        longIntervals.sort { $0.start < $1.start }
         // Index `i` names `intervals[i]` below `shortCount`, else `longIntervals[i - shortCount]`.
         func end(_ index: UInt32) -> UInt64 {
             Int(index) < shortCount ? intervals[Int(index)].end : longIntervals[Int(index) - shortCount].end
@@ -106,8 +104,7 @@ struct CoverageSweep {
         func value(_ index: UInt32) -> UInt32 {
             Int(index) < shortCount ? intervals[Int(index)].value : longIntervals[Int(index) - shortCount].value
         }
-        var byEnd = Array(0..<UInt32(total))
-        byEnd.sortInPlaceUnstably { end($0) < end($1) }
+        let byEnd = (0..<UInt32(total)).sorted { end($0) < end($1) }
         // A value may cover an address through several of its own intervals: count them.
         var open = [UInt32](repeating: 0, count: ranks.count)
         var heap = MaxHeap()

@@ -90,26 +90,6 @@ import Testing
         }
     }
 
-    /// The sweep's buffer-free sort orders like `sort()` on random, sorted, reversed, all-equal and
-    /// few-distinct inputs (the last two drive its partitions hardest).
-    @Test(arguments: [0, 1, 2, 3, 4, 5])
-    func inPlaceSortOrdersLikeSort(kind: Int) {
-        var generator = SplitMix64(seed: UInt64(kind))
-        for count in [0, 1, 2, 15, 16, 17, 100, 5000] {
-            var values: [UInt32] = (0..<count).map { _ in UInt32.random(in: 0...UInt32.max, using: &generator) }
-            switch kind {
-            case 1: values.sort()
-            case 2: values.sort(by: >)
-            case 3: values = values.map { _ in 7 }
-            case 4: values = values.map { $0 % 3 }
-            default: break
-            }
-            var sorted = values
-            sorted.sortInPlaceUnstably { $0 < $1 }
-            #expect(sorted == values.sorted(), "kind \(kind), \(count) values")
-        }
-    }
-
     /// `SegmentList` keeps its bytes in blocks that its cursor frees behind itself: segments come
     /// back exactly across many blocks, with big and small gaps, lengths and values.
     @Test func segmentListsComeBackAcrossBlocks() {
