@@ -13,6 +13,10 @@ struct ModelFlattener {
     private var model: SymbolModel
     /// The line rows (the model's own `lines` are not read).
     private let lines: LineTable
+    /// The model's scopes without their ranges, made once the scope sweep has read the ranges
+    /// (20 bytes a scope where the model's take 28: the flattener holds them to its end, the
+    /// writer's peak).
+    private var scopes: [FlatScope] = []
     /// Nesting depth of each scope (0 for a physical function).
     private var depth: [UInt32] = []
     /// Per inlined scope: the call-site record of the frame it was inlined into, or `unset`.
@@ -35,6 +39,16 @@ struct ModelFlattener {
         var symbol: UInt32?
     }
     private static let unset = UInt32.max
+
+    /// A scope as the walk reads it: `Scope` without its ranges.
+    private struct FlatScope {
+        var name: UInt32
+        var parent: UInt32
+        var callFile: UInt32
+        var callLine: UInt32
+        var callColumn: UInt32
+        var isInlined: Bool { parent != Scope.noParent }
+    }
 
     /// The model's strings, which the table's string data is copied from when it is encoded.
     var strings: StringArena { model.strings }
@@ -61,12 +75,17 @@ struct ModelFlattener {
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
         // Scope segments are read once, in order, from their coded list.
         let scopeSegments = scopeSegments()
-        // Every string at most once, with its length; a call site at most once per inlined scope
-        // (the module name comes after, in string data's spare bytes or one growth); ranges one per
-        // boundary at most, a few bytes each (an estimate: more grow the list).
+        scopes = model.scopes.map {
+            FlatScope(name: $0.name, parent: $0.parent, callFile: $0.callFile, callLine: $0.callLine,
+                      callColumn: $0.callColumn)
+        }
+        model.scopes = []
+        // Every model string at most once; a scope record per scope or symbol (an estimate), a
+        // call site at most once per inlined scope; ranges one per boundary at most, a few bytes
+        // each (an estimate: more grow the list).
         let boundaries = scopeSegments.count + lines.rowCount + model.symbols.count
-        builder.reserveCapacity(strings: model.strings.count, scopes: model.scopes.count + model.symbols.count,
-                                callSites: model.scopes.count,
+        builder.reserveCapacity(strings: model.strings.count, scopes: scopes.count + model.symbols.count,
+                                callSites: scopes.count,
                                 rangeBytes: min(boundaries, 1 << 28) * 8)
         var scopes = SegmentList.Cursor(consume scopeSegments)
         // Line segments are about as many as the rows: produced one at a time, never stored.
@@ -135,7 +154,7 @@ struct ModelFlattener {
         let symbolName = symbol.map { keptSymbols[Int($0)].name }
         let id: UInt32
         if let scope {
-            let innermost = model.scopes[Int(scope)]
+            let innermost = scopes[Int(scope)]
             if innermost.isInlined {
                 // Rule 3: enclosing frames at call sites. Rule 4: the physical frame is named by the
                 // symbol; the override lives here, so caller chains stay independent of symbols.
@@ -144,7 +163,7 @@ struct ModelFlattener {
                     // An override that repeats the physical function's own name changes nothing:
                     // leaving it out lets such ranges share a scope record (and merge) with their
                     // neighbours that no symbol covers.
-                    let physical = model.scopes[physicalScope(of: Int(scope))].name
+                    let physical = scopes[physicalScope(of: Int(scope))].name
                     if !model.strings.equal(Int(symbolName), Int(physical)) {
                         physicalName = try name(symbolName, builder: &builder) + 1
                     }
@@ -169,8 +188,8 @@ struct ModelFlattener {
     private func physicalScope(of scope: Int) -> Int {
         var current = scope
         var steps = 0
-        while model.scopes[current].isInlined && steps < model.scopes.count {
-            current = Int(model.scopes[current].parent)
+        while scopes[current].isInlined && steps < scopes.count {
+            current = Int(scopes[current].parent)
             steps += 1
         }
         return current
@@ -186,16 +205,16 @@ struct ModelFlattener {
         while true {
             if callerSite[scope] != Self.unset { known = callerSite[scope]; break }
             chain.append(scope)
-            let parent = Int(model.scopes[scope].parent)
-            guard model.scopes[parent].isInlined else { break }
+            let parent = Int(scopes[scope].parent)
+            guard scopes[parent].isInlined else { break }
             scope = parent
         }
         // Unwind top-down: each record's caller is the call site built (or found) just above it.
         var index = chain.count - 1
         while index >= 0 {
             let scope = chain[index]
-            let inlined = model.scopes[scope]
-            let parent = model.scopes[Int(inlined.parent)]
+            let inlined = scopes[scope]
+            let parent = scopes[Int(inlined.parent)]
             var record = FrameRecord(
                 file: try file(inlined.callFile, builder: &builder), line: inlined.callLine, column: inlined.callColumn)
             record.name = try name(parent.name, builder: &builder)

@@ -266,38 +266,42 @@ extension TableBuilder {
         ]
         let total = TableFormat.headerSize + sizes.values.reduce(0, +)
 
-        var out: [UInt8] = []
-        out.reserveCapacity(total)
-        out.append(contentsOf: TableFormat.magic)
-        out.appendLittleEndian(TableFormat.version)
-        out.appendLittleEndian(compact ? TableFormat.Flag.compactRangeStarts : 0)
-        out.appendLittleEndian(module.machine)
-        out.append(module.is64Bit ? 1 : 0)
-        out.append(UInt8(TableFormat.Section.allCases.count))
+        var header: [UInt8] = []
+        header.reserveCapacity(TableFormat.headerSize)
+        header.append(contentsOf: TableFormat.magic)
+        header.appendLittleEndian(TableFormat.version)
+        header.appendLittleEndian(compact ? TableFormat.Flag.compactRangeStarts : 0)
+        header.appendLittleEndian(module.machine)
+        header.append(module.is64Bit ? 1 : 0)
+        header.append(UInt8(TableFormat.Section.allCases.count))
         for width in [stringWidth, fileWidth, lineWidth, columnWidth, nameWidth, scopeWidth, callSiteWidth] {
-            out.append(UInt8(width))
+            header.append(UInt8(width))
         }
-        out.append(0)
-        out.appendLittleEndian(moduleName)
-        out.appendLittleEndian(addressBase)
+        header.append(0)
+        header.appendLittleEndian(moduleName)
+        header.appendLittleEndian(addressBase)
         for count in [stringCount, files.count, names.count, scopes.count, callSites.count, ranges.count] {
-            out.appendLittleEndian(UInt32(count))
+            header.appendLittleEndian(UInt32(count))
         }
         for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
-            out.appendLittleEndian(count)
+            header.appendLittleEndian(count)
         }
         var offset = TableFormat.headerSize
         for section in TableFormat.Section.allCases {
             let size = sizes[section] ?? 0
-            out.appendLittleEndian(UInt64(offset))
-            out.appendLittleEndian(UInt64(size))
+            header.appendLittleEndian(UInt64(offset))
+            header.appendLittleEndian(UInt64(size))
             offset += size
         }
-        precondition(out.count == TableFormat.headerSize, "header layout out of step with TableFormat")
+        precondition(header.count == TableFormat.headerSize, "header layout out of step with TableFormat")
 
-        // The sections are written in place into the final size (no per-byte append).
-        out.append(contentsOf: repeatElement(0, count: total - out.count))
-        out.withUnsafeMutableBytes { buffer in
+        // The sections are written in place into the final size (no per-byte append), front to
+        // back into storage left uninitialised: its pages become resident only as they are
+        // written, while the collections already written are freed (the ranges, scope and
+        // call-site records go before the string data, the largest section, is written).
+        let out = [UInt8](unsafeUninitializedCapacity: total) { storage, initialized in
+            let buffer = UnsafeMutableRawBufferPointer(storage)
+            header.withUnsafeBytes { buffer.copyMemory(from: $0) }
             var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
             writer.bytes(module.buildID)
             ranges.forEach { start, _ in
@@ -316,6 +320,7 @@ extension TableBuilder {
                 writer.field(record.physicalName, width: nameWidth)
                 writer.field(record.caller, width: callSiteWidth)
             }
+            scopes = []
             for record in callSites {
                 writer.field(record.file, width: fileWidth)
                 writer.field(record.line, width: lineWidth)
@@ -323,6 +328,7 @@ extension TableBuilder {
                 writer.field(record.name, width: nameWidth)
                 writer.field(record.caller, width: callSiteWidth)
             }
+            callSites = []
             for file in files {
                 writer.field(file.directory, width: stringWidth)
                 writer.field(file.name, width: stringWidth)
@@ -333,9 +339,10 @@ extension TableBuilder {
                 arena.withBytes(of: Int(index)) { writer.string($0) }
             }
             if let extraString { extraString.withUnsafeBytes { writer.string($0) } }
+            // Every byte is written: nothing uninitialised is handed out.
             precondition(writer.position == total, "section sizes out of step with their contents")
+            initialized = total
         }
-        precondition(out.count == total, "section sizes out of step with their contents")
         return out
     }
 }
