@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import CLibz
 import CZstd
 import SymBytes
@@ -56,20 +49,8 @@ extension ELFFile {
                                          offset: payloadOffset, sectionName: section.name)
         // The compressed bytes are not read again: their pages go back while the decompressed
         // copy is in use (libc's debug file: 4 MB next to 10 MB of DWARF).
-        if case .mapped = storage { Self.releasePages(of: raw) }
+        if case .mapped = storage { FileMappedPages.release(raw) }
         return SectionContents(storage: .owned(buffer), start: 0, count: buffer.count)
-    }
-
-    /// Gives back the resident pages lying wholly inside `bytes`, a read-only view of a private
-    /// file mapping: they are read again from the file if touched.
-    static func releasePages(of bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress else { return }
-        let pageSize = UInt(max(1, sysconf(Int32(_SC_PAGESIZE))))
-        let address = UInt(bitPattern: base)
-        let start = (address + pageSize - 1) / pageSize * pageSize
-        let end = (address + UInt(bytes.count)) / pageSize * pageSize
-        guard start < end, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return }
-        _ = madvise(pointer, Int(end - start), MADV_DONTNEED)
     }
 
     /// Inflates `payload` into a buffer of exactly `declaredSize` bytes after checking the size
