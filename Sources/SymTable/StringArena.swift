@@ -10,11 +10,15 @@
 public struct StringArena: Sendable, Equatable {
     /// Bytes a block holds; a longer string has a block of its own.
     static let blockSize = 256 << 10
+    /// Bits of an end offset within its block.
+    private static let offsetBits: UInt64 = 40
+    private static let offsetMask: UInt64 = (1 << 40) - 1
 
     /// The strings' UTF-8 bytes, back to back; a string never straddles two blocks.
     private var blocks: [[UInt8]] = []
-    /// Where each string ends: its block in the high 32 bits, one past its last byte in the low
-    /// ones. A string starts where the one before it ends, or at 0 when it opens a new block.
+    /// Where each string ends: its block in the high 24 bits, one past its last byte in the low 40
+    /// (a block holds one string of up to a terabyte). A string starts where the one before it
+    /// ends, or at 0 when it opens a new block.
     private var ends: [UInt64] = [0]
     /// Bytes of text held.
     public private(set) var byteCount = 0
@@ -34,11 +38,12 @@ public struct StringArena: Sendable, Equatable {
     @inline(__always)
     private func location(of index: Int) -> (block: Int, start: Int, end: Int) {
         let end = ends[index]
-        let block = Int(truncatingIfNeeded: end >> 32)
+        let block = Int(truncatingIfNeeded: end >> Self.offsetBits)
         guard index > 0 else { return (block, 0, 0) }
         let previous = ends[index - 1]
-        let start = previous >> 32 == end >> 32 ? Int(truncatingIfNeeded: previous & 0xFFFF_FFFF) : 0
-        return (block, start, Int(truncatingIfNeeded: end & 0xFFFF_FFFF))
+        let start = previous >> Self.offsetBits == end >> Self.offsetBits
+            ? Int(truncatingIfNeeded: previous & Self.offsetMask) : 0
+        return (block, start, Int(truncatingIfNeeded: end & Self.offsetMask))
     }
 
     /// Number of bytes of string `index`.
@@ -96,7 +101,7 @@ public struct StringArena: Sendable, Equatable {
         }
         let block = blocks.count - 1
         blocks[block].append(contentsOf: text)
-        ends.append(UInt64(block) << 32 | UInt64(blocks[block].count))
+        ends.append(UInt64(block) << Self.offsetBits | UInt64(blocks[block].count))
         byteCount += text.count
         return UInt32(truncatingIfNeeded: ends.count - 1)
     }
