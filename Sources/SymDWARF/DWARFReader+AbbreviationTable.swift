@@ -129,6 +129,18 @@ extension DWARFReader {
             } else {
                 for (index, code) in codes.enumerated() { sparse[code] = Int32(index) }
             }
+            // Every unit's table lives as long as the walk (gcc gives each unit its own: libc's
+            // debug file has 2,063): the room the arrays grew into is given back.
+            entries = Self.exactCopy(entries)
+            specs = Self.exactCopy(specs)
+        }
+
+        /// A copy of `array` in storage of its own size.
+        private static func exactCopy<Element>(_ array: [Element]) -> [Element] {
+            guard array.capacity > array.count else { return array }
+            return [Element](unsafeUninitializedCapacity: array.count) { buffer, count in
+                count = buffer.initialize(fromContentsOf: array)
+            }
         }
 
         /// The walk's action for a tag; the same tags the libdwarf extractor descends into.

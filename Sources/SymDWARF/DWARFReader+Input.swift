@@ -54,11 +54,18 @@ extension DWARFReader {
             }
             scatteredFileMapped = scattered
 
+            // Reading a header faults in the pages around it too (fault-around): with units a few
+            // kilobytes apart, the whole section would be resident. The pages behind go back as
+            // the scans advance (file mappings only), as the walkers do later.
+            var released = 0
             var offset = 0
             while offset < info.count {
                 let unit = try Unit(info, at: offset)
                 units.append(unit)
                 offset = unit.end
+                if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
+                    released = DWARFSections.releasePages(of: info.base, count: info.count, released..<offset)
+                }
             }
             // Each table is decoded once per encoding; hostile files may point units into the middle
             // of other tables, so the bytes decoded in all are bounded.
@@ -76,8 +83,27 @@ extension DWARFReader {
                 var unit = units[index]
                 try readUnitDIE(&unit)
                 units[index] = unit
+                if index % Self.unitsPerScanRelease == Self.unitsPerScanRelease - 1 { releaseScannedPages() }
             }
+            releaseScannedPages()
             try checkLineTablesDoNotOverlap()
+            releaseScannedPages()
+        }
+
+        /// Bytes of unit headers scanned between two releases of `.debug_info`'s pages.
+        static let scanReleaseInterval = 1 << 20
+        /// Unit DIEs (and line table headers) read between two releases of the sections' pages.
+        static let unitsPerScanRelease = 256
+
+        /// Gives back the pages of the file-mapped sections the scans of unit DIEs and line table
+        /// headers read.
+        private func releaseScannedPages() {
+            var sections = scatteredFileMapped
+            if infoIsFileMapped { sections.append(info) }
+            if lineIsFileMapped { sections.append(line) }
+            for section in sections {
+                DWARFSections.releasePages(of: section.base, count: section.count, 0..<section.count)
+            }
         }
 
         /// Identifies a decoded abbreviation table.
@@ -132,7 +158,8 @@ extension DWARFReader {
         private func checkLineTablesDoNotOverlap() throws(FormatError) {
             var offsets = Set<Int>()
             var total = 0
-            for unit in units where unit.isExtracted && unit.lineTableOffset >= 0 {
+            for (index, unit) in units.enumerated() where unit.isExtracted && unit.lineTableOffset >= 0 {
+                if index % Self.unitsPerScanRelease == Self.unitsPerScanRelease - 1 { releaseScannedPages() }
                 guard offsets.insert(unit.lineTableOffset).inserted else { continue }
                 var cursor = unit.lineTableOffset
                 // Unreadable and truncated tables are reported when the unit is walked; here only

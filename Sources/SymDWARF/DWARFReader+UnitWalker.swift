@@ -27,11 +27,10 @@ extension DWARFReader {
         private(set) var output = PartialModel()
         /// Remaining work; see the type's comment.
         private var budget: Int
-        /// Position in `output.texts` plus one, by string reference.
+        /// Index in `output.texts`, by string reference (a text's length is charged again on
+        /// every use).
         private var textIndex: [UInt64: UInt32] = [:]
-        /// UTF-8 length of each of `output.texts`, charged again on every use.
-        private var textLengths: [Int] = []
-        /// Position in `output.texts` plus one, by path (names and paths are interned apart).
+        /// Index in `output.texts`, by path (names and paths are interned apart).
         private var pathIndex: [String: UInt32] = [:]
         /// Path position by (compilation directory, directory, name) string references.
         private var fileIndex: [FileKey: UInt32] = [:]
@@ -58,6 +57,9 @@ extension DWARFReader {
 
         /// Whether line rows are coded (`PartialModel.lines`) or kept as rows (`rows`).
         let codesLines: Bool
+
+        /// Scratch line rows kept for the next table (24 bytes each).
+        static let retainedScratchRows = 16384
 
         /// Bytes of units walked between two releases of the scattered sections' pages.
         static let scatteredReleaseInterval = 4 << 20
@@ -147,7 +149,7 @@ extension DWARFReader {
         // MARK: Line tables
 
         /// Decodes the unit's line table (once per offset) and returns the model file, as a text
-        /// position plus one, for each value of the file register.
+        /// index, for each value of the file register.
         private mutating func readLineTable(of unit: Unit) throws(FormatError) -> [UInt32] {
             guard unit.lineTableOffset >= 0, input.line.count > 0 else { return [] }
             let offset = unit.lineTableOffset
@@ -177,6 +179,10 @@ extension DWARFReader {
                 }
                 for sequence in tableSequences { output.lines.appendSequence(tableRows[sequence]) }
                 output.tables.append((offset, firstSequence..<output.lines.sequenceCount))
+                // The scratch rows are reused from table to table, but not the room an outsized
+                // table made (python3.11d has one of 134,000 rows: 3 MB held to the walk's end,
+                // where the output is largest).
+                if tableRows.capacity > Self.retainedScratchRows { tableRows = [] }
             } else if decode {
                 for index in firstRow..<output.rows.count {
                     let register = Int(output.rows[index].file)
@@ -187,13 +193,13 @@ extension DWARFReader {
             return files
         }
 
-        /// The text position plus one of a file's path, joined as `ModelBuilder.joinPath` does.
+        /// The text index of a file's path, joined as `ModelBuilder.joinPath` does.
         private mutating func path(of file: DWARFLineProgram.File, compilationDirectory: UInt64,
                                    at offset: Int) throws(FormatError) -> UInt32 {
             let compilationDirectory = file.directoryIsCompilationDirectory ? 0 : compilationDirectory
             let key = FileKey(compilationDirectory: compilationDirectory, directory: file.directory, name: file.name)
             if let index = fileIndex[key] {
-                try charge(Self.fileNameCost + textLengths[Int(index) - 1], at: offset)
+                try charge(Self.fileNameCost + output.texts.byteCount(of: Int(index)), at: offset)
                 return index
             }
             // Read a component only when the join uses it, so decoding costs no more than the path
@@ -229,28 +235,48 @@ extension DWARFReader {
             return text
         }
 
-        /// Appends a text to the output, returning its position plus one.
-        private mutating func append(_ text: String, isPath: Bool, at offset: Int) throws(FormatError) -> UInt32 {
+        /// Appends a text (valid UTF-8) to the output, returning its index; the empty text is 0.
+        private mutating func append(_ text: UnsafeRawBufferPointer, isPath: Bool,
+                                     at offset: Int) throws(FormatError) -> UInt32 {
+            if text.isEmpty { return 0 }
             guard output.texts.count < Int(UInt32.max) - 1 else {
                 throw FormatError(.limitExceeded, "too many strings", offset: UInt64(offset))
             }
-            output.texts.append(text)
             output.isPath.append(isPath)
-            textLengths.append(text.utf8.count)
-            return UInt32(output.texts.count)
+            return output.texts.append(text)
         }
 
-        /// The text position plus one of a name by string reference (0 for none).
+        /// Appends a text given as a String to the output, returning its index; the empty text is 0.
+        private mutating func append(_ text: String, isPath: Bool, at offset: Int) throws(FormatError) -> UInt32 {
+            var text = text
+            if text.isEmpty { return 0 }
+            return try text.withUTF8 { utf8 in
+                // `withUTF8` rethrows untyped errors only: the typed one goes through a Result.
+                Result { () throws(FormatError) -> UInt32 in
+                    try append(UnsafeRawBufferPointer(utf8), isPath: isPath, at: offset)
+                }
+            }.get()
+        }
+
+        /// The text index of a name by string reference (0 for none).
         private mutating func text(_ reference: UInt64, at offset: Int) throws(FormatError) -> UInt32 {
             if reference == 0 { return 0 }
             if let index = textIndex[reference] {
-                try charge(textLengths[Int(index) - 1], at: offset)
+                try charge(output.texts.byteCount(of: Int(index)), at: offset)
                 return index
             }
             let (bytes, start) = input.bytes(of: reference)
             let length = try bytes.stringLength(at: start, maximum: budget)
             try charge(length, at: offset)
-            let index = try append(bytes.string(at: start, length: length), isPath: false, at: offset)
+            let raw = UnsafeRawBufferPointer(start: bytes.base + start, count: length)
+            let index: UInt32
+            if raw.allSatisfy({ $0 < 0x80 }) {
+                // ASCII (nearly every name) is valid UTF-8 as it is: no String is made.
+                index = try append(raw, isPath: false, at: offset)
+            } else {
+                // Ill-formed UTF-8 is repaired as `String(decoding:as:)` does.
+                index = try append(bytes.string(at: start, length: length), isPath: false, at: offset)
+            }
             textIndex[reference] = index
             return index
         }

@@ -32,15 +32,33 @@ public enum DWARFReader {
     public static func extract(_ sections: consuming DWARFSections, into builder: inout ModelBuilder,
                                threads: Int = 1, minimumSplitBytes: Int = defaultMinimumSplitBytes) throws(FormatError) {
         guard sections.hasDebugInfo else { return }
+        let workLimit = workLimit(for: sections)
+        // The walk's input (unit list, abbreviation tables) is freed before the parts are merged.
+        let (parts, work) = try walk(sections, threads: threads, minimumSplitBytes: minimumSplitBytes,
+                                     workLimit: workLimit, codesLines: builder.codesLines)
+        // Each thread stops at the limit on its own; together they must stay within it too.
+        guard work <= workLimit else {
+            throw FormatError(.limitExceeded, "the DWARF needs more work than its size allows (hostile input?)")
+        }
+        // The sections are not read again: their pages need not stay resident while the model grows.
+        sections.releaseFileMappedPages()
+        sections = DWARFSections(isLittleEndian: sections.isLittleEndian, is64Bit: sections.is64Bit,
+                                 machine: sections.machine)
+        PartialModel.merge(consume parts, into: &builder)
+    }
+
+    /// Walks the units of `sections` on up to `threads` threads into parts in unit order, with the
+    /// work they took.
+    private static func walk(_ sections: borrowing DWARFSections, threads: Int, minimumSplitBytes: Int,
+                             workLimit: Int, codesLines: Bool) throws(FormatError) -> ([PartialModel], Int) {
         let input = try Input(copy sections)
         // Reading the unit headers faulted in pages all over the sections (and their neighbours,
         // by fault-around): give them back; the walkers read them again in order and release them
         // behind themselves.
         sections.releaseFileMappedPages()
-        let workLimit = workLimit(for: sections)
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
         let jobs = chunks.map {
-            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: builder.codesLines)
+            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines)
         }
         ExtractionJob.runConcurrently(jobs)
         var parts: [PartialModel] = []
@@ -57,15 +75,7 @@ public enum DWARFReader {
                 throw FormatError(.io, "a DWARF extraction thread did not run")
             }
         }
-        // Each thread stops at the limit on its own; together they must stay within it too.
-        guard work <= workLimit else {
-            throw FormatError(.limitExceeded, "the DWARF needs more work than its size allows (hostile input?)")
-        }
-        // The sections are not read again: their pages need not stay resident while the model grows.
-        sections.releaseFileMappedPages()
-        sections = DWARFSections(isLittleEndian: sections.isLittleEndian, is64Bit: sections.is64Bit,
-                                 machine: sections.machine)
-        PartialModel.merge(consume parts, into: &builder)
+        return (parts, work)
     }
 
     /// Unit and line program bytes below which `extract` uses one thread.

@@ -1,11 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SymBytes
+import SymELF
 
 /// The DWARF sections of one ELF file, decompressed, as handed over by SymELF (see `DWARFSections+ELF`).
 ///
@@ -58,14 +52,7 @@ public struct DWARFSections {
     /// pages straddling two ranges are released too.
     @discardableResult
     public static func releasePages(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
-        guard range.lowerBound >= 0, range.upperBound <= count else { return range.lowerBound }
-        let pageSize = UInt(max(1, sysconf(Int32(_SC_PAGESIZE))))
-        let address = UInt(bitPattern: base)
-        let start = (address + UInt(range.lowerBound) + pageSize - 1) / pageSize * pageSize
-        let end = (address + UInt(range.upperBound)) / pageSize * pageSize
-        guard start < end, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return range.lowerBound }
-        _ = madvise(pointer, Int(end - start), MADV_DONTNEED)
-        return Int(end - address)
+        FileMappedPages.release(of: base, count: count, range)
     }
 
     /// Releases the pages of every file-mapped section (see `releasePages`).

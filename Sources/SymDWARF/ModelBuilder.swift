@@ -17,7 +17,8 @@ public struct ModelBuilder {
     public private(set) var lines = LineTable()
     /// Whether line rows go to `lines` (compact, for the table writer) rather than `model.lines`.
     public let codesLines: Bool
-    private var stringIndex: [String: UInt32] = ["": 0]
+    /// Deduplicates `model.strings` by their bytes.
+    private var interner = StringInterner()
     private var fileIndex: [SourceFile: UInt32] = [:]
     private var pathIndex: [String: UInt32] = [:]
 
@@ -35,13 +36,14 @@ public struct ModelBuilder {
         (model, lines)
     }
 
-    /// Interns a string.
+    /// Interns a string (strings are equal when their UTF-8 bytes are).
     public mutating func intern(_ text: String) -> UInt32 {
-        if let index = stringIndex[text] { return index }
-        let index = UInt32(model.strings.count)
-        model.strings.append(text)
-        stringIndex[text] = index
-        return index
+        interner.intern(text, in: &model.strings)
+    }
+
+    /// Interns a string given as UTF-8 bytes.
+    public mutating func intern(_ text: UnsafeRawBufferPointer) -> UInt32 {
+        interner.intern(text, in: &model.strings)
     }
 
     /// Interns a file by its absolute (or best known) path, split into directory and base name.
@@ -84,11 +86,29 @@ public struct ModelBuilder {
         return UInt32(model.scopes.count - 1)
     }
 
+    /// Appends scopes and their ranges already in the model's numbering (names, call files and
+    /// parents are model indices, ranges index the model's ranges after those it has, and none is
+    /// empty or at 0). The first ones become the model's arrays as they are, with no copy.
+    public mutating func addScopes(_ scopes: consuming [Scope], ranges: consuming [AddressRange]) {
+        if model.scopes.isEmpty && model.ranges.isEmpty {
+            model.scopes = scopes
+            model.ranges = ranges
+        } else {
+            model.scopes.append(contentsOf: scopes)
+            model.ranges.append(contentsOf: ranges)
+        }
+    }
+
     /// Makes room for `scopes` more scopes and `ranges` more ranges in one allocation each, so the
     /// arrays are not copied (and left up to half empty) as they grow.
     public mutating func reserveCapacity(scopes: Int, ranges: Int) {
         model.scopes.reserveCapacity(model.scopes.count + scopes)
         model.ranges.reserveCapacity(model.ranges.count + ranges)
+    }
+
+    /// Makes room for `strings` more strings.
+    public mutating func reserveCapacity(strings: Int) {
+        model.strings.reserveCapacity(strings: strings)
     }
 
     /// Makes room for `lines` more line rows in one allocation (rows kept in `model.lines` only).

@@ -19,7 +19,8 @@ struct Segment {
 }
 
 /// Resolves overlapping intervals into the sequence of winners: at each address, the covering
-/// interval with the highest priority wins.
+/// interval with the highest priority wins. A value's priority is its rank, then the value itself
+/// (the higher wins), so no two values tie.
 ///
 /// A sort and one sweep over the interval ends with a max-heap of the open values, so the cost is
 /// O(n log n) in the number of intervals and never depends on the address span.
@@ -42,21 +43,39 @@ struct CoverageSweep {
 
     private var intervals: [Interval] = []
     private var longIntervals: [LongInterval] = []
-    /// The priority of each value (higher wins): every interval of a value has its value's.
-    private var priorities: [UInt64]
+    /// The rank of each value (4 bytes: a flattener has one per scope of the module).
+    private var ranks: [UInt32]
 
     /// Prepares a sweep over values `0..<valueCount` (they index tables of that size), with room
     /// for `intervalCount` intervals in one allocation (more may be added).
     init(valueCount: Int, intervalCount: Int = 0) {
-        priorities = [UInt64](repeating: 0, count: valueCount)
+        ranks = [UInt32](repeating: 0, count: valueCount)
         intervals.reserveCapacity(intervalCount)
     }
 
-    /// Adds a candidate interval; empty ones are ignored. Every interval of one value must carry
-    /// the same priority.
-    mutating func add(start: UInt64, end: UInt64, priority: UInt64, value: UInt32) {
+    /// Prepares a sweep over values `0..<ranks.count` ranked by `ranks`, which it takes over.
+    init(ranks: consuming [UInt32], intervalCount: Int = 0) {
+        self.ranks = ranks
+        intervals.reserveCapacity(intervalCount)
+    }
+
+    /// The priority of `value`: its rank, then the value.
+    @inline(__always)
+    private func priority(_ value: UInt32) -> UInt64 {
+        UInt64(ranks[Int(value)]) << 32 | UInt64(value)
+    }
+
+    /// Adds a candidate interval of `value` with rank `rank`; empty ones are ignored. Every
+    /// interval of one value must carry the same rank.
+    mutating func add(start: UInt64, end: UInt64, rank: UInt32, value: UInt32) {
         guard start < end else { return }
-        priorities[Int(value)] = priority
+        ranks[Int(value)] = rank
+        add(start: start, end: end, value: value)
+    }
+
+    /// Adds a candidate interval of `value`, ranked as given at `init(ranks:)`; empty ones are ignored.
+    mutating func add(start: UInt64, end: UInt64, value: UInt32) {
+        guard start < end else { return }
         if end - start < UInt64(UInt32.max) {
             intervals.append(Interval(start: start, length: UInt32(end - start), value: value))
         } else {
@@ -87,7 +106,7 @@ struct CoverageSweep {
         }
         let byEnd = (0..<UInt32(total)).sorted { end($0) < end($1) }
         // A value may cover an address through several of its own intervals: count them.
-        var open = [UInt32](repeating: 0, count: priorities.count)
+        var open = [UInt32](repeating: 0, count: ranks.count)
         var heap = MaxHeap()
         var current: UInt32? = nil
         var currentStart: UInt64 = 0
@@ -124,7 +143,7 @@ struct CoverageSweep {
             while let next = nextStart(), next.start == address {
                 open[Int(next.value)] += 1
                 if open[Int(next.value)] == 1 {
-                    heap.push(priority: priorities[Int(next.value)], value: next.value)
+                    heap.push(priority: priority(next.value), value: next.value)
                 }
                 takeStart()
             }

@@ -1,56 +1,72 @@
 /// An open-addressing hash set of record ids whose records live elsewhere (an array, the string
-/// data): 8 bytes a slot (id and hash) instead of a `Dictionary`'s copy of every key, and no SipHash.
+/// arena): 4 bytes a slot instead of a `Dictionary`'s copy of every key, and no SipHash.
 ///
-/// The caller hashes its records and says whether an id's record matches; the table stores
-/// `id + 1` (0 marks an empty slot) with 32 bits of the hash, probes linearly and doubles at three
-/// quarters full without asking the caller for anything (the hashes stored make a probe cheap,
-/// and a big module has a million records: the table is a good share of the writer's memory).
+/// The caller hashes its records and says whether an id's record matches. A table of 2^k slots
+/// stores `id + 1` (0 marks an empty slot) in the low k bits of a slot, which always suffice as
+/// the table doubles at three quarters full, and as many bits of the hash as are left over in the
+/// high bits, so that most probes are settled without looking at the record (a big module has a
+/// million records, and the tables are a good share of the writer's peak memory: storing whole
+/// hashes would double them). Growing asks the caller for the hashes of the ids stored.
 struct IDTable {
-    private var ids: [UInt32]
-    private var hashes: [UInt32]
-    private var mask: Int
+    private var slots: [UInt32]
+    /// Bits of a slot that hold `id + 1`: log2 of the slot count.
+    private var idBits: UInt32
     /// Ids stored.
     private(set) var count = 0
 
     /// Creates an empty table.
     init() {
-        ids = [UInt32](repeating: 0, count: 64)
-        hashes = [UInt32](repeating: 0, count: 64)
-        mask = 63
+        slots = [UInt32](repeating: 0, count: 64)
+        idBits = 6
+    }
+
+    private var mask: Int { slots.count - 1 }
+
+    /// The hash bits a slot keeps above the id, for a table of `2^idBits` slots.
+    @inline(__always)
+    private static func tag(_ hash: UInt64, idBits: UInt32) -> UInt32 {
+        // The slot position comes from the hash's low bits; the tag from its high bits.
+        idBits >= 32 ? 0 : UInt32(truncatingIfNeeded: hash >> 32) << idBits
     }
 
     /// The id whose record `matches` among those stored under `hash`, or nil.
     @inline(__always)
     func find(hash: UInt64, _ matches: (UInt32) -> Bool) -> UInt32? {
-        let short = UInt32(truncatingIfNeeded: hash)
-        var slot = Int(short) & mask
+        let tag = Self.tag(hash, idBits: idBits)
+        let idMask = UInt32(truncatingIfNeeded: mask)
+        var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let stored = ids[slot]
+            let stored = slots[slot]
             if stored == 0 { return nil }
-            if hashes[slot] == short && matches(stored - 1) { return stored - 1 }
+            if stored & ~idMask == tag && matches((stored & idMask) - 1) { return (stored & idMask) - 1 }
             slot = (slot + 1) & mask
         }
     }
 
-    /// Stores `id` (below `UInt32.max`) under `hash`.
-    mutating func insert(_ id: UInt32, hash: UInt64) {
+    /// Stores `id` (below `UInt32.max`; callers number their records from 0) under `hash`;
+    /// `hashOf` gives the hash of an id stored before, for when the table grows.
+    mutating func insert(_ id: UInt32, hash: UInt64, hashOf: (UInt32) -> UInt64) {
         precondition(id < UInt32.max, "id out of range")
-        if (count + 1) * 4 > ids.count * 3 {
-            let oldIDs = ids, oldHashes = hashes
-            ids = [UInt32](repeating: 0, count: oldIDs.count * 2)
-            hashes = [UInt32](repeating: 0, count: oldIDs.count * 2)
-            mask = ids.count - 1
-            for slot in oldIDs.indices where oldIDs[slot] != 0 { place(oldIDs[slot], oldHashes[slot]) }
+        // Grow at three quarters full, and until `id + 1` fits below the tag.
+        while (count + 1) * 4 > slots.count * 3 || Int(id) + 1 >= slots.count {
+            let old = slots
+            let oldMask = UInt32(truncatingIfNeeded: old.count - 1)
+            slots = []  // the old slots are the only copy while the new ones are filled
+            slots = [UInt32](repeating: 0, count: old.count * 2)
+            idBits += 1
+            for stored in old where stored != 0 {
+                let storedID = (stored & oldMask) - 1
+                place(storedID, hashOf(storedID))
+            }
         }
-        place(id + 1, UInt32(truncatingIfNeeded: hash))
+        place(id, hash)
         count += 1
     }
 
-    private mutating func place(_ stored: UInt32, _ short: UInt32) {
-        var slot = Int(short) & mask
-        while ids[slot] != 0 { slot = (slot + 1) & mask }
-        ids[slot] = stored
-        hashes[slot] = short
+    private mutating func place(_ id: UInt32, _ hash: UInt64) {
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = Self.tag(hash, idBits: idBits) | (id + 1)
     }
 
     /// Mixes a 64-bit value into a well-spread hash (the finaliser of MurmurHash3).

@@ -13,6 +13,10 @@ struct ModelFlattener {
     private var model: SymbolModel
     /// The line rows (the model's own `lines` are not read).
     private let lines: LineTable
+    /// The model's scopes without their ranges, made once the scope sweep has read the ranges
+    /// (20 bytes a scope where the model's take 28: the flattener holds them to its end, the
+    /// writer's peak).
+    private var scopes: [FlatScope] = []
     /// Nesting depth of each scope (0 for a physical function).
     private var depth: [UInt32] = []
     /// Per inlined scope: the call-site record of the frame it was inlined into, or `unset`.
@@ -36,6 +40,19 @@ struct ModelFlattener {
     }
     private static let unset = UInt32.max
 
+    /// A scope as the walk reads it: `Scope` without its ranges.
+    private struct FlatScope {
+        var name: UInt32
+        var parent: UInt32
+        var callFile: UInt32
+        var callLine: UInt32
+        var callColumn: UInt32
+        var isInlined: Bool { parent != Scope.noParent }
+    }
+
+    /// The model's strings, which the table's string data is copied from when it is encoded.
+    var strings: StringArena { model.strings }
+
     /// Symbols kept after removing duplicates, sorted by address.
     private(set) var keptSymbols: [SymbolEntry] = []
 
@@ -58,26 +75,33 @@ struct ModelFlattener {
     mutating func flatten(into builder: inout TableBuilder) throws(FormatError) {
         // Scope segments are read once, in order, from their coded list.
         let scopeSegments = scopeSegments()
-        // Every string at most once, with its length; a call site at most once per inlined scope
-        // (the module name comes after, in string data's spare bytes or one growth); ranges one per
-        // boundary at most, a few bytes each (an estimate: more grow the list).
+        scopes = model.scopes.map {
+            FlatScope(name: $0.name, parent: $0.parent, callFile: $0.callFile, callLine: $0.callLine,
+                      callColumn: $0.callColumn)
+        }
+        model.scopes = []
+        // Every model string at most once; a scope record per scope or symbol (an estimate), a
+        // call site at most once per inlined scope; ranges one per boundary at most, a few bytes
+        // each (an estimate: more grow the list).
         let boundaries = scopeSegments.count + lines.rowCount + model.symbols.count
-        builder.reserveCapacity(stringBytes: model.strings.reduce(0) { $0 + $1.utf8.count + 5 } + 64,
-                                callSites: model.scopes.count, rangeBytes: min(boundaries, 1 << 28) * 8)
+        builder.reserveCapacity(strings: model.strings.count, scopes: scopes.count + model.symbols.count,
+                                callSites: scopes.count,
+                                rangeBytes: min(boundaries, 1 << 28) * 8)
         var scopes = SegmentList.Cursor(consume scopeSegments)
         // Line segments are about as many as the rows: produced one at a time, never stored.
         var lines = LineSegments(self.lines)
-        let symbols = symbolSegments()
+        keepSymbols()
         model.symbols = []
+        let symbolCount = keptSymbols.count
 
         var symbolCursor = 0
-        let firsts = [scopes.current?.start, lines.current?.start, symbols.first?.start].compactMap { $0 }
+        let firsts = [scopes.current?.start, lines.current?.start, keptSymbols.first?.address].compactMap { $0 }
         guard var address = firsts.min() else { return }
         while true {
             // Step past segments that ended; the current one of each list then ends after `address`.
             while let segment = scopes.current, let end = segment.end, end <= address { scopes.advance() }
             while let segment = lines.current, segment.end <= address { lines.advance() }
-            while symbolCursor < symbols.count, let end = symbols[symbolCursor].end, end <= address { symbolCursor += 1 }
+            while symbolCursor < symbolCount, let end = symbolSegment(symbolCursor).end, end <= address { symbolCursor += 1 }
 
             var next: UInt64? = nil
             func current(_ segment: Segment?) -> UInt32? {
@@ -93,7 +117,7 @@ struct ModelFlattener {
                 next = min(next ?? boundary, boundary)
                 if piece.start <= address { row = piece }
             }
-            let symbol = current(symbolCursor < symbols.count ? symbols[symbolCursor] : nil)
+            let symbol = current(symbolCursor < symbolCount ? symbolSegment(symbolCursor) : nil)
 
             try builder.range(start: address, record: try record(scope: scope, row: row, symbol: symbol, builder: &builder))
             guard let next else { return }
@@ -130,7 +154,7 @@ struct ModelFlattener {
         let symbolName = symbol.map { keptSymbols[Int($0)].name }
         let id: UInt32
         if let scope {
-            let innermost = model.scopes[Int(scope)]
+            let innermost = scopes[Int(scope)]
             if innermost.isInlined {
                 // Rule 3: enclosing frames at call sites. Rule 4: the physical frame is named by the
                 // symbol; the override lives here, so caller chains stay independent of symbols.
@@ -139,9 +163,8 @@ struct ModelFlattener {
                     // An override that repeats the physical function's own name changes nothing:
                     // leaving it out lets such ranges share a scope record (and merge) with their
                     // neighbours that no symbol covers.
-                    let physical = model.scopes[physicalScope(of: Int(scope))].name
-                    if symbolName != physical
-                        && !model.strings[Int(symbolName)].utf8.elementsEqual(model.strings[Int(physical)].utf8) {
+                    let physical = scopes[physicalScope(of: Int(scope))].name
+                    if !model.strings.equal(Int(symbolName), Int(physical)) {
                         physicalName = try name(symbolName, builder: &builder) + 1
                     }
                 }
@@ -165,8 +188,8 @@ struct ModelFlattener {
     private func physicalScope(of scope: Int) -> Int {
         var current = scope
         var steps = 0
-        while model.scopes[current].isInlined && steps < model.scopes.count {
-            current = Int(model.scopes[current].parent)
+        while scopes[current].isInlined && steps < scopes.count {
+            current = Int(scopes[current].parent)
             steps += 1
         }
         return current
@@ -182,16 +205,16 @@ struct ModelFlattener {
         while true {
             if callerSite[scope] != Self.unset { known = callerSite[scope]; break }
             chain.append(scope)
-            let parent = Int(model.scopes[scope].parent)
-            guard model.scopes[parent].isInlined else { break }
+            let parent = Int(scopes[scope].parent)
+            guard scopes[parent].isInlined else { break }
             scope = parent
         }
         // Unwind top-down: each record's caller is the call site built (or found) just above it.
         var index = chain.count - 1
         while index >= 0 {
             let scope = chain[index]
-            let inlined = model.scopes[scope]
-            let parent = model.scopes[Int(inlined.parent)]
+            let inlined = scopes[scope]
+            let parent = scopes[Int(inlined.parent)]
             var record = FrameRecord(
                 file: try file(inlined.callFile, builder: &builder), line: inlined.callLine, column: inlined.callColumn)
             record.name = try name(parent.name, builder: &builder)
@@ -207,7 +230,7 @@ struct ModelFlattener {
     /// The table's function-name record for model string `index`.
     private mutating func name(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
         if nameID[Int(index)] != Self.unset { return nameID[Int(index)] }
-        let id = try builder.name(try string(index, builder: &builder))
+        let id = try builder.name(index, in: model.strings)
         nameID[Int(index)] = id
         return id
     }
@@ -225,7 +248,7 @@ struct ModelFlattener {
     /// The table's string offset for model string `index`.
     private mutating func string(_ index: UInt32, builder: inout TableBuilder) throws(FormatError) -> UInt32 {
         if stringOffset[Int(index)] != Self.unset { return stringOffset[Int(index)] }
-        let offset = try builder.string(model.strings[Int(index)])
+        let offset = try builder.string(index, in: model.strings)
         stringOffset[Int(index)] = offset
         return offset
     }
@@ -234,11 +257,13 @@ struct ModelFlattener {
 extension ModelFlattener {
     /// Rule 1: per address, the deepest scope whose ranges contain it; at equal depth the later scope.
     mutating func scopeSegments() -> SegmentList {
-        var sweep = CoverageSweep(valueCount: model.scopes.count, intervalCount: model.ranges.count)
+        // Depths only rank the sweep: it takes them over. At equal depth the later scope wins.
+        var ranks: [UInt32] = []
+        swap(&ranks, &depth)
+        var sweep = CoverageSweep(ranks: consume ranks, intervalCount: model.ranges.count)
         for (index, scope) in model.scopes.enumerated() {
-            let priority = UInt64(depth[index]) << 32 | UInt64(index)
             for range in model.ranges[scope.rangeIndices] {
-                sweep.add(start: range.start, end: range.end, priority: priority, value: UInt32(index))
+                sweep.add(start: range.start, end: range.end, value: UInt32(index))
             }
         }
         // The sweep has its own copy of the ranges, which are not read again: with the caller's
@@ -246,15 +271,12 @@ extension ModelFlattener {
         model.ranges = []
         var segments = SegmentList()
         sweep.winners { segments.append($0) }
-        // Depths only order the sweep.
-        depth = []
         return segments
     }
 
     /// Rule 4: symbols stably sorted by (address, size), the last kept per address (the largest,
-    /// and among equals the last in model order, i.e. in the ELF symbol table's order); a symbol
-    /// covers from its address to its end (size 0: no end) but never past the next kept symbol.
-    mutating func symbolSegments() -> [Segment] {
+    /// and among equals the last in model order, i.e. in the ELF symbol table's order).
+    mutating func keepSymbols() {
         let symbols = model.symbols
         let order = symbols.indices.sorted { lhs, rhs in
             let left = symbols[lhs], right = symbols[rhs]
@@ -264,6 +286,7 @@ extension ModelFlattener {
         }
         let sorted = order.lazy.map { symbols[$0] }
         keptSymbols = []
+        keptSymbols.reserveCapacity(symbols.count)
         for symbol in sorted {
             if let last = keptSymbols.last, last.address == symbol.address {
                 keptSymbols[keptSymbols.count - 1] = symbol
@@ -271,22 +294,24 @@ extension ModelFlattener {
                 keptSymbols.append(symbol)
             }
         }
-        var result: [Segment] = []
-        result.reserveCapacity(keptSymbols.count)
-        for (index, symbol) in keptSymbols.enumerated() {
-            let next = index + 1 < keptSymbols.count ? keptSymbols[index + 1].address : nil
-            // A size reaching past 2^64 - 1 covers the rest of the address space.
-            let sized: UInt64? = symbol.size == 0 || symbol.size > UInt64.max - symbol.address
-                ? nil : symbol.address + symbol.size
-            let end: UInt64? = switch (sized, next) {
-            case let (sized?, next?): min(sized, next)
-            case let (sized?, nil): sized
-            case let (nil, next?): next
-            case (nil, nil): nil
-            }
-            result.append(Segment(start: symbol.address, end: end, value: UInt32(index)))
+    }
+
+    /// The segment of kept symbol `index`: from its address to its end (size 0: no end) but never
+    /// past the next kept symbol. Made when the walk reaches it, not stored.
+    @inline(__always)
+    func symbolSegment(_ index: Int) -> Segment {
+        let symbol = keptSymbols[index]
+        let next = index + 1 < keptSymbols.count ? keptSymbols[index + 1].address : nil
+        // A size reaching past 2^64 - 1 covers the rest of the address space.
+        let sized: UInt64? = symbol.size == 0 || symbol.size > UInt64.max - symbol.address
+            ? nil : symbol.address + symbol.size
+        let end: UInt64? = switch (sized, next) {
+        case let (sized?, next?): min(sized, next)
+        case let (sized?, nil): sized
+        case let (nil, next?): next
+        case (nil, nil): nil
         }
-        return result
+        return Segment(start: symbol.address, end: end, value: UInt32(index))
     }
 
     /// Checks that every index in the model is in bounds and parents precede their children.
@@ -380,8 +405,8 @@ struct LineSegments {
                 sortedIndex[index] = sortedRows.count
                 sortedRows.append(order.map { rows[$0] })
             }
-            sweep.add(start: sequence.start, end: sequence.end,
-                      priority: UInt64(UInt32.max) - UInt64(index), value: UInt32(index))
+            // The first sequence wins: ranks fall as the index grows.
+            sweep.add(start: sequence.start, end: sequence.end, rank: UInt32.max - UInt32(index), value: UInt32(index))
         }
         winners = sweep.winners()
         advance()

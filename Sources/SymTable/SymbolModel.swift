@@ -13,8 +13,9 @@ import SymBytes
 public struct SymbolModel: Sendable {
     /// The module's identity.
     public var module: ModuleIdentity
-    /// Interned strings (names, directories, file names). Index 0 is always the empty string.
-    public var strings: [String]
+    /// Interned strings (names, directories, file names), in one byte arena. Index 0 is always the
+    /// empty string.
+    public var strings: StringArena
     /// Source files. Index 0 is the unknown file ("??").
     public var files: [SourceFile]
     /// Functions and inlined subroutines, parents before children.
@@ -29,7 +30,7 @@ public struct SymbolModel: Sendable {
     /// Creates an empty model for a module.
     public init(module: ModuleIdentity) {
         self.module = module
-        strings = [""]
+        strings = StringArena()
         files = [SourceFile(directory: 0, name: 0)]
         scopes = []
         ranges = []
@@ -169,11 +170,9 @@ public struct SymbolEntry: Sendable, Equatable {
 }
 
 extension SymbolModel {
-    /// Interns `text`, returning its index. Callers that intern many strings keep their own
-    /// dictionary and append to `strings` directly; this is for small producers and tests.
+    /// Appends `text` (without deduplication), returning its index. Callers that intern many
+    /// strings use a `StringInterner` over `strings`; this is for small producers and tests.
     public mutating func appendString(_ text: String) -> UInt32 {
-        if text.isEmpty { return 0 }
         strings.append(text)
-        return UInt32(strings.count - 1)
     }
 }

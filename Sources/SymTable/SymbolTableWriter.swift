@@ -33,9 +33,11 @@ public enum SymbolTableWriter {
         var flattener = try ModelFlattener(consume model, lines: consume lines)
         try flattener.flatten(into: &builder)
         let symbols = flattener.keptSymbols.count
+        // The strings outlive the rest of the model: the encoder copies them into the table.
+        let strings = flattener.strings
         _ = consume flattener
         let counts = TableBuilder.Counts(functions: UInt64(functions), inlinedScopes: UInt64(inlined),
                                          lineRows: UInt64(lineRows), symbols: UInt64(symbols))
-        return try builder.encode(module: module, counts: counts)
+        return try builder.encode(module: module, counts: counts, strings: strings)
     }
 }

@@ -3,15 +3,75 @@ import SymBytes
 /// Collects a table's records (deduplicated strings, files, function names, scope and call-site
 /// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v1 layout.
 struct TableBuilder {
-    /// String data: ULEB128 length + UTF-8 bytes per string; offset 0 is the empty string.
-    private(set) var stringData: [UInt8] = [0]
-    /// String offsets by their bytes (compared byte for byte, so canonically equal but differently
-    /// encoded strings stay distinct: the table must return the bytes it was given).
-    private var stringOffsets = IDTable()
+    /// The table's strings after the empty one, in first-use order, as indices into the model's
+    /// string arena: the bytes are copied once, from the arena into the output, when the table is
+    /// encoded (a big module has megabytes of names; a second copy here would add to the peak).
+    private var stringOrder: [UInt32] = []
+    /// Offset in the string data of each of `stringOrder`.
+    private var stringOffsetsByID: [UInt32] = []
+    /// Positions in `stringOrder` by their strings' bytes (compared byte for byte, so canonically
+    /// equal but differently encoded strings stay distinct: the table must return the bytes it was
+    /// given).
+    private var stringIDs = IDTable()
+    /// Size of the string data so far: ULEB128 length + UTF-8 bytes per string, after one byte for
+    /// the empty string at offset 0.
+    private var stringDataSize = 1
+    /// The module name's bytes when no record string has them (written last).
+    private var extraString: [UInt8]?
     /// Number of distinct strings, the empty one included.
     private(set) var stringCount = 1
     /// Offsets of strings referenced by records (the module name is not one).
     private var largestRecordStringOffset: UInt32 = 0
+
+    /// Interns string `index` of `arena`, returning its offset in the string data.
+    mutating func string(_ index: UInt32, in arena: StringArena) throws(FormatError) -> UInt32 {
+        try stringID(index, in: arena).map { stringOffsetsByID[$0] } ?? 0
+    }
+
+    /// Interns string `index` of `arena`, returning its position in `stringOrder` (nil for the
+    /// empty string).
+    private mutating func stringID(_ index: UInt32, in arena: StringArena) throws(FormatError) -> Int? {
+        let length = arena.byteCount(of: Int(index))
+        if length == 0 { return nil }
+        let hash = arena.withBytes(of: Int(index)) { IDTable.hash($0) }
+        if let found = stringIDs.find(hash: hash, { arena.equal(Int(stringOrder[Int($0)]), Int(index)) }) {
+            return Int(found)
+        }
+        let offset = try appendString(length: length)
+        stringOrder.append(index)
+        stringIDs.insert(UInt32(stringOrder.count - 1), hash: hash) { [stringOrder] id in
+            arena.withBytes(of: Int(stringOrder[Int(id)])) { IDTable.hash($0) }
+        }
+        stringOffsetsByID.append(offset)
+        nameByStringID.append(Self.noName)
+        return stringOrder.count - 1
+    }
+
+    /// Reserves `length` bytes (and their ULEB128 length) of string data, returning their offset.
+    private mutating func appendString(length: Int) throws(FormatError) -> UInt32 {
+        guard let offset = UInt32(exactly: stringDataSize), offset < UInt32.max else {
+            throw FormatError(.limitExceeded, "string data over 4 GiB")
+        }
+        var lengthBytes = 1
+        while length >> (7 * lengthBytes) != 0 { lengthBytes += 1 }
+        stringDataSize += lengthBytes + length
+        stringCount += 1
+        return offset
+    }
+
+    /// Interns the module name (after every record string), returning its offset.
+    private mutating func moduleName(_ name: String, in arena: StringArena) throws(FormatError) -> UInt32 {
+        let bytes = Array(name.utf8)
+        if bytes.isEmpty { return 0 }
+        let hash = bytes.withUnsafeBytes { IDTable.hash($0) }
+        let found = bytes.withUnsafeBytes { name in
+            stringIDs.find(hash: hash) { id in arena.withBytes(of: Int(stringOrder[Int(id)])) { $0.elementsEqual(name) } }
+        }
+        if let found { return stringOffsetsByID[Int(found)] }
+        let offset = try appendString(length: bytes.count)
+        extraString = bytes
+        return offset
+    }
 
     /// (directory offset, name offset) per file record.
     private(set) var files: [(directory: UInt32, name: UInt32)] = []
@@ -19,7 +79,10 @@ struct TableBuilder {
 
     /// String offset per function-name record.
     private(set) var names: [UInt32] = []
-    private var nameIDs: [UInt32: UInt32] = [:]
+    /// The function-name record of each of `stringOrder`, or `noName`; and of the empty string.
+    private var nameByStringID: [UInt32] = []
+    private var emptyName = noName
+    private static let noName = UInt32.max
 
     /// Scope records (name, physical-frame override, caller field) of innermost frames.
     private(set) var scopes: [ScopeRecord] = []
@@ -33,61 +96,21 @@ struct TableBuilder {
     /// 0 = no frames, else scope record index + 1), in address order; see `RangeList`.
     private(set) var ranges = RangeList()
 
-    /// Interns `text`, returning its offset in the string data.
-    mutating func string(_ text: String) throws(FormatError) -> UInt32 {
-        var text = text
-        // `withUTF8` only rethrows untyped errors: carry the typed one out in a Result.
-        var result: Result<UInt32, FormatError> = .success(0)
-        text.withUTF8 { utf8 in
-            result = Result { () throws(FormatError) -> UInt32 in try string(UnsafeRawBufferPointer(utf8)) }
-        }
-        return try result.get()
-    }
-
-    /// Interns the UTF-8 `bytes`, returning their offset in the string data.
-    mutating func string(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> UInt32 {
-        if bytes.isEmpty { return 0 }
-        let hash = IDTable.hash(bytes)
-        let found = stringData.withUnsafeBytes { data in
-            stringOffsets.find(hash: hash) { offset in Self.bytes(at: Int(offset), in: data).elementsEqual(bytes) }
-        }
-        if let found { return found }
-        guard let offset = UInt32(exactly: stringData.count), offset < UInt32.max else {
-            throw FormatError(.limitExceeded, "string data over 4 GiB")
-        }
-        LEB128Coding.appendUnsigned(UInt64(bytes.count), to: &stringData)
-        stringData.append(contentsOf: bytes)
-        stringOffsets.insert(offset, hash: hash)
-        stringCount += 1
-        return offset
-    }
-
-    /// The bytes of the string written at `offset` of the string data (ULEB128 length first).
-    private static func bytes(at offset: Int, in data: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        var position = offset
-        var length = 0
-        var shift = 0
-        while true {
-            let byte = data[position]
-            position += 1
-            length |= Int(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { break }
-            shift += 7
-        }
-        return UnsafeRawBufferPointer(rebasing: data[position..<(position + length)])
+    /// Makes room, in one allocation each, for `strings` more strings, `scopes` more scope records,
+    /// `callSites` more call-site records and `rangeBytes` of coded ranges: upper bounds the
+    /// flattener knows (estimates for the scope records and ranges), so the arrays are never
+    /// copied as they grow (each copy holds the old and the new array at once), and the room never
+    /// used costs no memory (big arrays are mapped, their pages resident only once written).
+    mutating func reserveCapacity(strings: Int, scopes: Int = 0, callSites: Int, rangeBytes: Int = 0) {
+        self.scopes.reserveCapacity(self.scopes.count + scopes)
+        ranges.reserveCapacity(bytes: rangeBytes)
+        stringOrder.reserveCapacity(stringOrder.count + strings)
+        stringOffsetsByID.reserveCapacity(stringOffsetsByID.count + strings)
+        nameByStringID.reserveCapacity(nameByStringID.count + strings)
+        self.callSites.reserveCapacity(self.callSites.count + callSites)
     }
 
     /// The file record for (directory, name) string offsets.
-    /// Makes room, in one allocation each, for `stringBytes` more bytes of string data,
-    /// `callSites` more call-site records and `rangeBytes` of coded ranges: upper bounds the
-    /// flattener knows (an estimate for the ranges), so the arrays are never
-    /// copied as they grow (each copy holds the old and the new array at once), and the room never
-    /// used costs no memory (big arrays are mapped, their pages resident only once written).
-    mutating func reserveCapacity(stringBytes: Int, callSites: Int, rangeBytes: Int = 0) {
-        ranges.reserveCapacity(bytes: rangeBytes)
-        stringData.reserveCapacity(stringData.count + stringBytes)
-        self.callSites.reserveCapacity(self.callSites.count + callSites)
-    }
 
     mutating func file(directory: UInt32, name: UInt32) throws(FormatError) -> UInt32 {
         let key = UInt64(directory) << 32 | UInt64(name)
@@ -99,12 +122,15 @@ struct TableBuilder {
         return id
     }
 
-    /// The function-name record for a string offset.
-    mutating func name(_ string: UInt32) throws(FormatError) -> UInt32 {
-        if let id = nameIDs[string] { return id }
+    /// The function-name record for string `index` of `arena`.
+    mutating func name(_ index: UInt32, in arena: StringArena) throws(FormatError) -> UInt32 {
+        let stringID = try stringID(index, in: arena)
+        let known = stringID.map { nameByStringID[$0] } ?? emptyName
+        if known != Self.noName { return known }
+        let string = stringID.map { stringOffsetsByID[$0] } ?? 0
         let id = try Self.nextID(names.count, "function names")
         names.append(string)
-        nameIDs[string] = id
+        if let stringID { nameByStringID[stringID] = id } else { emptyName = id }
         largestRecordStringOffset = max(largestRecordStringOffset, string)
         return id
     }
@@ -112,20 +138,20 @@ struct TableBuilder {
     /// The index of scope record (`name`, `physicalName`, `caller`), added when new.
     mutating func scope(name: UInt32, physicalName: UInt32, caller: UInt32) throws(FormatError) -> UInt32 {
         let record = ScopeRecord(name: name, physicalName: physicalName, caller: caller)
-        let hash = FrameRecord(name: name, physicalName: physicalName, caller: caller).tableHash
+        let hash = record.tableHash
         if let id = scopeIDs.find(hash: hash, { scopes[Int($0)] == record }) { return id }
         // The scope field stores index + 1.
         let id = try Self.nextID(scopes.count, "scope records")
         scopes.append(record)
-        scopeIDs.insert(id, hash: hash)
+        scopeIDs.insert(id, hash: hash) { [scopes] id in scopes[Int(id)].tableHash }
         return id
     }
 
     /// The index of call-site `record`, added when new.
     mutating func callSite(_ frame: FrameRecord) throws(FormatError) -> UInt32 {
-        let hash = frame.tableHash
         let record = CallSiteRecord(file: frame.file, line: frame.line, column: frame.column, name: frame.name,
                                     caller: frame.caller)
+        let hash = record.tableHash
         if let id = callSiteIDs.find(hash: hash, { callSites[Int($0)] == record }) { return id }
         // The largest caller field is count + 1, so one id fewer than the field can hold.
         guard callSites.count < Int(UInt32.max) - 1 else {
@@ -133,7 +159,7 @@ struct TableBuilder {
         }
         let id = UInt32(callSites.count)
         callSites.append(record)
-        callSiteIDs.insert(id, hash: hash)
+        callSiteIDs.insert(id, hash: hash) { [callSites] id in callSites[Int(id)].tableHash }
         return id
     }
 
@@ -156,6 +182,9 @@ struct TableBuilder {
         var name: UInt32
         var physicalName: UInt32
         var caller: UInt32
+
+        /// The hash the record is filed under.
+        var tableHash: UInt64 { FrameRecord(name: name, physicalName: physicalName, caller: caller).tableHash }
     }
 
     /// A call-site record as collected: 20 bytes.
@@ -165,6 +194,14 @@ struct TableBuilder {
         var column: UInt32
         var name: UInt32
         var caller: UInt32
+
+        /// The hash the record is filed under.
+        var tableHash: UInt64 {
+            var frame = FrameRecord(file: file, line: line, column: column)
+            frame.name = name
+            frame.caller = caller
+            return frame.tableHash
+        }
     }
 
     private static func nextID(_ count: Int, _ what: String) throws(FormatError) -> UInt32 {
@@ -185,13 +222,13 @@ extension TableBuilder {
     }
 
     /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
-    mutating func encode(module: ModuleIdentity, counts: Counts) throws(FormatError) -> [UInt8] {
-        let moduleName = try string(module.name)
-        // Nothing is added from here on: the lookup tables go before the output is allocated (the
-        // string keys would otherwise keep every model string alive).
-        stringOffsets = IDTable()
+    mutating func encode(module: ModuleIdentity, counts: Counts, strings arena: StringArena) throws(FormatError) -> [UInt8] {
+        let moduleName = try moduleName(module.name, in: arena)
+        // Nothing is added from here on: the lookup tables go before the output is allocated.
+        stringIDs = IDTable()
+        stringOffsetsByID = []
         fileIDs = [:]
-        nameIDs = [:]
+        nameByStringID = []
         scopeIDs = IDTable()
         callSiteIDs = IDTable()
         let compact = ranges.isEmpty || ranges.lastStart - ranges.firstStart <= UInt64(UInt32.max)
@@ -225,42 +262,46 @@ extension TableBuilder {
             .callSites: callSites.count * (fileWidth + lineWidth + columnWidth + nameWidth + callSiteWidth),
             .files: files.count * 2 * stringWidth,
             .names: names.count * stringWidth,
-            .strings: stringData.count,
+            .strings: stringDataSize,
         ]
         let total = TableFormat.headerSize + sizes.values.reduce(0, +)
 
-        var out: [UInt8] = []
-        out.reserveCapacity(total)
-        out.append(contentsOf: TableFormat.magic)
-        out.appendLittleEndian(TableFormat.version)
-        out.appendLittleEndian(compact ? TableFormat.Flag.compactRangeStarts : 0)
-        out.appendLittleEndian(module.machine)
-        out.append(module.is64Bit ? 1 : 0)
-        out.append(UInt8(TableFormat.Section.allCases.count))
+        var header: [UInt8] = []
+        header.reserveCapacity(TableFormat.headerSize)
+        header.append(contentsOf: TableFormat.magic)
+        header.appendLittleEndian(TableFormat.version)
+        header.appendLittleEndian(compact ? TableFormat.Flag.compactRangeStarts : 0)
+        header.appendLittleEndian(module.machine)
+        header.append(module.is64Bit ? 1 : 0)
+        header.append(UInt8(TableFormat.Section.allCases.count))
         for width in [stringWidth, fileWidth, lineWidth, columnWidth, nameWidth, scopeWidth, callSiteWidth] {
-            out.append(UInt8(width))
+            header.append(UInt8(width))
         }
-        out.append(0)
-        out.appendLittleEndian(moduleName)
-        out.appendLittleEndian(addressBase)
+        header.append(0)
+        header.appendLittleEndian(moduleName)
+        header.appendLittleEndian(addressBase)
         for count in [stringCount, files.count, names.count, scopes.count, callSites.count, ranges.count] {
-            out.appendLittleEndian(UInt32(count))
+            header.appendLittleEndian(UInt32(count))
         }
         for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
-            out.appendLittleEndian(count)
+            header.appendLittleEndian(count)
         }
         var offset = TableFormat.headerSize
         for section in TableFormat.Section.allCases {
             let size = sizes[section] ?? 0
-            out.appendLittleEndian(UInt64(offset))
-            out.appendLittleEndian(UInt64(size))
+            header.appendLittleEndian(UInt64(offset))
+            header.appendLittleEndian(UInt64(size))
             offset += size
         }
-        precondition(out.count == TableFormat.headerSize, "header layout out of step with TableFormat")
+        precondition(header.count == TableFormat.headerSize, "header layout out of step with TableFormat")
 
-        // The sections are written in place into the final size (no per-byte append).
-        out.append(contentsOf: repeatElement(0, count: total - out.count))
-        out.withUnsafeMutableBytes { buffer in
+        // The sections are written in place into the final size (no per-byte append), front to
+        // back into storage left uninitialised: its pages become resident only as they are
+        // written, while the collections already written are freed (the ranges, scope and
+        // call-site records go before the string data, the largest section, is written).
+        let out = [UInt8](unsafeUninitializedCapacity: total) { storage, initialized in
+            let buffer = UnsafeMutableRawBufferPointer(storage)
+            header.withUnsafeBytes { buffer.copyMemory(from: $0) }
             var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
             writer.bytes(module.buildID)
             ranges.forEach { start, _ in
@@ -279,6 +320,7 @@ extension TableBuilder {
                 writer.field(record.physicalName, width: nameWidth)
                 writer.field(record.caller, width: callSiteWidth)
             }
+            scopes = []
             for record in callSites {
                 writer.field(record.file, width: fileWidth)
                 writer.field(record.line, width: lineWidth)
@@ -286,15 +328,21 @@ extension TableBuilder {
                 writer.field(record.name, width: nameWidth)
                 writer.field(record.caller, width: callSiteWidth)
             }
+            callSites = []
             for file in files {
                 writer.field(file.directory, width: stringWidth)
                 writer.field(file.name, width: stringWidth)
             }
             for name in names { writer.field(name, width: stringWidth) }
-            writer.bytes(stringData)
+            writer.field(0, width: 1)  // the empty string
+            for index in stringOrder {
+                arena.withBytes(of: Int(index)) { writer.string($0) }
+            }
+            if let extraString { extraString.withUnsafeBytes { writer.string($0) } }
+            // Every byte is written: nothing uninitialised is handed out.
             precondition(writer.position == total, "section sizes out of step with their contents")
+            initialized = total
         }
-        precondition(out.count == total, "section sizes out of step with their contents")
         return out
     }
 }
@@ -332,6 +380,21 @@ private struct FieldWriter {
         precondition(position + 8 <= buffer.count, "field past the table's computed size")
         buffer.storeBytes(of: value.littleEndian, toByteOffset: position, as: UInt64.self)
         position += 8
+    }
+
+    /// Writes `text` as a string of the string data: its ULEB128 length, then its bytes.
+    mutating func string(_ text: UnsafeRawBufferPointer) {
+        var length = text.count
+        while length >= 0x80 {
+            field(UInt32(length & 0x7F | 0x80), width: 1)
+            length >>= 7
+        }
+        field(UInt32(length), width: 1)
+        precondition(position + text.count <= buffer.count, "bytes past the table's computed size")
+        if let base = text.baseAddress {
+            (buffer.baseAddress! + position).copyMemory(from: base, byteCount: text.count)
+        }
+        position += text.count
     }
 
     mutating func bytes(_ bytes: [UInt8]) {

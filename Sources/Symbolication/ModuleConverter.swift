@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import SymBytes
 import SymDWARF
 import SymELF
@@ -23,6 +26,18 @@ public enum ModuleConverter {
     ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
     public static let version = 3
 
+    /// Gives the free pages inside malloc's heaps back to the system (`malloc_trim`). Building
+    /// the model leaves megabytes of small blocks freed in the middle of the heap of the thread
+    /// that converts (the walkers' dictionaries, symbol names), which malloc keeps resident: they
+    /// would count in the writer's peak. (Looked up: `<malloc.h>` is in no Swift module.)
+    static func returnFreeHeapPages() {
+        #if canImport(Glibc)
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(nil, "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+        #endif
+    }
+
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
     /// unnamed, from `debugFile`.
@@ -38,6 +53,7 @@ public enum ModuleConverter {
         // only copy of the model and rows, which it frees before encoding.
         let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
+        returnFreeHeapPages()
         return try SymbolTableWriter.write(consume model, lines: consume lines)
     }
 
@@ -75,7 +91,13 @@ public enum ModuleConverter {
             // below); the symbols are read one at a time, not all held with their names.
             let entrySize: UInt64 = file.header.is64Bit ? 24 : 16
             let hasStatics = file.sections.contains { $0.type == ELF.SHT_SYMTAB && !$0.isNoBits && $0.size >= 2 * entrySize }
+            var read = 0
             try file.forEachSymbol { symbol in
+                // The tables' pages go back as the walk goes, not only at the end: a big module's
+                // symbol and string tables (swift-format: 11 MB) would otherwise all be resident
+                // on top of the model.
+                read += 1
+                if read % symbolsPerRelease == 0 { releaseSymbolTablePages(of: file) }
                 guard (!hasStatics || !symbol.isDynamic) && isCodeSymbol(symbol, in: file) else { return }
                 // ARM marks Thumb functions with bit 0 of the symbol value; the code starts one byte lower.
                 let address = file.header.machine == 40 /* EM_ARM */ && symbol.type == 2 ? symbol.value & ~1 : symbol.value
@@ -127,6 +149,10 @@ public enum ModuleConverter {
         }
         return low < ranges.count && ranges[low].start <= address
     }
+
+    /// Symbols read between two releases of the symbol and string tables' pages (about 400 KB of
+    /// `Elf64_Sym` entries and their names).
+    static let symbolsPerRelease = 16384
 
     /// Gives back the resident pages of the file's symbol and string tables once they have been
     /// read (file mappings only: the bytes stay readable and are read again from the page cache if

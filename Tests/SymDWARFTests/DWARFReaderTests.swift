@@ -843,3 +843,36 @@ extension DWARFReaderTests {
         Self.expectFailure([".debug_info": info, ".debug_abbrev": abbreviations, ".debug_line": line5.bytes], .invalidValue)
     }
 }
+
+extension DWARFReaderTests {
+    /// Names reach the model's byte arena as `String(decoding:as:)` would make them: ill-formed
+    /// UTF-8 repaired (U+FFFD), and names equal only canonically (é as one scalar or two) kept
+    /// apart, byte for byte.
+    @Test("names are repaired like String(decoding:) and compared by their bytes")
+    func nameBytes() throws {
+        let abbreviations = DWARFReaderForge.abbreviations([
+            (1, Code.compileUnit, true, []),
+            (2, Code.subprogram, false, [(Code.name, Code.string, nil), (Code.lowPC, Code.addr, nil),
+                                         (Code.highPC, Code.data4, nil)]),
+        ])
+        let names: [[UInt8]] = [
+            [0x62, 0x61, 0x64, 0xFF, 0x21],                          // "bad", a stray byte, "!"
+            Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8), Array("caf\u{E9}".utf8),
+        ]
+        var body = DWARFReaderForge()
+        body.uleb(1)
+        for (index, name) in names.enumerated() {
+            body.uleb(2)
+            body.bytes(name + [0])
+            body.u64(0x1000 + UInt64(index) * 0x100)
+            body.u32(0x10)
+        }
+        body.uleb(0)
+        let model = try Self.outcome([".debug_info": DWARFReaderForge.unit(body: body.bytes),
+                                      ".debug_abbrev": abbreviations]).get()
+        let stored = model.scopes.map { scope in model.strings.withBytes(of: Int(scope.name)) { Array($0) } }
+        #expect(stored == names.map { Array(String(decoding: $0, as: UTF8.self).utf8) })
+        #expect(model.scopes[1].name != model.scopes[2].name)
+        #expect(model.scopes[1].name == model.scopes[3].name)
+    }
+}

@@ -46,6 +46,8 @@ import Testing
             let inflated = try compressed.contents(of: section)
             #expect(inflated.count == Int(twin.size), "\(section.name)")
             #expect(inflated.copyBytes() == (try original.contents(of: twin).copyBytes()), "\(section.name)")
+            // The compressed bytes' pages were given back after inflating: they read the same again.
+            #expect(try compressed.contents(of: section).copyBytes() == inflated.copyBytes(), "\(section.name) again")
         }
     }
 

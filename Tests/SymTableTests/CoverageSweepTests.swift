@@ -31,8 +31,9 @@ import Testing
     func matchesTheOracle(seed: UInt64, longShare: Int) {
         var generator = SplitMix64(seed: seed)
         let valueCount = 24
-        // Distinct priorities, as the flattener's (depth, index) ones are.
-        let priorities = (0..<UInt64(valueCount)).map { $0 * 1000 + UInt64.random(in: 0..<1000, using: &generator) }
+        // Ranks with ties (as the flattener's depths have); the value breaks them, the higher winning.
+        let ranks = (0..<UInt32(valueCount)).map { _ in UInt32.random(in: 0..<6, using: &generator) }
+        let priorities = ranks.indices.map { UInt64(ranks[$0]) << 32 | UInt64($0) }
         for _ in 0..<40 {
             var intervals: [(start: UInt64, end: UInt64, value: UInt32)] = []
             for _ in 0..<Int.random(in: 0...30, using: &generator) {
@@ -45,7 +46,7 @@ import Testing
             }
             var sweep = CoverageSweep(valueCount: valueCount, intervalCount: intervals.count / 2)
             for interval in intervals {
-                sweep.add(start: interval.start, end: interval.end, priority: priorities[Int(interval.value)],
+                sweep.add(start: interval.start, end: interval.end, rank: ranks[Int(interval.value)],
                           value: interval.value)
             }
             let winners = sweep.winners().map { ($0.start, $0.end!, $0.value) }
@@ -59,13 +60,34 @@ import Testing
 
     @Test func anIntervalToTheTopOfTheAddressSpace() {
         var sweep = CoverageSweep(valueCount: 2)
-        sweep.add(start: 0x1000, end: .max, priority: 1, value: 0)
-        sweep.add(start: 0x2000, end: 0x3000, priority: 2, value: 1)
+        sweep.add(start: 0x1000, end: .max, rank: 1, value: 0)
+        sweep.add(start: 0x2000, end: 0x3000, rank: 2, value: 1)
         let winners = sweep.winners().map { ($0.start, $0.end!, $0.value) }
         #expect(winners.count == 3)
         #expect(winners.first! == (0x1000, 0x2000, 0))
         #expect(winners.dropFirst().first! == (0x2000, 0x3000, 1))
         #expect(winners.last! == (0x3000, .max, 0))
+    }
+
+    /// Ranks given up front (the flattener hands over its depths) rank as ranks given per interval.
+    @Test func ranksTakenOverRankAsGiven() {
+        var generator = SplitMix64(seed: 9)
+        let ranks = (0..<16).map { _ in UInt32.random(in: 0..<3, using: &generator) }
+        let intervals = (0..<200).map { _ in
+            let start = UInt64.random(in: 0..<500, using: &generator)
+            return (start: start, end: start + UInt64.random(in: 1..<40, using: &generator),
+                    value: UInt32.random(in: 0..<16, using: &generator))
+        }
+        var given = CoverageSweep(valueCount: ranks.count)
+        var takenOver = CoverageSweep(ranks: ranks)
+        for interval in intervals {
+            given.add(start: interval.start, end: interval.end, rank: ranks[Int(interval.value)], value: interval.value)
+            takenOver.add(start: interval.start, end: interval.end, value: interval.value)
+        }
+        let expected = Self.oracle(intervals, priorities: ranks.indices.map { UInt64(ranks[$0]) << 32 | UInt64($0) })
+        for winners in [given.winners(), takenOver.winners()] {
+            #expect(winners.map { [$0.start, $0.end!, UInt64($0.value)] } == expected.map { [$0.0, $0.1, UInt64($0.2)] })
+        }
     }
 
     /// `SegmentList` keeps its bytes in blocks that its cursor frees behind itself: segments come

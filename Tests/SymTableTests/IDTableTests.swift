@@ -13,7 +13,7 @@ import Testing
         var table = IDTable()
         for (id, record) in records.enumerated() {
             #expect(table.find(hash: hash(record), { records[Int($0)] == record }) == nil)
-            table.insert(UInt32(id), hash: hash(record))
+            table.insert(UInt32(id), hash: hash(record)) { hash(records[Int($0)]) }
         }
         #expect(table.count == records.count)
         for (id, record) in records.enumerated() {
@@ -21,6 +21,22 @@ import Testing
         }
         let absent = records[0] &+ 1
         #expect(table.find(hash: hash(absent), { records[Int($0)] == absent }) == nil)
+    }
+
+    /// Ids need not be dense: the table grows until an id fits below the hash bits it keeps.
+    @Test func findsSparseIDs() {
+        var generator = SplitMix64(seed: 7)
+        let records = (0..<3000).map { _ in UInt64.random(in: 0...UInt64.max, using: &generator) }
+        func id(_ position: Int) -> UInt32 { UInt32(position * 97 + 5) }
+        var table = IDTable()
+        var recordOfID: [UInt32: UInt64] = [:]
+        for (position, record) in records.enumerated() {
+            recordOfID[id(position)] = record
+            table.insert(id(position), hash: IDTable.mix(record)) { IDTable.mix(recordOfID[$0]!) }
+        }
+        for (position, record) in records.enumerated() {
+            #expect(table.find(hash: IDTable.mix(record), { recordOfID[$0] == record }) == id(position))
+        }
     }
 
     @Test func byteHashesDependOnEveryByte() {
