@@ -24,7 +24,9 @@ public enum ModuleConverter {
     /// 2. a zero-size label covers the rest of its section only (`_fini` fix).
     /// 3. no symbol-name override that repeats the physical function's name (such ranges merge);
     ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
-    public static let version = 3
+    /// 4. names kept as their bytes: two spellings of one name in different Unicode forms (é as
+    ///    one scalar or two) stay two names instead of merging into the first spelling.
+    public static let version = 4
 
     /// Gives the free pages inside malloc's heaps back to the system (`malloc_trim`). Building
     /// the model leaves megabytes of small blocks freed in the middle of the heap of the thread
