@@ -108,6 +108,14 @@ public final class SymbolTable: Sendable {
         }
     }
 
+    /// Reads ahead the strings of function-name records `names` (from `warmFrames`), all at once so
+    /// that their cache misses overlap: reading them right after is then cheaper. A hint: it reads
+    /// within bounds and never fails; `names` is overwritten. Returns a checksum of the bytes read,
+    /// which the caller keeps so that the reads are not optimised away.
+    public func warmNames(_ names: UnsafeMutableBufferPointer<UInt32>) -> UInt32 {
+        withBytes { bytes in layout.warmNames(bytes, names) }
+    }
+
     /// Calls `body` for each frame of range `index` (from `rangeIndex(containing:)`), as
     /// `forEachFrame(at:)` does for an address in it; throws on an index out of bounds.
     @discardableResult

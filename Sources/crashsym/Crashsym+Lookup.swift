@@ -77,7 +77,8 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             let style: FrameRenderer.Style = format == .json ? .json : .text
-            let main = LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: true)
+            let strings = FrameRenderer.RenderedStrings(table: symbols.table, style: style, demangles: !noDemangle)
+            let main = LookupWorker(table: symbols.table, strings: strings, path: path, streams: true)
             var failed = false
             if addresses.isEmpty {
                 let jobs = self.jobs ?? min(FileSystem.processorCount, Self.defaultMaximumJobs)
@@ -113,7 +114,7 @@ extension Crashsym {
                         if jobs > 1 && linesEnd >= Self.parallelThreshold {
                             if helpers.isEmpty {
                                 helpers = (1..<jobs).map { _ in
-                                    LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: false)
+                                    LookupWorker(table: symbols.table, strings: strings, path: path, streams: false)
                                 }
                             }
                             answerInParallel(lines, workers: [main] + helpers)
@@ -171,8 +172,6 @@ extension Crashsym {
                 }
                 for case let (worker, span)? in owners { worker.emit(span: span) }
                 for worker in workers { worker.reset() }
-                // Names one thread demangled this round, the others need not demangle again.
-                workers[0].share(with: Array(workers.dropFirst()))
                 start = roundEnd
             }
         }

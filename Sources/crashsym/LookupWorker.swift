@@ -22,11 +22,12 @@ final class LookupWorker: Sendable {
     /// few enough that a partner on a pipe is not kept waiting.
     static let batchSize = 4096
 
-    /// A worker for `table`; one that `streams` writes its output itself whenever it grows large
-    /// (right for the first part of a round, whose output comes first anyway).
-    init(table: SymbolTable, style: FrameRenderer.Style, demangles: Bool, path: String, streams: Bool) {
-        state = Mutex(State(renderer: FrameRenderer(table: table, style: style, demangles: demangles), path: path,
-                            streams: streams))
+    /// A worker for `table` rendering with `strings` (shared by all workers of one run, so that a
+    /// name is rendered and demangled once whichever thread meets it first); one that `streams`
+    /// writes its output itself whenever it grows large (right for the first part of a round,
+    /// whose output comes first anyway).
+    init(table: SymbolTable, strings: FrameRenderer.RenderedStrings, path: String, streams: Bool) {
+        state = Mutex(State(renderer: FrameRenderer(table: table, strings: strings), path: path, streams: streams))
     }
 
     /// Whether some line was not an address or some address could not be answered.
@@ -67,24 +68,6 @@ final class LookupWorker: Sendable {
             state.notes.removeAll(keepingCapacity: true)
             state.spans.removeAll(keepingCapacity: true)
         }
-    }
-
-    /// Shares the names and paths rendered since the last round with `others` (see
-    /// `FrameRenderer.share(with:)`); call it between rounds, when no worker is answering.
-    func share(with others: [LookupWorker]) {
-        var all = state.withLock { $0.renderer.renderedSinceShared() }
-        for other in others where other !== self {
-            let theirs = other.state.withLock { $0.renderer.renderedSinceShared() }
-            state.withLock { $0.renderer.adopt(theirs) }
-            all.append(theirs)
-        }
-        for other in others where other !== self {
-            other.state.withLock { state in
-                state.renderer.adopt(all)
-                state.renderer.forgetShared()
-            }
-        }
-        state.withLock { $0.renderer.forgetShared() }
     }
 
     /// Where a block's answers are in a worker's output and notes.
