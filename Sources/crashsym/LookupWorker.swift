@@ -12,9 +12,9 @@ import Glibc
 /// whichever thread did the work.
 ///
 /// The state sits behind a mutex so a worker can be handed to another thread; each worker is used
-/// by one thread at a time, so the lock is never contended. In a parallel round, workers take
+/// by one thread at a time, so the lock is never contended. In a parallel run, workers take
 /// blocks of lines as they become free (a thread the scheduler preempts holds up no other) and
-/// remember where each block's answers are, for the caller to write them in block order.
+/// answer each into its own `BlockOutput`, which `LookupPipeline` writes in block order.
 final class LookupWorker: Sendable {
     private let state: Mutex<State>
 
@@ -39,42 +39,20 @@ final class LookupWorker: Sendable {
         state.withLock { state in text.withUnsafeBytes { state.answer(lines: $0) } }
     }
 
-    /// Answers block `block` of a parallel round (complete lines), keeping its output until
-    /// `emit(span:)` writes it.
-    func answer(block: Int, lines text: [UInt8]) {
+    /// Answers the complete lines of one block of a parallel run into `block` (empty), which
+    /// keeps the answers and notes until `BlockOutput.write()` writes them in block order.
+    func answer(lines text: [UInt8], into block: BlockOutput) {
         state.withLock { state in
-            let outputStart = state.output.count, noteStart = state.notes.count
+            swap(&state.output, &block.output)
+            swap(&state.notes, &block.notes)
             // The block's answers must wait for the blocks before it.
             let streams = state.streams
             state.streams = false
             text.withUnsafeBytes { state.answer(lines: $0) }
             state.streams = streams
-            state.spans.append(Span(block: block, output: outputStart..<state.output.count, notes: noteStart..<state.notes.count))
+            swap(&state.output, &block.output)
+            swap(&state.notes, &block.notes)
         }
-    }
-
-    /// The blocks answered since the last `reset()`, in the order this worker answered them.
-    var spans: [Span] { state.withLock { $0.spans } }
-
-    /// Writes the output and notes of one answered block, in order.
-    func emit(span: Span) {
-        state.withLock { $0.emit(span.output, notes: span.notes) }
-    }
-
-    /// Forgets the blocks answered (after they were emitted).
-    func reset() {
-        state.withLock { state in
-            state.output.removeAll()
-            state.notes.removeAll(keepingCapacity: true)
-            state.spans.removeAll(keepingCapacity: true)
-        }
-    }
-
-    /// Where a block's answers are in a worker's output and notes.
-    struct Span: Sendable {
-        var block: Int
-        var output: Range<Int>
-        var notes: Range<Int>
     }
 
     /// Queues the address on `line`, or notes why it is not one.
@@ -97,8 +75,6 @@ final class LookupWorker: Sendable {
         var output = OutputBytes(capacity: 1 << 17)
         /// Messages for standard error, each written once `output` has been written up to `offset`.
         var notes: [(offset: Int, message: String)] = []
-        /// The blocks of a parallel round answered so far.
-        var spans: [Span] = []
         /// Addresses queued for the renderer's batch search.
         var batch: [UInt64] = []
         /// The table's path, for messages.
@@ -157,20 +133,36 @@ final class LookupWorker: Sendable {
 
         /// Writes the output and the notes, in order, and forgets them.
         mutating func emit() {
-            emit(0..<output.count, notes: notes.indices)
+            LookupWorker.write(output, notes: notes)
             output.removeAll()
             notes.removeAll(keepingCapacity: true)
         }
+    }
 
-        /// Writes the output bytes `range` and the notes `noteRange` (which fall inside it), in order.
-        func emit(_ range: Range<Int>, notes noteRange: Range<Int>) {
-            var written = range.lowerBound
-            for note in notes[noteRange] {
-                output.write(written..<note.offset, to: STDOUT_FILENO)
-                written = note.offset
-                FileOutput.standardError(note.message)
-            }
-            output.write(written..<range.upperBound, to: STDOUT_FILENO)
+    /// Writes `output` to standard output and `notes` (whose offsets fall inside it) to standard
+    /// error, in order.
+    static func write(_ output: borrowing OutputBytes, notes: [(offset: Int, message: String)]) {
+        var written = 0
+        for note in notes {
+            output.write(written..<note.offset, to: STDOUT_FILENO)
+            written = note.offset
+            FileOutput.standardError(note.message)
         }
+        output.write(written..<output.count, to: STDOUT_FILENO)
+    }
+}
+
+/// The answers to one block of lines of a parallel run, kept until the blocks before it are
+/// written; reused for later blocks. Used by one thread at a time (the one answering the block,
+/// then the one writing it), handed over through `LookupPipeline`'s mutex.
+final class BlockOutput: @unchecked Sendable {
+    var output = OutputBytes(capacity: 1 << 16)
+    var notes: [(offset: Int, message: String)] = []
+
+    /// Writes the answers and notes, in order, and forgets them.
+    func write() {
+        LookupWorker.write(output, notes: notes)
+        output.removeAll()
+        notes.removeAll(keepingCapacity: true)
     }
 }
