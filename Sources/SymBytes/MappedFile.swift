@@ -47,21 +47,6 @@ public final class MappedFile: @unchecked Sendable {
         if let base { munmap(UnsafeMutableRawPointer(mutating: base), count) }
     }
 
-    /// Maps every page of the file now, in one call, rather than one page fault at a time as
-    /// they are read: for a caller about to read much of it (a large batch of lookups). A hint:
-    /// on a kernel without `MADV_POPULATE_READ` (Linux 5.14) it only starts reading ahead.
-    public func populate() {
-        guard let base else { return }
-        let start = UnsafeMutableRawPointer(mutating: base)
-        #if os(Linux)
-        if madvise(start, count, Self.populateRead) == 0 { return }
-        #endif
-        _ = madvise(start, count, MADV_WILLNEED)
-    }
-
-    /// `MADV_POPULATE_READ` (`linux/mman.h`), which the C library's headers may lack.
-    private static let populateRead: Int32 = 22
-
     /// The mapped bytes; valid while this object is alive.
     public var bytes: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: base, count: count)

@@ -57,12 +57,6 @@ public final class SymbolTable: Sendable {
             byteCount: byteCount)
     }
 
-    /// Maps the whole table in now, for a caller about to read much of it (see
-    /// `MappedFile.populate()`); nothing for a table held in memory.
-    public func populate() {
-        if case .mapped(let file) = storage { file.populate() }
-    }
-
     /// Size of the table in bytes.
     public var byteCount: Int {
         switch storage {

@@ -55,7 +55,7 @@ extension Crashsym {
             return copy.withUTF8 { FrameRenderer.parseAddress(UnsafeRawBufferPointer($0)) }
         }
 
-        /// Threads used by default: more would each warm their own caches for little gain.
+        /// Threads used by default: more would mostly wait on memory for little gain.
         static let defaultMaximumJobs = 4
         /// Complete lines (bytes) from one read that are worth a second thread; fewer are answered
         /// on the calling thread, so one address costs no thread start.
@@ -110,8 +110,6 @@ extension Crashsym {
                         let lines = UnsafeRawBufferPointer(start: buffer, count: linesEnd)
                         if jobs > 1 && linesEnd >= Self.parallelThreshold {
                             if helpers.isEmpty {
-                                // A batch this large reads much of the table: map it in at once.
-                                symbols.table.populate()
                                 helpers = (1..<jobs).map { _ in
                                     LookupWorker(table: symbols.table, strings: strings, path: path, streams: false)
                                 }

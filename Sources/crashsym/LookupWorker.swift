@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// One thread's share of `crashsym lookup`: answers input lines into its own output buffer with its
-/// own renderer (so its caches are never shared), and keeps what it has to say on standard error
+/// own renderer (whose rendered names and paths all workers share), and keeps what it has to say on standard error
 /// next to the output offset where it belongs, so that `emit()` writes both streams in input order
 /// whichever thread did the work.
 ///
