@@ -446,7 +446,7 @@ public struct FrameRenderer: ~Copyable {
     /// it, and returns the copy (valid while the strings live); a record past the table's keeps
     /// nothing, and gets `bytes` back.
     private mutating func keep(_ kind: RenderedStrings.Kind, _ key: UInt32, _ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        guard strings.holds(kind, key) else { return bytes }
+        guard strings.holds(kind, key), bytes.count <= Int(UInt32.max) - 4 else { return bytes }
         let size = 4 + bytes.count
         if chunkFree < size {
             let capacity = max(size, Self.chunkSize)
