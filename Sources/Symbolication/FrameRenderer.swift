@@ -384,46 +384,42 @@ public struct FrameRenderer: ~Copyable {
     @inline(__always)
     private mutating func appendFunction(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.function, index) { return output.append(entry) }
-        let reference = try table.functionName(index)
-        output.append(renderFunction(index, reference))
+        renderFunction(index, try table.functionName(index), to: &output)
     }
 
-    /// Renders, keeps and returns the printed name of function-name record `index`: demangled
+    /// Renders, keeps and appends the printed name of function-name record `index`: demangled
     /// when it looks mangled, `??` when empty.
-    private mutating func renderFunction(_ index: UInt32, _ reference: StringRef) -> UnsafeRawBufferPointer {
-        var entry = UnsafeRawBufferPointer(start: nil, count: 0)
+    private mutating func renderFunction(_ index: UInt32, _ reference: StringRef, to output: inout OutputBytes) {
         let demangler = self.demangler, demangles = self.demangles
+        // Appended where the bytes live: `keep` hands back its argument when it keeps nothing.
         table.withUTF8(reference) { raw in
             if raw.isEmpty {
-                entry = keep(.function, index, Self.bytes(Literal.unknown))
-            } else if demangles && Self.mayBeMangled(raw), demangler.withDemangled(utf8: raw, { entry = keepEscaped(.function, index, $0) }) {
+                output.append(keep(.function, index, Self.bytes(Literal.unknown)))
+            } else if demangles && Self.mayBeMangled(raw),
+                      demangler.withDemangled(utf8: raw, { output.append(keepEscaped(.function, index, $0)) }) {
                 return
             } else if demangles && Self.mayBeMangled(raw) {
                 // Not demangled: printed as `demangleOrSelf` prints it (a String: invalid UTF-8 repaired).
                 var text = String(decoding: raw, as: UTF8.self)
-                entry = text.withUTF8 { keepEscaped(.function, index, UnsafeRawBufferPointer($0)) }
+                text.withUTF8 { output.append(keepEscaped(.function, index, UnsafeRawBufferPointer($0))) }
             } else {
-                entry = keepEscaped(.function, index, raw)
+                output.append(keepEscaped(.function, index, raw))
             }
         }
-        return entry
     }
 
     /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.
     private mutating func appendMangledName(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.mangled, index) { return output.append(entry) }
         let reference = try table.functionName(index)
-        var entry = UnsafeRawBufferPointer(start: nil, count: 0)
-        table.withUTF8(reference) { raw in entry = keepEscaped(.mangled, index, raw) }
-        output.append(entry)
+        table.withUTF8(reference) { raw in output.append(keepEscaped(.mangled, index, raw)) }
     }
 
     /// Appends the path of file record `index` (rendered once per record; nothing for an unknown file).
     private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.path, index) { return output.append(entry) }
         let (directory, file) = try table.file(index)
-        let joined = path(directory, file)
-        output.append(joined.withUnsafeBytes { keepEscaped(.path, index, $0) })
+        path(directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
     }
 
     /// Whether file record `index` names no file (its rendered path is empty when seen before).
@@ -433,20 +429,24 @@ public struct FrameRenderer: ~Copyable {
         return try table.file(index).name.isEmpty
     }
 
-    /// `keep`s `text` escaped for the style.
+    /// `keep`s `text` escaped for the style; the bytes returned are valid while the strings live.
     private mutating func keepEscaped(_ kind: RenderedStrings.Kind, _ key: UInt32, _ text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         guard style == .json, needsJSONEscaping(text) else { return keep(kind, key, text) }
         var escaped: [UInt8] = []
         escaped.reserveCapacity(text.count + 8)
         appendJSONEscaped(text, to: &escaped)
-        return escaped.withUnsafeBytes { keep(kind, key, $0) }
+        // Kept even where `keep` would not keep it, so that the bytes outlive `escaped`.
+        return escaped.withUnsafeBytes { keep(kind, key, $0, always: true) }
     }
 
     /// Copies `bytes` into this renderer's chunk as the entry of record `key` of `kind`, publishes
-    /// it, and returns the copy (valid while the strings live); a record past the table's keeps
-    /// nothing, and gets `bytes` back.
-    private mutating func keep(_ kind: RenderedStrings.Kind, _ key: UInt32, _ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        guard strings.holds(kind, key), bytes.count <= Int(UInt32.max) - 4 else { return bytes }
+    /// it, and returns the copy (valid while the strings live). A record past the table's (or bytes
+    /// too long for an entry's length) keeps nothing and gets `bytes` back, unless `always`: then
+    /// the copy is made but not published.
+    private mutating func keep(_ kind: RenderedStrings.Kind, _ key: UInt32, _ bytes: UnsafeRawBufferPointer,
+                               always: Bool = false) -> UnsafeRawBufferPointer {
+        let publishes = strings.holds(kind, key) && bytes.count <= Int(UInt32.max) - 4
+        guard publishes || always else { return bytes }
         let size = 4 + bytes.count
         if chunkFree < size {
             let capacity = max(size, Self.chunkSize)
@@ -454,11 +454,11 @@ public struct FrameRenderer: ~Copyable {
             chunkFree = capacity
         }
         let entry = chunk!
-        entry.storeBytes(of: UInt32(bytes.count), as: UInt32.self)
+        entry.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count), as: UInt32.self)
         if let source = bytes.baseAddress { (entry + 4).copyMemory(from: source, byteCount: bytes.count) }
         chunk = entry + size
         chunkFree -= size
-        strings.publish(kind, key, entry)
+        if publishes { strings.publish(kind, key, entry) }
         return UnsafeRawBufferPointer(start: entry + 4, count: bytes.count)
     }
 

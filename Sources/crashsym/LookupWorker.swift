@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 /// One thread's share of `crashsym lookup`: answers input lines into its own output buffer with its
-/// own renderer (whose rendered names and paths all workers share), and keeps what it has to say on standard error
-/// next to the output offset where it belongs, so that `emit()` writes both streams in input order
-/// whichever thread did the work.
+/// own renderer (the names and paths rendered are shared by all workers), and keeps what it has
+/// to say on standard error next to the output offset where it belongs, so that both streams are
+/// written in input order whichever thread did the work.
 ///
 /// The state sits behind a mutex so a worker can be handed to another thread; each worker is used
 /// by one thread at a time, so the lock is never contended. In a parallel run, workers take
@@ -24,8 +24,8 @@ final class LookupWorker: Sendable {
 
     /// A worker for `table` rendering with `strings` (shared by all workers of one run, so that a
     /// name is rendered and demangled once whichever thread meets it first); one that `streams`
-    /// writes its output itself whenever it grows large (right for the first part of a round,
-    /// whose output comes first anyway).
+    /// writes its output itself whenever it grows large (right for the worker answering on the
+    /// calling thread; never while it answers a block of a parallel run).
     init(table: SymbolTable, strings: FrameRenderer.RenderedStrings, path: String, streams: Bool) {
         state = Mutex(State(renderer: FrameRenderer(table: table, strings: strings), path: path, streams: streams))
     }
