@@ -170,8 +170,10 @@ extension Crashsym {
 /// The ordering of one parallel run of `lookup` (see `Lookup.answerInParallel`): which block is
 /// next to answer, the answered blocks waiting for the ones before them, and who writes.
 final class LookupPipeline: Sendable {
-    /// Blocks a thread may answer ahead of the next one to write (about 800 addresses each).
-    static let window = 8
+    /// Blocks a thread may answer ahead of the next one to write (about 800 addresses each):
+    /// enough that a thread descheduled for a time slice while answering the next block to write
+    /// seldom holds the others up (on a busy machine), few enough to bound the answers held.
+    static let window = 32
 
     private let blockCount: Int
     private let taken = Atomic<Int>(0)
@@ -195,7 +197,8 @@ final class LookupPipeline: Sendable {
     func nextBlock() -> Int? {
         let block = taken.wrappingAdd(1, ordering: .relaxed).oldValue
         guard block < blockCount else { return nil }
-        while block >= written.load(ordering: .acquiring) + Self.window { sched_yield() }
+        // Sleeping, not spinning: the thread answering the block waited for may need this core.
+        while block >= written.load(ordering: .acquiring) + Self.window { usleep(50) }
         return block
     }
 
