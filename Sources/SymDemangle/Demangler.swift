@@ -56,6 +56,52 @@ public struct Demangler: Sendable {
         return isVersion ? at : nil
     }
 
+    /// Calls `body` with the demangled form of the UTF-8 name `name` (the bytes of `demangle(_:)`'s
+    /// answer for `String(decoding: name, as: UTF8.self)`, valid only while `body` runs) and
+    /// returns true; false, without calling `body`, when that answer is nil. ASCII Swift names,
+    /// most of what a Swift binary holds, go to the runtime with no `String`, array or heap
+    /// allocation in between.
+    public func withDemangled(utf8 name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard name.count <= Self.maximumNameLength else { return false }
+        // A Swift prefix is no Rust or C++ one, so such a name is classified `.swift`; ASCII only,
+        // so that the input needs no UTF-8 repair.
+        if Self.hasSwiftPrefix(name) && Self.isASCII(name) {
+            return SwiftRuntimeDemangler.withDemangled(name) { demangled in
+                // `demangle` reads the result into a String, which repairs invalid UTF-8.
+                guard !Self.isASCII(demangled) else { return body(demangled) }
+                var repaired = String(decoding: demangled, as: UTF8.self)
+                repaired.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            }
+        }
+        guard var demangled = demangle(String(decoding: name, as: UTF8.self)) else { return false }
+        demangled.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        return true
+    }
+
+    /// Whether every byte of `bytes` is ASCII.
+    @inline(__always)
+    private static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var union: UInt8 = 0
+        for byte in bytes { union |= byte }
+        return union < 0x80
+    }
+
+    /// Whether `name` starts with one of `ManglingScheme.swiftPrefixes`.
+    @inline(__always)
+    private static func hasSwiftPrefix(_ name: UnsafeRawBufferPointer) -> Bool {
+        guard name.count >= 3 else {
+            return name.count == 2 && name[0] == UInt8(ascii: "$") && ManglingScheme.isSwiftVersionLetter(name[1])
+        }
+        switch name[0] {
+        case UInt8(ascii: "$"): return ManglingScheme.isSwiftVersionLetter(name[1])
+        case UInt8(ascii: "_"):
+            return (name[1] == UInt8(ascii: "$") && ManglingScheme.isSwiftVersionLetter(name[2]))
+                || (name[1] == UInt8(ascii: "T") && name[2] == UInt8(ascii: "0"))
+        case UInt8(ascii: "@"): return name.starts(with: "@__swiftmacro_".utf8)
+        default: return false
+        }
+    }
+
     /// The demangled form of `name`, or `name` itself when it cannot be demangled.
     public func demangleOrSelf(_ name: String) -> String {
         demangle(name) ?? name

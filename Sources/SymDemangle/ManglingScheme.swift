@@ -32,4 +32,10 @@ extension ManglingScheme {
     /// `getManglingPrefixLength`): Swift 4 (`_T0`), 4.2 (`$S`), 5+ (`$s`), Embedded (`$e`), each with
     /// an optional Mach-O underscore, and macro expansion buffers.
     static let swiftPrefixes = ["$s", "$S", "$e", "_$s", "_$S", "_$e", "_T0", "@__swiftmacro_"]
+
+    /// The letters after `$` in `swiftPrefixes`.
+    @inline(__always)
+    static func isSwiftVersionLetter(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "s") || byte == UInt8(ascii: "S") || byte == UInt8(ascii: "e")
+    }
 }

@@ -36,6 +36,33 @@ enum SwiftRuntimeDemangler {
         }
     }
 
+    /// Demangles the Swift name `name`, calls `body` with the demangled bytes (valid only while it
+    /// runs) and returns true: the same answer as `demangle(_:)`, without an array, string or heap
+    /// allocation for names of ordinary length. False (and `body` is not called) when `demangle`
+    /// says nil.
+    static func withDemangled(_ name: UnsafeRawBufferPointer, bufferSize: Int = stackBufferSize,
+                              _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard let source = name.baseAddress, !name.isEmpty else { return false }
+        if name[name.count - 1] == UInt8(ascii: "p") && crashesRuntimeDemangler(Array(name)) { return false }
+        // See `demangle(_:)`: the name must end in a NUL, and hold none before it.
+        guard memchr(source, 0, name.count) == nil else { return false }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1 + max(1, bufferSize)) { scratch -> Bool in
+            let mangled = scratch.baseAddress!, buffer = mangled + name.count + 1, capacity = max(1, bufferSize)
+            UnsafeMutableRawPointer(mangled).copyMemory(from: source, byteCount: name.count)
+            mangled[name.count] = 0
+            var size = capacity
+            guard let result = swift_demangle(mangled, name.count, buffer, &size, 0) else { return false }
+            if size <= capacity {
+                body(UnsafeRawBufferPointer(start: result, count: strlen(result)))
+                return true
+            }
+            guard let pointer = swift_demangle(mangled, name.count, nil, nil, 0) else { return false }
+            defer { free(pointer) }
+            body(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
+            return true
+        }
+    }
+
     /// Bytes of demangled name that fit in the stack buffer (most names are far shorter).
     static let stackBufferSize = 4096
 

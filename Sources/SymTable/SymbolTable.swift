@@ -5,14 +5,35 @@ import SymBytes
 ///
 /// Every read is bounds-checked, so a corrupt or hostile table yields `FormatError`, never a trap;
 /// inline chains must point strictly backwards, so a walk always ends. See `docs/csym-format.md`.
-public final class SymbolTable: Sendable {
+// Audited: every stored property is immutable, and `bytes` points into memory that `storage`
+// keeps alive and unchanged for the table's life.
+public final class SymbolTable: @unchecked Sendable {
     /// Who keeps the bytes alive.
     private enum Storage: Sendable {
         case mapped(MappedFile)
-        case owned([UInt8])
+        case owned(OwnedBytes)
+    }
+
+    /// A copy of the bytes of a table not read from a file, at an address that never moves.
+    private final class OwnedBytes: @unchecked Sendable {
+        private let buffer: UnsafeMutableRawBufferPointer
+        /// The copy (as many bytes as were copied).
+        let bytes: UnsafeRawBufferPointer
+
+        init(_ source: [UInt8]) {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, source.count), alignment: 16)
+            source.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            self.buffer = buffer
+            bytes = UnsafeRawBufferPointer(start: buffer.baseAddress, count: source.count)
+        }
+
+        deinit { buffer.deallocate() }
     }
 
     private let storage: Storage
+    /// The table's bytes, read through directly (no reference counting of `storage` per read:
+    /// two threads reading the same table do not write the same counter).
+    private let bytes: UnsafeRawBufferPointer
     let layout: TableLayout
     /// The module the table describes.
     public let module: ModuleIdentity
@@ -28,11 +49,16 @@ public final class SymbolTable: Sendable {
 
     /// Opens a table over a copy of `bytes`.
     public convenience init(bytes: [UInt8]) throws(FormatError) {
-        try self.init(storage: .owned(bytes))
+        try self.init(storage: .owned(OwnedBytes(bytes)))
     }
 
     private init(storage: Storage) throws(FormatError) {
-        let (layout, module) = try Self.withBytes(of: storage) { bytes throws(FormatError) in
+        let bytes: UnsafeRawBufferPointer
+        switch storage {
+        case .mapped(let file): bytes = file.bytes
+        case .owned(let owned): bytes = owned.bytes
+        }
+        let (layout, module) = try { () throws(FormatError) in
             let reader = ByteReader(bytes)
             let layout = try TableLayout(reader)
             let name = try layout.string(reader, at: layout.moduleName)
@@ -41,8 +67,9 @@ public final class SymbolTable: Sendable {
                 buildID: Array(buildID), machine: layout.machine, is64Bit: layout.is64Bit,
                 name: Self.decode(name, in: reader, layout: layout))
             return (layout, module)
-        }
+        }()
         self.storage = storage
+        self.bytes = bytes
         self.layout = layout
         self.module = module
     }
@@ -58,12 +85,7 @@ public final class SymbolTable: Sendable {
     }
 
     /// Size of the table in bytes.
-    public var byteCount: Int {
-        switch storage {
-        case .mapped(let file): file.count
-        case .owned(let bytes): bytes.count
-        }
-    }
+    public var byteCount: Int { bytes.count }
 
     /// Calls `body` for each frame covering `address`, innermost first, physical function last;
     /// no allocation. Returns the number of frames (0 when the address is in no function).
@@ -106,6 +128,14 @@ public final class SymbolTable: Sendable {
                 return (checksum, count)
             }
         }
+    }
+
+    /// Reads ahead the strings of function-name records `names` (from `warmFrames`), all at once so
+    /// that their cache misses overlap: reading them right after is then cheaper. A hint: it reads
+    /// within bounds and never fails; `names` is overwritten. Returns a checksum of the bytes read,
+    /// which the caller keeps so that the reads are not optimised away.
+    public func warmNames(_ names: UnsafeMutableBufferPointer<UInt32>) -> UInt32 {
+        withBytes { bytes in layout.warmNames(bytes, names) }
     }
 
     /// Calls `body` for each frame of range `index` (from `rangeIndex(containing:)`), as
@@ -265,25 +295,11 @@ public final class SymbolTable: Sendable {
         }
     }
 
+    @inline(__always)
     private func withBytes<Value, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
     ) throws(Failure) -> Value {
-        try Self.withBytes(of: storage, body)
-    }
-
-    private static func withBytes<Value, Failure: Error>(
-        of storage: Storage, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
-    ) throws(Failure) -> Value {
-        switch storage {
-        case .mapped(let file):
-            return try body(file.bytes)
-        case .owned(let bytes):
-            // Array.withUnsafeBytes only rethrows untyped errors: carry the typed one out in a Result.
-            let result: Result<Value, Failure> = bytes.withUnsafeBytes { buffer in
-                Result { () throws(Failure) -> Value in try body(buffer) }
-            }
-            return try result.get()
-        }
+        try body(bytes)
     }
 
     private static func decode(_ ref: StringRef, in reader: ByteReader, layout: TableLayout) -> String {

@@ -172,6 +172,28 @@ extension TableLayout {
         return sink
     }
 
+    /// Reads the first bytes of the strings of function-name records `names`, all names at once
+    /// (first their entries in the name section, then their strings), so that the cache misses
+    /// of different names overlap and reading the names right after finds them in cache. A hint:
+    /// an index or offset out of bounds is skipped. `names` is overwritten (with string offsets).
+    /// Returns a checksum of the bytes read, for the caller to keep.
+    func warmNames(_ bytes: UnsafeRawBufferPointer, _ names: UnsafeMutableBufferPointer<UInt32>) -> UInt32 {
+        var sink: UInt32 = 0
+        for index in names.indices {
+            let name = Int(names[index])
+            names[index] = name < nameCount ? Self.load(bytes, self.names.offset + name * stringWidth, width: stringWidth) : .max
+        }
+        let size = strings.size
+        for index in names.indices {
+            let position = Int(names[index])
+            guard position < size else { continue }
+            sink &+= UInt32(bytes.load(fromByteOffset: strings.offset + position, as: UInt8.self))
+            // Most mangled names run past one cache line.
+            if position + 64 < size { sink &+= UInt32(bytes.load(fromByteOffset: strings.offset + position + 64, as: UInt8.self)) }
+        }
+        return sink
+    }
+
     /// Inline levels `warmFrames` follows at most (deeper chains are walked cold).
     static let maximumWarmDepth = 64
 

@@ -8,6 +8,7 @@ import Darwin
 import SymBytes
 import SymDemangle
 import SymTable
+import Synchronization
 
 /// Renders `lookup` answers straight into bytes: the hot path for answering many addresses.
 ///
@@ -33,14 +34,12 @@ public struct FrameRenderer: ~Copyable {
     private let demangles: Bool
     /// What `SymbolTable.warmFrames` read, kept so that its reads are not optimised away.
     private var warmth: UInt32 = 0
-    // The caches are sized from the table (see `slots(for:)`): two slots per record, so that names
-    // and paths are rendered about once, and a small table costs a one-address run few page faults.
-    /// Demangled names (escaped for the style) by function-name record.
-    private var functions: ByteCache
-    /// Mangled names escaped for JSON, by function-name record.
-    private var mangled: ByteCache
-    /// Joined source paths (escaped for the style) by file record.
-    private var paths: ByteCache
+    /// Names and paths rendered for the table, by record, shared with the other renderers made
+    /// from the same `RenderedStrings` (the other threads of one `lookup`).
+    public let strings: RenderedStrings
+    /// Where this renderer writes the strings it renders: the free end of its current chunk.
+    private var chunk: UnsafeMutableRawPointer?
+    private var chunkFree = 0
 
     /// A direct-mapped cache of rendered bytes keyed by integers (string-table positions, range
     /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
@@ -48,16 +47,12 @@ public struct FrameRenderer: ~Copyable {
     /// would grow past `arenaLimit`, so memory stays bounded however many addresses are asked.
     struct ByteCache: ~Copyable {
         /// Per slot: the key + 1 (0: empty), then `offset << 32 | length` of its bytes in `arena`.
-        /// Zero-filled by `calloc`, so the pages of slots never used are never touched: a big
-        /// cache costs a one-address run nothing.
+        /// Zero-filled by `calloc`, so the pages of slots never used are never touched.
         private let slots: UnsafeMutablePointer<UInt64>
         private let slotCount: Int
         private var arena = OutputBytes(capacity: 1 << 12)
         private let shift: UInt64
         private let arenaLimit: Int
-
-        /// Whether keys are dense indices below `slotCount`, each with its own slot.
-        private let isDirect: Bool
 
         init(slots: Int, arenaLimit: Int = Int(UInt32.max)) {
             precondition(slots > 0 && slots & (slots - 1) == 0, "slots must be a power of two")
@@ -66,26 +61,13 @@ public struct FrameRenderer: ~Copyable {
             slotCount = slots
             shift = UInt64(64 - slots.trailingZeroBitCount)
             self.arenaLimit = arenaLimit
-            isDirect = false
-        }
-
-        /// A cache for keys that are record indices below `keys`: one slot per key, so no two keys
-        /// collide (a key out of that range still works, sharing a slot).
-        init(keys: Int, arenaLimit: Int = Int(UInt32.max)) {
-            slotCount = max(1, keys)
-            guard let memory = calloc(2 * slotCount, MemoryLayout<UInt64>.size) else { fatalError("out of memory") }
-            self.slots = memory.assumingMemoryBound(to: UInt64.self)
-            shift = 0
-            self.arenaLimit = arenaLimit
-            isDirect = true
         }
 
         deinit { free(slots) }
 
         @inline(__always)
         private func slot(_ key: UInt64) -> Int {
-            if isDirect { return key < UInt64(slotCount) ? Int(key) : Int(key % UInt64(slotCount)) }
-            return Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+            Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
         }
 
         /// Appends the bytes cached for `key` to `output`; false when there are none.
@@ -97,24 +79,6 @@ public struct FrameRenderer: ~Copyable {
             let offset = Int(span >> 32)
             output.append(arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
             return true
-        }
-
-        /// Reads the slot of `key` and the first bytes cached for it (to bring them into cache
-        /// ahead of use); returns a value derived from them.
-        @inline(__always)
-        func touch(_ key: UInt64) -> UInt32 {
-            let slot = slot(key)
-            guard slots[2 * slot] == key &+ 1 else { return 0 }
-            let span = slots[2 * slot + 1]
-            guard span & 0xffff_ffff != 0 else { return 1 }
-            return UInt32(arena.bytes(Int(span >> 32)..<(Int(span >> 32) + 1))[0])
-        }
-
-        /// The length of the bytes cached for `key`, nil when there are none.
-        @inline(__always)
-        func length(_ key: UInt64) -> Int? {
-            let slot = slot(key)
-            return slots[2 * slot] == key &+ 1 ? Int(slots[2 * slot + 1] & 0xffff_ffff) : nil
         }
 
         /// A cache of 2^12 slots (the drop-in renderers' size).
@@ -146,120 +110,122 @@ public struct FrameRenderer: ~Copyable {
             slots[2 * slot] = key &+ 1
             slots[2 * slot + 1] = UInt64(arena.count) << 32 | UInt64(bytes.count)
             arena.append(bytes)
-            if journals { stored.append(key) }
+        }
+    }
+
+    /// The printed function names, JSON-escaped stored names and joined paths of one table's
+    /// records for one style, each rendered (and demangled) once per process, however many threads
+    /// answer: every renderer made from it reads and adds to the same entries, without a lock.
+    ///
+    /// An entry is a length and its bytes in a chunk that a renderer filled and that is never
+    /// moved or freed while the strings live; a record's slot holds the entry's address, published
+    /// with a release store once its bytes are written, so a reader that sees the address (an
+    /// acquire load) sees the bytes. Two threads rendering the same record at once both publish:
+    /// either entry is right, the other's bytes are only wasted. Slots are `calloc`'ed (pages of
+    /// records never asked are never touched: a one-address run pays for what it asks).
+    // Audited: the slots are only read and written atomically, an entry's bytes are written before
+    // its address is published and never after, and the chunk list is behind a mutex.
+    public final class RenderedStrings: @unchecked Sendable {
+        /// What an entry renders.
+        enum Kind: Int {
+            /// Function names, demangled unless not asked, escaped for the style.
+            case function = 0
+            /// Stored (mangled) names escaped for JSON (JSON style only).
+            case mangled = 1
+            /// Joined source paths, escaped for the style.
+            case path = 2
         }
 
-        /// Whether `store` notes the keys it stores in `stored`, for `storedEntries()`.
-        var journals = false
-        /// Keys stored since the last `forgetStored()` (when `journals`).
-        private(set) var stored: [UInt64] = []
+        /// The style and naming every renderer from these strings uses.
+        let style: Style
+        let demangles: Bool
+        /// The slots of all three kinds, one after the other: functions, mangled names, paths.
+        private let slots: UnsafeMutablePointer<Atomic<Int>>
+        private let functionCount: Int
+        private let mangledCount: Int
+        private let pathCount: Int
+        /// Every chunk handed out, freed with the strings.
+        private let chunks = Mutex<[Int]>([])
 
-        /// The keys stored since the last `forgetStored()`, with their bytes, appended to `entries`.
-        func appendStored(to entries: inout Entries) {
-            for key in stored {
-                let slot = slot(key)
-                guard slots[2 * slot] == key &+ 1 else { continue }  // replaced since
-                let span = slots[2 * slot + 1]
-                let offset = Int(span >> 32)
-                entries.append(key, arena.bytes(offset..<(offset + Int(span & 0xffff_ffff))))
+        /// Room for the records of `table`, for renderers of `style` (demangling names unless
+        /// `demangles` is false).
+        public init(table: SymbolTable, style: Style, demangles: Bool = true) {
+            self.style = style
+            self.demangles = demangles
+            let statistics = table.statistics
+            functionCount = statistics.names
+            mangledCount = style == .json ? statistics.names : 0
+            pathCount = statistics.files
+            let total = max(1, functionCount + mangledCount + pathCount)
+            guard let memory = calloc(total, MemoryLayout<Int>.stride) else { fatalError("out of memory") }
+            // A zero-filled word is a valid `Atomic<Int>` holding 0 (its layout is the integer's).
+            slots = memory.bindMemory(to: Atomic<Int>.self, capacity: total)
+        }
+
+        deinit {
+            free(slots)
+            chunks.withLock { chunks in for chunk in chunks { free(UnsafeMutableRawPointer(bitPattern: chunk)) } }
+        }
+
+        /// The slot of record `key` of `kind`, nil for a record past the table's.
+        @inline(__always)
+        private func slot(_ kind: Kind, _ key: UInt32) -> UnsafeMutablePointer<Atomic<Int>>? {
+            let index = Int(key)
+            switch kind {
+            case .function: return index < functionCount ? slots + index : nil
+            case .mangled: return index < mangledCount ? slots + functionCount + index : nil
+            case .path: return index < pathCount ? slots + functionCount + mangledCount + index : nil
             }
         }
 
-        /// Caches the entries this cache lacks.
-        mutating func adopt(_ entries: Entries) {
-            entries.bytes.withUnsafeBytes { bytes in
-                for entry in entries.spans where length(entry.key) == nil {
-                    store(entry.key, UnsafeRawBufferPointer(rebasing: bytes[entry.start..<(entry.start + entry.count)]))
-                }
-            }
+        /// The bytes rendered for record `key` of `kind`, nil when none are yet.
+        @inline(__always)
+        func entry(_ kind: Kind, _ key: UInt32) -> UnsafeRawBufferPointer? {
+            guard let slot = slot(kind, key) else { return nil }
+            let address = slot.pointee.load(ordering: .acquiring)
+            guard let entry = UnsafeRawPointer(bitPattern: address) else { return nil }
+            return UnsafeRawBufferPointer(start: entry + 4, count: Int(entry.loadUnaligned(as: UInt32.self)))
         }
 
-        /// Forgets which keys were stored (not their bytes).
-        mutating func forgetStored() { stored.removeAll(keepingCapacity: true) }
-
-        /// Cached entries copied out: all bytes in one array, so handing thousands over costs a
-        /// few allocations.
-        struct Entries: Sendable {
-            var bytes: [UInt8] = []
-            var spans: [(key: UInt64, start: Int, count: Int)] = []
-
-            mutating func append(_ key: UInt64, _ value: UnsafeRawBufferPointer) {
-                spans.append((key, bytes.count, value.count))
-                bytes.append(contentsOf: value)
-            }
-
-            mutating func append(_ other: Entries) {
-                let base = bytes.count
-                bytes += other.bytes
-                spans += other.spans.map { ($0.key, $0.start + base, $0.count) }
-            }
+        /// Publishes the entry at `entry` (a length, then its bytes, in a chunk of these strings)
+        /// for record `key` of `kind` (nothing for a record past the table's).
+        @inline(__always)
+        func publish(_ kind: Kind, _ key: UInt32, _ entry: UnsafeRawPointer) {
+            slot(kind, key)?.pointee.store(Int(bitPattern: entry), ordering: .releasing)
         }
-    }
 
-    /// Names and paths a renderer rendered since it last shared them (see `renderedSinceShared`).
-    public struct RenderedNames: Sendable {
-        var functions = ByteCache.Entries()
-        var mangled = ByteCache.Entries()
-        var paths = ByteCache.Entries()
+        /// Whether record `key` of `kind` can hold an entry.
+        @inline(__always)
+        func holds(_ kind: Kind, _ key: UInt32) -> Bool { slot(kind, key) != nil }
 
-        /// Nothing rendered.
-        public init() {}
+        /// Chunks handed out until now.
+        var chunkCount: Int { chunks.withLock { $0.count } }
 
-        /// Adds `other`'s names.
-        public mutating func append(_ other: RenderedNames) {
-            functions.append(other.functions)
-            mangled.append(other.mangled)
-            paths.append(other.paths)
+        /// A chunk of at least `bytes` bytes, owned (and freed) by these strings.
+        func newChunk(_ bytes: Int) -> UnsafeMutableRawPointer {
+            guard let chunk = malloc(bytes) else { fatalError("out of memory") }
+            let address = Int(bitPattern: chunk)
+            chunks.withLock { $0.append(address) }
+            return chunk
         }
     }
 
-    /// The names and paths rendered since the last `forgetShared()`: threads answering parts of
-    /// one input, each with its own renderer, hand them to one another (`adopt`) so that a name
-    /// is demangled about once between them rather than once by each.
-    public func renderedSinceShared() -> RenderedNames {
-        var names = RenderedNames()
-        functions.appendStored(to: &names.functions)
-        mangled.appendStored(to: &names.mangled)
-        paths.appendStored(to: &names.paths)
-        return names
-    }
-
-    /// Caches the names and paths of another renderer of the same table and style.
-    public mutating func adopt(_ names: RenderedNames) {
-        functions.adopt(names.functions)
-        mangled.adopt(names.mangled)
-        paths.adopt(names.paths)
-    }
-
-    /// Counts everything rendered until now as shared.
-    public mutating func forgetShared() {
-        functions.forgetStored()
-        mangled.forgetStored()
-        paths.forgetStored()
-    }
+    /// Bytes of a renderer's chunks (larger entries get a chunk of their own).
+    static let chunkSize = 1 << 18
 
     /// Creates a renderer for one table; with `demangles` false, function names are printed as
     /// stored (mangled), as `llvm-symbolizer --no-demangle` prints them.
     public init(table: SymbolTable, style: Style, demangles: Bool = true) {
-        self.table = table
-        self.style = style
-        self.demangles = demangles
-        let statistics = table.statistics
-        // Keyed by record index: one slot per record, no collisions.
-        functions = ByteCache(keys: statistics.names)
-        mangled = ByteCache(keys: style == .json ? statistics.names : 1)
-        paths = ByteCache(keys: statistics.files)
-        functions.journals = true
-        mangled.journals = true
-        paths.journals = true
+        self.init(table: table, strings: RenderedStrings(table: table, style: style, demangles: demangles))
     }
 
-    /// Slots of a direct-mapped cache for `records` keys: the power of two at or above twice as
-    /// many (few collisions), between 2^6 and 2^16.
-    static func slots(for records: Int) -> Int {
-        var slots = 1 << 6
-        while slots < 2 * records && slots < 1 << 16 { slots <<= 1 }
-        return slots
+    /// Creates a renderer that shares `strings` (made for `table`) with other renderers, on any
+    /// threads: a name one of them rendered, the others do not render again.
+    public init(table: SymbolTable, strings: RenderedStrings) {
+        self.table = table
+        self.style = strings.style
+        self.demangles = strings.demangles
+        self.strings = strings
     }
 
     /// What `answer(line:into:)` did with a line.
@@ -303,7 +269,18 @@ public struct FrameRenderer: ~Copyable {
                 withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Self.warmSlice * 8) { names in
                     let (checksum, count) = table.warmFrames(ofRanges: UnsafeBufferPointer(rebasing: ranges[start..<end]), names: names)
                     warmth &+= checksum
-                    for index in 0..<count { warmth &+= functions.touch(UInt64(names[index])) }
+                    // The names not rendered yet: their strings, read ahead.
+                    var unrendered = 0
+                    for index in 0..<count {
+                        let name = names[index]
+                        if let entry = strings.entry(.function, name) {
+                            if !entry.isEmpty { warmth &+= UInt32(entry[0]) }
+                        } else {
+                            names[unrendered] = name
+                            unrendered += 1
+                        }
+                    }
+                    if unrendered > 0 { warmth &+= table.warmNames(UnsafeMutableBufferPointer(rebasing: names[0..<unrendered])) }
                 }
                 for index in start..<end {
                     do throws(FormatError) {
@@ -403,92 +380,122 @@ public struct FrameRenderer: ~Copyable {
         }
     }
 
-    /// Appends the printed name of function-name record `index` (cached by record).
+    /// Appends the printed name of function-name record `index` (rendered once per record).
+    @inline(__always)
     private mutating func appendFunction(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
-        if functions.append(UInt64(index), to: &output) { return }
-        let bytes = function(try table.functionName(index))
-        bytes.withUnsafeBytes { functions.store(UInt64(index), $0) }
-        output.append(bytes)
+        if let entry = strings.entry(.function, index) { return output.append(entry) }
+        renderFunction(index, try table.functionName(index), to: &output)
+    }
+
+    /// Renders, keeps and appends the printed name of function-name record `index`: demangled
+    /// when it looks mangled, `??` when empty.
+    private mutating func renderFunction(_ index: UInt32, _ reference: StringRef, to output: inout OutputBytes) {
+        let demangler = self.demangler, demangles = self.demangles
+        // Appended where the bytes live: `keep` hands back its argument when it keeps nothing.
+        table.withUTF8(reference) { raw in
+            if raw.isEmpty {
+                output.append(keep(.function, index, Self.bytes(Literal.unknown)))
+            } else if demangles && Self.mayBeMangled(raw),
+                      demangler.withDemangled(utf8: raw, { output.append(keepEscaped(.function, index, $0)) }) {
+                return
+            } else if demangles && Self.mayBeMangled(raw) {
+                // Not demangled: printed as `demangleOrSelf` prints it (a String: invalid UTF-8 repaired).
+                var text = String(decoding: raw, as: UTF8.self)
+                text.withUTF8 { output.append(keepEscaped(.function, index, UnsafeRawBufferPointer($0))) }
+            } else {
+                output.append(keepEscaped(.function, index, raw))
+            }
+        }
     }
 
     /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.
     private mutating func appendMangledName(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
-        if mangled.append(UInt64(index), to: &output) { return }
-        let bytes = mangledName(try table.functionName(index))
-        bytes.withUnsafeBytes { mangled.store(UInt64(index), $0) }
-        output.append(bytes)
+        if let entry = strings.entry(.mangled, index) { return output.append(entry) }
+        let reference = try table.functionName(index)
+        table.withUTF8(reference) { raw in output.append(keepEscaped(.mangled, index, raw)) }
     }
 
-    /// Appends the path of file record `index` (cached by record; nothing for an unknown file).
+    /// Appends the path of file record `index` (rendered once per record; nothing for an unknown file).
     private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
-        if paths.append(UInt64(index), to: &output) { return }
+        if let entry = strings.entry(.path, index) { return output.append(entry) }
         let (directory, file) = try table.file(index)
-        let bytes = path(directory, file)
-        bytes.withUnsafeBytes { paths.store(UInt64(index), $0) }
-        output.append(bytes)
+        path(directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
     }
 
-    /// Whether file record `index` names no file (its cached path is empty when seen before).
+    /// Whether file record `index` names no file (its rendered path is empty when seen before).
+    @inline(__always)
     private mutating func isEmptyFile(_ index: UInt32) throws(FormatError) -> Bool {
-        if let length = paths.length(UInt64(index)) { return length == 0 }
+        if let entry = strings.entry(.path, index) { return entry.isEmpty }
         return try table.file(index).name.isEmpty
     }
 
-    /// The name to print for a function: demangled when it looks mangled, `??` when empty.
-    private func function(_ reference: StringRef) -> [UInt8] {
-        var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
-        if raw.isEmpty { return Array("??".utf8) }
-        if demangles && Self.mayBeMangled(raw) { return escaped(demangler.demangleOrSelf(String(decoding: raw, as: UTF8.self))) }
-        return escaped(raw)
+    /// `keep`s `text` escaped for the style; the bytes returned are valid while the strings live.
+    private mutating func keepEscaped(_ kind: RenderedStrings.Kind, _ key: UInt32, _ text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard style == .json, needsJSONEscaping(text) else { return keep(kind, key, text) }
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(text.count + 8)
+        appendJSONEscaped(text, to: &escaped)
+        // Kept even where `keep` would not keep it, so that the bytes outlive `escaped`.
+        return escaped.withUnsafeBytes { keep(kind, key, $0, always: true) }
     }
 
-    private func mangledName(_ reference: StringRef) -> [UInt8] {
-        var raw: [UInt8] = []
-        table.withUTF8(reference) { raw = Array($0) }
-        return escaped(raw)
+    /// Copies `bytes` into this renderer's chunk as the entry of record `key` of `kind`, publishes
+    /// it, and returns the copy (valid while the strings live). A record past the table's (or bytes
+    /// too long for an entry's length) keeps nothing and gets `bytes` back, unless `always`: then
+    /// the copy is made but not published.
+    private mutating func keep(_ kind: RenderedStrings.Kind, _ key: UInt32, _ bytes: UnsafeRawBufferPointer,
+                               always: Bool = false) -> UnsafeRawBufferPointer {
+        let publishes = strings.holds(kind, key) && bytes.count <= Int(UInt32.max) - 4
+        guard publishes || always else { return bytes }
+        let size = 4 + bytes.count
+        if chunkFree < size {
+            let capacity = max(size, Self.chunkSize)
+            chunk = strings.newChunk(capacity)
+            chunkFree = capacity
+        }
+        let entry = chunk!
+        entry.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count), as: UInt32.self)
+        if let source = bytes.baseAddress { (entry + 4).copyMemory(from: source, byteCount: bytes.count) }
+        chunk = entry + size
+        chunkFree -= size
+        if publishes { strings.publish(kind, key, entry) }
+        return UnsafeRawBufferPointer(start: entry + 4, count: bytes.count)
     }
 
     /// The source path: the file name, joined to its directory unless absolute.
     private func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        var name: [UInt8] = [], folder: [UInt8] = []
-        table.withUTF8(file) { name = Array($0) }
-        table.withUTF8(directory) { folder = Array($0) }
         var joined: [UInt8] = []
-        if !name.isEmpty {
-            if !folder.isEmpty && name.first != UInt8(ascii: "/") {
-                joined = folder
-                if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
+        table.withUTF8(file) { name in
+            guard !name.isEmpty else { return }
+            if name.first != UInt8(ascii: "/") {
+                table.withUTF8(directory) { folder in
+                    guard !folder.isEmpty else { return }
+                    joined.append(contentsOf: folder)
+                    if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
+                }
             }
             joined.append(contentsOf: name)
         }
-        return escaped(joined)
+        return joined
     }
 
-    private func escaped(_ text: String) -> [UInt8] {
-        escaped(Array(text.utf8))
+    /// The bytes of a static string.
+    private static func bytes(_ text: StaticString) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 
     /// Whether a name starts like a C++, Swift or Rust mangled name (C names skip the demangler).
-    static func mayBeMangled(_ name: [UInt8]) -> Bool {
+    @inline(__always)
+    static func mayBeMangled(_ name: some RandomAccessCollection<UInt8>) -> Bool {
         guard name.count >= 2 else { return false }
-        let first = name[0], second = name[1]
+        let first = name[name.startIndex], second = name[name.index(after: name.startIndex)]
         if first == UInt8(ascii: "_") {
             return second == UInt8(ascii: "Z") || second == UInt8(ascii: "R") || second == UInt8(ascii: "T")
-                || second == UInt8(ascii: "$") || (second == UInt8(ascii: "_") && name.count > 2 && name[2] == UInt8(ascii: "Z"))
+                || second == UInt8(ascii: "$")
+                || (second == UInt8(ascii: "_") && name.count > 2 && name[name.index(name.startIndex, offsetBy: 2)] == UInt8(ascii: "Z"))
         }
         return first == UInt8(ascii: "$")
     }
-
-    private func escaped(_ text: [UInt8]) -> [UInt8] {
-        guard style == .json, needsJSONEscaping(text) else { return text }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count + 8)
-        appendJSONEscaped(text, to: &out)
-        return out
-    }
-
-
 
     /// Output fragments: static strings, so using one costs no lazy initialisation.
     private enum Literal {

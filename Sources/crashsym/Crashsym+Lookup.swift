@@ -55,17 +55,14 @@ extension Crashsym {
             return copy.withUTF8 { FrameRenderer.parseAddress(UnsafeRawBufferPointer($0)) }
         }
 
-        /// Threads used by default: more would each warm their own caches for little gain.
+        /// Threads used by default: more would mostly wait on memory for little gain.
         static let defaultMaximumJobs = 4
         /// Complete lines (bytes) from one read that are worth a second thread; fewer are answered
         /// on the calling thread, so one address costs no thread start.
         static let parallelThreshold = 16 << 10
-        /// Input bytes per thread per round: bounds the output held back until a round is written
-        /// in order (about 3,300 addresses; under 2 MB of output with deep inline chains). Larger
-        /// rounds measured slower: their buffers cost more page faults than the fewer joins save.
-        static let roundBytesPerJob = 32 << 10
-        /// Input bytes per block of a round (about 800 addresses): small enough that the threads
-        /// finish a round together, large enough for the renderer's batch search.
+        /// Input bytes per block of a parallel run (about 800 addresses): small enough that the
+        /// threads finish together and the first answers are written early, large enough for the
+        /// renderer's batch search.
         static let blockBytes = 8 << 10
 
         func run() throws {
@@ -77,7 +74,8 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             let style: FrameRenderer.Style = format == .json ? .json : .text
-            let main = LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: true)
+            let strings = FrameRenderer.RenderedStrings(table: symbols.table, style: style, demangles: !noDemangle)
+            let main = LookupWorker(table: symbols.table, strings: strings, path: path, streams: true)
             var failed = false
             if addresses.isEmpty {
                 let jobs = self.jobs ?? min(FileSystem.processorCount, Self.defaultMaximumJobs)
@@ -113,7 +111,7 @@ extension Crashsym {
                         if jobs > 1 && linesEnd >= Self.parallelThreshold {
                             if helpers.isEmpty {
                                 helpers = (1..<jobs).map { _ in
-                                    LookupWorker(table: symbols.table, style: style, demangles: !noDemangle, path: path, streams: false)
+                                    LookupWorker(table: symbols.table, strings: strings, path: path, streams: false)
                                 }
                             }
                             answerInParallel(lines, workers: [main] + helpers)
@@ -138,9 +136,12 @@ extension Crashsym {
             if failed || main.failed { throw ExitCode.failure }
         }
 
-        /// Answers complete `lines` with one thread per worker, in rounds: each round is cut at line
-        /// boundaries into blocks, which the threads take as they become free; once all are
-        /// answered their outputs are written in input order, so the output is one thread's.
+        /// Answers complete `lines` with one thread per worker: the lines are cut at line boundaries
+        /// into blocks, which the threads take in order as they become free, each answering into
+        /// the block's own output; a thread that finishes the next block to write writes it (and
+        /// any finished ones after it), so writing overlaps answering and the output is one
+        /// thread's. A thread stays at most `LookupPipeline.window` blocks ahead of the writing,
+        /// which bounds the answers held.
         private func answerInParallel(_ lines: UnsafeRawBufferPointer, workers: [LookupWorker]) {
             let base = lines.baseAddress!
             /// The end of the line that `offset` is in (just past its newline), or the end of `lines`.
@@ -150,31 +151,89 @@ extension Crashsym {
                 guard let newline = memchr(base + offset - 1, 0x0a, lines.count - offset + 1) else { return lines.count }
                 return UnsafeRawPointer(newline) - base + 1
             }
-            var start = 0
-            while start < lines.count {
-                let roundEnd = lineBoundary(atOrAfter: min(lines.count, start + workers.count * Self.roundBytesPerJob))
-                // Copies (cheap next to answering them) so that only Sendable values cross threads.
-                var cuts = [start]
-                while cuts.last! < roundEnd { cuts.append(lineBoundary(atOrAfter: min(roundEnd, cuts.last! + Self.blockBytes))) }
-                let blocks = cuts.indices.dropLast().map { Array(UnsafeRawBufferPointer(start: base + cuts[$0], count: cuts[$0 + 1] - cuts[$0])) }
-                let next = Atomic<Int>(0)
-                DispatchQueue.concurrentPerform(iterations: min(workers.count, blocks.count)) { part in
-                    while true {
-                        let block = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                        guard block < blocks.count else { return }
-                        workers[part].answer(block: block, lines: blocks[block])
-                    }
+            var cuts = [0]
+            while cuts.last! < lines.count { cuts.append(lineBoundary(atOrAfter: cuts.last! + Self.blockBytes)) }
+            // Copies (cheap next to answering them) so that only Sendable values cross threads.
+            let blocks = cuts.indices.dropLast().map { Array(UnsafeRawBufferPointer(start: base + cuts[$0], count: cuts[$0 + 1] - cuts[$0])) }
+            let pipeline = LookupPipeline(blocks: blocks.count)
+            DispatchQueue.concurrentPerform(iterations: min(workers.count, blocks.count)) { part in
+                while let block = pipeline.nextBlock() {
+                    let output = pipeline.output()
+                    workers[part].answer(lines: blocks[block], into: output)
+                    pipeline.finish(block, output)
                 }
-                var owners = [(worker: LookupWorker, span: LookupWorker.Span)?](repeating: nil, count: blocks.count)
-                for worker in workers {
-                    for span in worker.spans { owners[span.block] = (worker, span) }
-                }
-                for case let (worker, span)? in owners { worker.emit(span: span) }
-                for worker in workers { worker.reset() }
-                // Names one thread demangled this round, the others need not demangle again.
-                workers[0].share(with: Array(workers.dropFirst()))
-                start = roundEnd
             }
         }
+    }
+}
+
+/// The ordering of one parallel run of `lookup` (see `Lookup.answerInParallel`): which block is
+/// next to answer, the answered blocks waiting for the ones before them, and who writes.
+final class LookupPipeline: Sendable {
+    /// Blocks a thread may answer ahead of the next one to write (about 800 addresses each):
+    /// enough that a thread descheduled for a time slice while answering the next block to write
+    /// seldom holds the others up (on a busy machine), few enough to bound the answers held.
+    static let window = 32
+
+    private let blockCount: Int
+    private let taken = Atomic<Int>(0)
+    /// Blocks written; read without the lock by threads checking the window.
+    private let written = Atomic<Int>(0)
+    private let state = Mutex(State())
+
+    private struct State {
+        /// Answered blocks not yet written, by block.
+        var finished: [Int: BlockOutput] = [:]
+        /// Whether a thread is writing (the others leave their blocks to it).
+        var writing = false
+        /// Outputs written, for reuse.
+        var free: [BlockOutput] = []
+    }
+
+    init(blocks: Int) { blockCount = blocks }
+
+    /// The next block to answer, nil when all are taken; waits while it is `window` blocks
+    /// ahead of the writing (another thread is answering the block the writing waits for).
+    func nextBlock() -> Int? {
+        let block = taken.wrappingAdd(1, ordering: .relaxed).oldValue
+        guard block < blockCount else { return nil }
+        // Sleeping, not spinning: the thread answering the block waited for may need this core.
+        while block >= written.load(ordering: .acquiring) + Self.window { usleep(50) }
+        return block
+    }
+
+    /// An empty output for a block.
+    func output() -> BlockOutput {
+        state.withLock { $0.free.popLast() } ?? BlockOutput()
+    }
+
+    /// Hands over answered block `block`; writes it, and the finished blocks after it, when it is
+    /// the next to write and no other thread is writing.
+    func finish(_ block: Int, _ output: BlockOutput) {
+        var ready = state.withLock { state in
+            state.finished[block] = output
+            return Self.takeReady(&state, from: written.load(ordering: .relaxed))
+        }
+        while !ready.isEmpty {
+            for output in ready { output.write() }
+            ready = state.withLock { state in
+                state.free += ready
+                // Only the writer moves `written`: the blocks it wrote.
+                let next = written.load(ordering: .relaxed) + ready.count
+                written.store(next, ordering: .releasing)
+                state.writing = false
+                return Self.takeReady(&state, from: next)
+            }
+        }
+    }
+
+    /// The finished blocks from `next` on, in order, when no other thread is writing (which
+    /// then becomes this thread's job); empty otherwise.
+    private static func takeReady(_ state: inout State, from next: Int) -> [BlockOutput] {
+        guard !state.writing else { return [] }
+        var ready: [BlockOutput] = []
+        while let output = state.finished.removeValue(forKey: next + ready.count) { ready.append(output) }
+        if !ready.isEmpty { state.writing = true }
+        return ready
     }
 }

@@ -7,14 +7,14 @@ import Glibc
 #endif
 
 /// One thread's share of `crashsym lookup`: answers input lines into its own output buffer with its
-/// own renderer (so its caches are never shared), and keeps what it has to say on standard error
-/// next to the output offset where it belongs, so that `emit()` writes both streams in input order
-/// whichever thread did the work.
+/// own renderer (the names and paths rendered are shared by all workers), and keeps what it has
+/// to say on standard error next to the output offset where it belongs, so that both streams are
+/// written in input order whichever thread did the work.
 ///
 /// The state sits behind a mutex so a worker can be handed to another thread; each worker is used
-/// by one thread at a time, so the lock is never contended. In a parallel round, workers take
+/// by one thread at a time, so the lock is never contended. In a parallel run, workers take
 /// blocks of lines as they become free (a thread the scheduler preempts holds up no other) and
-/// remember where each block's answers are, for the caller to write them in block order.
+/// answer each into its own `BlockOutput`, which `LookupPipeline` writes in block order.
 final class LookupWorker: Sendable {
     private let state: Mutex<State>
 
@@ -22,11 +22,12 @@ final class LookupWorker: Sendable {
     /// few enough that a partner on a pipe is not kept waiting.
     static let batchSize = 4096
 
-    /// A worker for `table`; one that `streams` writes its output itself whenever it grows large
-    /// (right for the first part of a round, whose output comes first anyway).
-    init(table: SymbolTable, style: FrameRenderer.Style, demangles: Bool, path: String, streams: Bool) {
-        state = Mutex(State(renderer: FrameRenderer(table: table, style: style, demangles: demangles), path: path,
-                            streams: streams))
+    /// A worker for `table` rendering with `strings` (shared by all workers of one run, so that a
+    /// name is rendered and demangled once whichever thread meets it first); one that `streams`
+    /// writes its output itself whenever it grows large (right for the worker answering on the
+    /// calling thread; never while it answers a block of a parallel run).
+    init(table: SymbolTable, strings: FrameRenderer.RenderedStrings, path: String, streams: Bool) {
+        state = Mutex(State(renderer: FrameRenderer(table: table, strings: strings), path: path, streams: streams))
     }
 
     /// Whether some line was not an address or some address could not be answered.
@@ -38,60 +39,20 @@ final class LookupWorker: Sendable {
         state.withLock { state in text.withUnsafeBytes { state.answer(lines: $0) } }
     }
 
-    /// Answers block `block` of a parallel round (complete lines), keeping its output until
-    /// `emit(span:)` writes it.
-    func answer(block: Int, lines text: [UInt8]) {
+    /// Answers the complete lines of one block of a parallel run into `block` (empty), which
+    /// keeps the answers and notes until `BlockOutput.write()` writes them in block order.
+    func answer(lines text: [UInt8], into block: BlockOutput) {
         state.withLock { state in
-            let outputStart = state.output.count, noteStart = state.notes.count
+            swap(&state.output, &block.output)
+            swap(&state.notes, &block.notes)
             // The block's answers must wait for the blocks before it.
             let streams = state.streams
             state.streams = false
             text.withUnsafeBytes { state.answer(lines: $0) }
             state.streams = streams
-            state.spans.append(Span(block: block, output: outputStart..<state.output.count, notes: noteStart..<state.notes.count))
+            swap(&state.output, &block.output)
+            swap(&state.notes, &block.notes)
         }
-    }
-
-    /// The blocks answered since the last `reset()`, in the order this worker answered them.
-    var spans: [Span] { state.withLock { $0.spans } }
-
-    /// Writes the output and notes of one answered block, in order.
-    func emit(span: Span) {
-        state.withLock { $0.emit(span.output, notes: span.notes) }
-    }
-
-    /// Forgets the blocks answered (after they were emitted).
-    func reset() {
-        state.withLock { state in
-            state.output.removeAll()
-            state.notes.removeAll(keepingCapacity: true)
-            state.spans.removeAll(keepingCapacity: true)
-        }
-    }
-
-    /// Shares the names and paths rendered since the last round with `others` (see
-    /// `FrameRenderer.share(with:)`); call it between rounds, when no worker is answering.
-    func share(with others: [LookupWorker]) {
-        var all = state.withLock { $0.renderer.renderedSinceShared() }
-        for other in others where other !== self {
-            let theirs = other.state.withLock { $0.renderer.renderedSinceShared() }
-            state.withLock { $0.renderer.adopt(theirs) }
-            all.append(theirs)
-        }
-        for other in others where other !== self {
-            other.state.withLock { state in
-                state.renderer.adopt(all)
-                state.renderer.forgetShared()
-            }
-        }
-        state.withLock { $0.renderer.forgetShared() }
-    }
-
-    /// Where a block's answers are in a worker's output and notes.
-    struct Span: Sendable {
-        var block: Int
-        var output: Range<Int>
-        var notes: Range<Int>
     }
 
     /// Queues the address on `line`, or notes why it is not one.
@@ -114,8 +75,6 @@ final class LookupWorker: Sendable {
         var output = OutputBytes(capacity: 1 << 17)
         /// Messages for standard error, each written once `output` has been written up to `offset`.
         var notes: [(offset: Int, message: String)] = []
-        /// The blocks of a parallel round answered so far.
-        var spans: [Span] = []
         /// Addresses queued for the renderer's batch search.
         var batch: [UInt64] = []
         /// The table's path, for messages.
@@ -174,20 +133,36 @@ final class LookupWorker: Sendable {
 
         /// Writes the output and the notes, in order, and forgets them.
         mutating func emit() {
-            emit(0..<output.count, notes: notes.indices)
+            LookupWorker.write(output, notes: notes)
             output.removeAll()
             notes.removeAll(keepingCapacity: true)
         }
+    }
 
-        /// Writes the output bytes `range` and the notes `noteRange` (which fall inside it), in order.
-        func emit(_ range: Range<Int>, notes noteRange: Range<Int>) {
-            var written = range.lowerBound
-            for note in notes[noteRange] {
-                output.write(written..<note.offset, to: STDOUT_FILENO)
-                written = note.offset
-                FileOutput.standardError(note.message)
-            }
-            output.write(written..<range.upperBound, to: STDOUT_FILENO)
+    /// Writes `output` to standard output and `notes` (whose offsets fall inside it) to standard
+    /// error, in order.
+    static func write(_ output: borrowing OutputBytes, notes: [(offset: Int, message: String)]) {
+        var written = 0
+        for note in notes {
+            output.write(written..<note.offset, to: STDOUT_FILENO)
+            written = note.offset
+            FileOutput.standardError(note.message)
         }
+        output.write(written..<output.count, to: STDOUT_FILENO)
+    }
+}
+
+/// The answers to one block of lines of a parallel run, kept until the blocks before it are
+/// written; reused for later blocks. Used by one thread at a time (the one answering the block,
+/// then the one writing it), handed over through `LookupPipeline`'s mutex.
+final class BlockOutput: @unchecked Sendable {
+    var output = OutputBytes(capacity: 1 << 16)
+    var notes: [(offset: Int, message: String)] = []
+
+    /// Writes the answers and notes, in order, and forgets them.
+    func write() {
+        LookupWorker.write(output, notes: notes)
+        output.removeAll()
+        notes.removeAll(keepingCapacity: true)
     }
 }

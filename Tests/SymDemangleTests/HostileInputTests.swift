@@ -35,6 +35,34 @@ import Testing
         }
     }
 
+    /// The byte API (`withDemangled(utf8:)`, the lookup hot path) answers exactly as the String
+    /// API on the same bytes, including invalid UTF-8 (which the String API repairs first), NULs
+    /// and every prefix, for thousands of seeded random names.
+    @Test(.timeLimit(.minutes(5)), arguments: 1...4 as ClosedRange<UInt64>)
+    func bytesAnswerAsStrings(seed: UInt64) {
+        var generator = SplitMix64(seed: seed)
+        let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$.".utf8)
+        let prefixes = Self.prefixes + ["_$S", "_$e", "@__swiftmacro_", "$", "_$", "_T"]
+        var demangled = 0
+        for _ in 0..<1_000 {
+            var bytes = Array(prefixes.randomElement(using: &generator)!.utf8)
+            for _ in 0..<Int.random(in: 0...60, using: &generator) {
+                if Int.random(in: 0..<40, using: &generator) == 0 {
+                    bytes.append(UInt8.random(in: 0...255, using: &generator))
+                } else {
+                    bytes.append(alphabet.randomElement(using: &generator)!)
+                }
+            }
+            let expected = demangler.demangle(String(decoding: bytes, as: UTF8.self))
+            var actual: [UInt8]?
+            let answered = bytes.withUnsafeBytes { name in demangler.withDemangled(utf8: name) { actual = Array($0) } }
+            #expect(answered == (expected != nil), "seed \(seed): \(bytes)")
+            #expect(actual == expected.map { Array($0.utf8) }, "seed \(seed): \(bytes)")
+            if expected != nil { demangled += 1 }
+        }
+        #expect(demangled > 50, "the seeds reach the demanglers")
+    }
+
     /// Names with embedded NULs cannot reach the C demanglers truncated.
     @Test func embeddedNUL() {
         #expect(demangler.demangle("_Z3fooi\u{0}garbage") == nil)

@@ -37,6 +37,31 @@ import Testing
         #expect(SwiftRuntimeDemangler.demangle(Array("$s4main3fooyyF".utf8) + [0, 0x41]) == nil)
     }
 
+    /// The byte API reads every real name (and its Mach-O spelling) as `swift-demangle` prints
+    /// it, with buffers too small for most of them too; it refuses what `demangle` refuses.
+    @Test func bytesMatchSwiftDemangle() throws {
+        let plain = try Fixtures.names("swift.txt")
+        let names = plain + plain.map { "_" + $0 }
+        let expected = try ReferenceTool.swiftDemangle.demangle(names)
+        for (name, theirs) in zip(names, expected) {
+            var bytes = Array(name.utf8)
+            var actual = ""
+            #expect(bytes.withUnsafeBytes { demangler.withDemangled(utf8: $0) { actual = String(decoding: $0, as: UTF8.self) } })
+            #expect(actual == theirs, "\(name)")
+            for size in [1, 16] {
+                let small = bytes.withUnsafeBytes { raw in
+                    SwiftRuntimeDemangler.withDemangled(raw, bufferSize: size) { actual = String(decoding: $0, as: UTF8.self) }
+                }
+                #expect(small && actual == theirs, "\(name) \(size)")
+            }
+            bytes.append(0)
+            #expect(!bytes.withUnsafeBytes { demangler.withDemangled(utf8: $0) { _ in } }, "a NUL inside is refused")
+        }
+        for name in ["$s4main3fooyyFTf3p", "_$s4main3fooyyFTfq3eDGp"] {
+            #expect(!Array(name.utf8).withUnsafeBytes { demangler.withDemangled(utf8: $0) { _ in } }, "\(name)")
+        }
+    }
+
     /// Older Swift manglings the runtime still reads (`_T0` from Swift 4, `$S` from Swift 4.2).
     @Test func olderManglings() throws {
         let names = ["_T0s20_ResilientHashingMap", "$S4main3fooyyF", "$s4main3fooyyF", "$e4main3fooyyF"]

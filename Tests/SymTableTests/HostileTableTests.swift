@@ -40,6 +40,9 @@ import Testing
         ranges += [-1, Int.min, Int.max, statistics.ranges, statistics.ranges - 1, 0]
         var names = [UInt32](repeating: 0, count: 16)
         _ = ranges.withUnsafeBufferPointer { r in names.withUnsafeMutableBufferPointer { table.warmFrames(ofRanges: r, names: $0) } }
+        // Reading names' strings ahead skips name records and string offsets out of bounds, quietly.
+        names += [UInt32(statistics.names), UInt32(statistics.names) &- 1, .max, 0]
+        _ = names.withUnsafeMutableBufferPointer { table.warmNames($0) }
         return true
     }
 

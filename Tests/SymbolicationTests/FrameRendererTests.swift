@@ -7,8 +7,6 @@ import Testing
 /// `FrameRenderer` (the `lookup` hot path: names and paths cached by record) against the
 /// plain path (`ModuleSymbols.frames`, Strings joined one by one) on real fixtures.
 @Suite struct FrameRendererTests {
-    typealias RenderedNames = FrameRenderer.RenderedNames
-
     static let fixtures = ["clang-cpp-O2-dwarf5", "gcc-cpp-O2-dwarf5", "gcc-c-O2-dwarf5-strip-debug", "clang-c-O2-dwarf4"]
 
     /// Addresses in the order a busy input would ask them: sampled addresses, each again later, and
@@ -115,56 +113,62 @@ import Testing
         UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 
-    /// Names one renderer rendered and handed over answer the same in the other, and each name
-    /// is handed over once.
-    @Test func sharedNamesAnswerTheSame() throws {
+    /// Renderers sharing one `RenderedStrings` answer as a renderer of their own would, and a
+    /// name or path one of them rendered the others read rather than render again.
+    @Test func sharedStringsAnswerTheSame() throws {
         let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
         let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
         let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
         for style in [FrameRenderer.Style.text, .json] {
-            var first = FrameRenderer(table: table, style: style)
-            var expected = OutputBytes()
-            for address in addresses { try first.render(address, into: &expected) }
-            let names = first.renderedSinceShared()
-            #expect(!names.functions.spans.isEmpty && !names.paths.spans.isEmpty)
-            #expect(names.mangled.spans.isEmpty == (style == .text))
-            first.forgetShared()
-            #expect(first.renderedSinceShared().functions.spans.isEmpty)
-            // Handed over in two parts, as threads do, the entries keep their bytes.
-            var halves = RenderedNames()
-            var rest = names
-            rest.functions.spans.removeFirst(rest.functions.spans.count / 2)
-            var head = names
-            head.functions.spans.removeLast(head.functions.spans.count - names.functions.spans.count / 2)
-            halves.append(head)
-            halves.append(rest)
-            var second = FrameRenderer(table: table, style: style)
-            second.adopt(halves)
-            var actual = OutputBytes()
-            for address in addresses { try second.render(address, into: &actual) }
-            #expect(Array(actual.bytes) == Array(expected.bytes), "\(style)")
-            // Everything came from the first: the second rendered (and demangled) no name itself.
-            second.forgetShared()
-            for address in addresses { try second.render(address, into: &actual) }
-            #expect(second.renderedSinceShared().functions.spans.isEmpty)
+            for demangles in [true, false] {
+                var alone = FrameRenderer(table: table, style: style, demangles: demangles)
+                var expected = OutputBytes()
+                for address in addresses { try alone.render(address, into: &expected) }
+                let strings = FrameRenderer.RenderedStrings(table: table, style: style, demangles: demangles)
+                #expect(strings.chunkCount == 0, "nothing is allocated before something is rendered")
+                var first = FrameRenderer(table: table, strings: strings)
+                var actual = OutputBytes()
+                for address in addresses { try first.render(address, into: &actual) }
+                #expect(Array(actual.bytes) == Array(expected.bytes), "\(style) \(demangles)")
+                let chunks = strings.chunkCount
+                #expect(chunks == 1)
+                // The second renders everything from the first's entries: it keeps (allocates) nothing.
+                var second = FrameRenderer(table: table, strings: strings)
+                var again = OutputBytes()
+                for address in addresses { try second.render(address, into: &again) }
+                #expect(Array(again.bytes) == Array(expected.bytes), "\(style) \(demangles)")
+                #expect(strings.chunkCount == chunks)
+            }
         }
     }
 
-    @Test func aCacheByRecordIndexKeepsEveryIndexApart() {
-        var cache = FrameRenderer.ByteCache(keys: 3)
-        var output = OutputBytes(capacity: 1)
-        cache.store(0, Self.bytes("a"))
-        cache.store(1, Self.bytes("bc"))
-        cache.store(2, Self.bytes("def"))
-        for key: UInt64 in [2, 0, 1] { #expect(cache.append(key, to: &output)) }
-        #expect(String(decoding: output.bytes, as: UTF8.self) == "defabc")
-        #expect(cache.length(1) == 2)
-        // A key past the records shares a slot (3 % 3 == 0) and replaces it, never reads another's bytes.
-        #expect(!cache.append(3, to: &output))
-        cache.store(3, Self.bytes("xyz"))
-        #expect(!cache.append(0, to: &output))
-        #expect(cache.value(3) == Array("xyz".utf8))
-        #expect(cache.value(2) == Array("def".utf8))
+    /// Threads rendering with shared strings at once (each with its own renderer, on overlapping
+    /// addresses, so that they race to render the same names) each answer as one renderer alone.
+    @Test func threadsSharingStringsAnswerTheSame() async throws {
+        let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        for style in [FrameRenderer.Style.text, .json] {
+            var alone = FrameRenderer(table: table, style: style)
+            var expected = OutputBytes()
+            for address in addresses { try alone.render(address, into: &expected) }
+            let expectedBytes = Array(expected.bytes)
+            let strings = FrameRenderer.RenderedStrings(table: table, style: style)
+            let outputs = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var renderer = FrameRenderer(table: table, strings: strings)
+                        var output = OutputBytes()
+                        let errors = addresses.withUnsafeBufferPointer { renderer.render($0, into: &output) }
+                        #expect(errors.isEmpty)
+                        return Array(output.bytes)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outputs.count == 4)
+            for output in outputs { #expect(output == expectedBytes, "\(style)") }
+        }
     }
 
     @Test func theCacheForgetsEverythingWhenItsArenaIsFull() {
