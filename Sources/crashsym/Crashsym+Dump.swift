@@ -12,10 +12,10 @@ extension Crashsym {
         static let configuration = CommandConfiguration(
             abstract: "Convert ELF binaries and debug files into .csym symbol tables named by build-id.",
             discussion: """
-                Every ELF file found under the given paths (recursively for directories) is converted to
-                <outdir>/<build-id>.csym. Non-ELF files inside directories are skipped quietly; broken ELF
-                files are reported and make the exit status 1. A stripped binary and its separate debug file
-                (found with --debug-dir, next to the binary through .gnu_debuglink, or among the inputs by
+                Every ELF file found under the given paths (recursively for directories) is converted to \
+                <outdir>/<build-id>.csym. Non-ELF files inside directories are skipped quietly; broken ELF \
+                files are reported and make the exit status 1. A stripped binary and its separate debug file \
+                (found with --debug-dir, next to the binary through .gnu_debuglink, or among the inputs by \
                 build-id) become one table.
 
                 Example:

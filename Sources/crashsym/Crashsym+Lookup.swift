@@ -13,8 +13,8 @@ extension Crashsym {
         static let configuration = CommandConfiguration(
             abstract: "Resolve addresses in a .csym table or an ELF file to functions, file:line and inlined frames.",
             discussion: """
-                Addresses are module file virtual addresses in hex (0x optional), given as arguments or one per
-                line on standard input. Frames are printed innermost first; the physical function comes last.
+                Addresses are module file virtual addresses in hex (0x optional), given as arguments or one per \
+                line on standard input. Frames are printed innermost first; the physical function comes last. \
                 An ELF file is converted on the fly (its separate debug file is looked up like `dump` does).
 
                 Examples:
