@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -181,6 +182,41 @@ class Bench:
             out[tool] = entry
         return out
 
+    def demangle_floor(self, corpus, answers):
+        """The Swift runtime demangler's own CPU time for the distinct Swift names in crashsym's
+        `--no-demangle` answers (`demangle_floor.c`, median of the rounds): the part of a Swift
+        lookup no table format can save while names are demangled by the runtime, as the issue
+        asks. None when the answers hold few Swift names or no C compiler is found."""
+        if not answers or not os.path.exists(answers):
+            return None
+        names = set()
+        with open(answers, errors="replace") as f:
+            for line in f:
+                if line.startswith("    $s") or line.startswith("    $S"):
+                    names.add(line.split()[0])
+        if len(names) < 1000:
+            return None
+        toolchain = os.path.dirname(os.path.realpath(self.symbolizer or ""))
+        compiler = shutil.which(os.path.join(toolchain, "clang")) or shutil.which("cc")
+        libraries = os.path.join(toolchain, "..", "lib", "swift", "linux")
+        if not compiler or not os.path.isdir(libraries):
+            log(f"[{corpus}] demangle floor skipped: no C compiler or Swift runtime found")
+            return None
+        source = os.path.join(HERE, "demangle_floor.c")
+        binary = os.path.join(self.args.cache, "demangle-floor")
+        if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(source):
+            subprocess.run([compiler, "-O2", source, "-o", binary, "-L" + libraries, "-lswiftCore",
+                            "-Wl,-rpath," + libraries], check=True)
+        names_file = os.path.join(self.work, corpus, "swift-names.txt")
+        with open(names_file, "w") as f:
+            f.writelines(n + "\n" for n in sorted(names))
+        seconds = []
+        for _ in range(self.args.runs):
+            run = json.loads(subprocess.run([binary, names_file], check=True, capture_output=True, text=True).stdout)
+            seconds.append(run["seconds"])
+        log(f"[{corpus}] demangle floor: {len(names)} Swift names, {statistics.median(seconds) * 1000:.1f} ms CPU")
+        return {"names": len(names), "demangled": run["demangled"], "cpu": measure.summary(seconds)}
+
     def corpus(self, name, path):
         a = self.args
         log(f"[{name}] {path}")
@@ -318,6 +354,9 @@ class Bench:
             plain["llvm-symbolizer"]["after"] = parsed("llvm-symbolizer", plain["llvm-symbolizer"]["stdout"], len(lines))
         if plain:
             result["lookup_no_demangle"] = self.rounds(name, "lookup --no-demangle", plain)
+        floor = self.demangle_floor(name, plain.get("crashsym", {}).get("stdout"))
+        if floor:
+            result["demangle_floor"] = floor
         for phase in ("lookup", "lookup_no_demangle"):
             for tool, entry in result.get(phase, {}).items():
                 if "wall" in entry:

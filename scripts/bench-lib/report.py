@@ -5,6 +5,7 @@ Every ratio is computed from medians of the same run, never across runs.
 """
 
 import json
+import os
 import sys
 
 CORPUS_ORDER = ["python3.11d", "libc", "large-cpp", "swift-format"]
@@ -233,6 +234,20 @@ def targets(c, meta):
         out.append(f"| .csym ≤ SymCache | symbolic not measured | {DASH} | {DASH} | {DASH} |")
     out.append("")
 
+    # What the Swift runtime's demangler alone costs, next to the whole budget the 20x bar leaves.
+    floor = c.get("demangle_floor")
+    if floor and _ok(look, "llvm-symbolizer"):
+        budget = c["addresses"] / (20 * look["llvm-symbolizer"]["rate"])
+        cpu = floor["cpu"]["median"]
+        cores = meta.get("machine", {}).get("cores") or os.cpu_count() or 1
+        out.append(f"Demangling floor: the Swift runtime's demangler alone (`swift_demangle`, the call crashsym "
+                   f"makes; `scripts/bench-lib/demangle_floor.c`) takes {seconds(cpu)} of CPU for the "
+                   f"{floor['names']:,} distinct Swift names in these answers (median of {floor['cpu']['n']}). "
+                   f"The 20× bar leaves {seconds(budget)} of wall time for the whole run, so on {cores} cores "
+                   f"the demangling alone fills {100 * cpu / cores / budget:.0f}% of it "
+                   f"(llvm-symbolizer leaves these names mangled).")
+        out.append("")
+
     # Every other ratio against crashsym, for the record.
     if _ok(look, "crashsym") or _ok(conv, "crashsym") or _ok(lat, "crashsym"):
         ratios = []
@@ -300,6 +315,11 @@ METHOD = """\
   equal work on Swift code: llvm-symbolizer demangles C++ names but leaves Swift names
   (`$s…`) mangled, while crashsym demangles them (through the Swift runtime's demangler), which
   is most of its time on swift-format. The equal-work target line compares these rows.
+- **Demangling floor** (corpora whose answers hold 1,000 or more Swift names): the distinct
+  Swift names of crashsym's `--no-demangle` answers are demangled once each by
+  `scripts/bench-lib/demangle_floor.c`, which calls `swift_demangle` (the call crashsym makes) in
+  a loop and reports its CPU time, once per round. It shows how much of the 20× budget the
+  runtime's demangler takes before any table is read.
 - **One address in a fresh process**: `hyperfine -N --warmup {warmup} --runs {latency_runs}` for
   each tool with the same single address (symbolic's figure includes starting Python and
   importing the module).
