@@ -23,26 +23,38 @@ extension DWARFReader {
                  strOffsetsBase, addrBase, rnglistsBase, splitUnit
         }
 
-        /// One attribute specification.
+        /// One attribute specification: 8 bytes, as every unit's table lives for the whole walk
+        /// (libc's debug file has some 350,000 of them).
         struct Spec {
             /// `DW_FORM_*`, or `Form.unknown`.
             var form: UInt16
             /// How the reader uses the attribute.
             var role: Role
-            /// The value of a `DW_FORM_implicit_const` attribute.
-            var implicitConst: Int64
+            /// Whether `constant` is an index into `largeConstants` rather than the value itself.
+            var isLargeConstant: Bool
+            /// The value of a `DW_FORM_implicit_const` attribute when it fits in 32 bits, else its
+            /// index in the table's `largeConstants`.
+            var constant: Int32
+
+            /// The value of a `DW_FORM_implicit_const` attribute (0 for other forms).
+            @inline(__always)
+            func implicitConst(_ largeConstants: [Int64]) -> Int64 {
+                isLargeConstant ? largeConstants[Int(constant)] : Int64(constant)
+            }
         }
 
-        /// One abbreviation.
+        /// One abbreviation (16 bytes).
         struct Entry {
-            /// `DW_TAG_*`.
-            var tag: UInt64
+            /// `DW_TAG_*`, saturated at `UInt32.max` (no tag the reader compares with is that large;
+            /// `action` was decided from the full value).
+            var tag: UInt32
             /// Index of the first attribute in `specs`.
             var firstSpec: Int32
-            /// Number of attributes.
-            var specCount: Int32
-            /// Total size of the attribute values when every form has a fixed size, else -1.
-            var fixedSize: Int32
+            /// Number of attributes (at most `maximumAttributes`).
+            var specCount: UInt16
+            /// Total size of the attribute values when every form has a fixed size, else -1
+            /// (at most `maximumAttributes` × 16).
+            var fixedSize: Int16
             /// What the walk does with such DIEs.
             var action: Action
             /// Whether DIEs of this abbreviation have children.
@@ -55,6 +67,8 @@ extension DWARFReader {
         var entries: [Entry] = []
         /// Attribute specifications of all entries.
         var specs: [Spec] = []
+        /// The implicit constants that do not fit in `Spec.constant` (rare: GCC's are small).
+        var largeConstants: [Int64] = []
         /// Entry index by abbreviation code for dense codes (the usual 1…n), -1 when unused.
         var dense: [Int32] = []
         /// Entry index by code when the codes are too sparse for `dense`.
@@ -88,7 +102,7 @@ extension DWARFReader {
                 if code == 0 { break }
                 let tag = try abbrev.uleb(&cursor, limit)
                 let children = try abbrev.u8(&cursor, limit)
-                var entry = Entry(tag: tag, firstSpec: Int32(specs.count), specCount: 0, fixedSize: 0,
+                var entry = Entry(tag: UInt32(clamping: tag), firstSpec: Int32(specs.count), specCount: 0, fixedSize: 0,
                                   action: Self.action(for: tag), hasChildren: children != 0, hasSibling: false)
                 var fixed = 0
                 while true {
@@ -98,23 +112,29 @@ extension DWARFReader {
                     let form = formCode < UInt64(Form.unknown) ? UInt16(formCode) : Form.unknown
                     // DWARF 5 §7.5.3: an implicit constant is stored in the abbreviation itself.
                     let constant = form == Form.implicitConst ? try abbrev.sleb(&cursor, limit) : 0
-                    guard entry.specCount < Int32(Self.maximumAttributes) else {
+                    guard entry.specCount < UInt16(Self.maximumAttributes) else {
                         throw FormatError(.limitExceeded, "abbreviation \(code) has more than \(Self.maximumAttributes) attributes",
                                           offset: UInt64(codeOffset))
                     }
                     let role = Self.role(of: attribute)
                     if role == .sibling { entry.hasSibling = true }
-                    specs.append(Spec(form: form, role: role, implicitConst: constant))
+                    if let small = Int32(exactly: constant) {
+                        specs.append(Spec(form: form, role: role, isLargeConstant: false, constant: small))
+                    } else {
+                        specs.append(Spec(form: form, role: role, isLargeConstant: true, constant: Int32(largeConstants.count)))
+                        largeConstants.append(constant)
+                    }
                     entry.specCount += 1
                     let size = encoding.fixedSize(of: form)
                     fixed = (fixed < 0 || size < 0) ? -1 : fixed + size
                 }
-                entry.fixedSize = Int32(fixed)
+                entry.fixedSize = Int16(fixed)
                 // A repeated code keeps its first definition, as consumers that stop at the first match do.
                 if seen.insert(code).inserted {
                     codes.append(code)
                     entries.append(entry)
                 } else {
+                    // The dropped definition's large constants stay in `largeConstants`, unused.
                     specs.removeLast(Int(entry.specCount))
                 }
             }

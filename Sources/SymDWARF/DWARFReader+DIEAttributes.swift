@@ -49,7 +49,7 @@ extension DWARFReader {
         /// Reads the attributes of a DIE of abbreviation `entry`, starting after its code.
         @inline(__always)
         init(_ info: Bytes, _ entry: AbbreviationTable.Entry, _ specs: [AbbreviationTable.Spec],
-             _ offset: inout Int, _ unit: Unit) throws(FormatError) {
+             _ largeConstants: [Int64], _ offset: inout Int, _ unit: Unit) throws(FormatError) {
             let first = Int(entry.firstSpec)
             let limit = unit.end
             let encoding = unit.encoding
@@ -60,7 +60,7 @@ extension DWARFReader {
                     continue
                 }
                 var form = spec.form
-                let value = try info.value(form: &form, implicitConst: spec.implicitConst, &offset, limit, encoding)
+                let value = try info.value(form: &form, implicitConst: spec.implicitConst(largeConstants), &offset, limit, encoding)
                 switch spec.role {
                 case .other:
                     break

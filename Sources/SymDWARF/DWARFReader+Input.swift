@@ -6,7 +6,6 @@ extension DWARFReader {
     /// protecting against hostile input trip the same way whatever the thread count.
     struct Input {
         let info: Bytes
-        let abbrev: Bytes
         let str: Bytes
         let lineStr: Bytes
         let strOffsets: Bytes
@@ -36,7 +35,8 @@ extension DWARFReader {
         init(_ sections: DWARFSections) throws(FormatError) {
             let bigEndian = !sections.isLittleEndian
             info = Bytes(sections[".debug_info"], bigEndian: bigEndian, section: ".debug_info")
-            abbrev = Bytes(sections[".debug_abbrev"], bigEndian: bigEndian, section: ".debug_abbrev")
+            // Read only here, while the tables are decoded: the walk drops the section afterwards.
+            let abbrev = Bytes(sections[".debug_abbrev"], bigEndian: bigEndian, section: ".debug_abbrev")
             str = Bytes(sections[".debug_str"], bigEndian: bigEndian, section: ".debug_str")
             lineStr = Bytes(sections[".debug_line_str"], bigEndian: bigEndian, section: ".debug_line_str")
             strOffsets = Bytes(sections[".debug_str_offsets"], bigEndian: bigEndian, section: ".debug_str_offsets")
@@ -125,7 +125,7 @@ extension DWARFReader {
             let entryIndex = table.index(of: code)
             guard entryIndex >= 0 else { throw info.invalid(unit.dieOffset, "unknown abbreviation code \(code)") }
             let entry = table.entries[entryIndex]
-            let attributes = try DIEAttributes(info, entry, table.specs, &cursor, unit)
+            let attributes = try DIEAttributes(info, entry, table.specs, table.largeConstants, &cursor, unit)
             unit.childrenOffset = cursor
             unit.hasChildren = entry.hasChildren
             let skipped = unit.unitType == UnitType.type || unit.unitType == UnitType.splitType

@@ -290,6 +290,7 @@ extension DWARFReader {
             let table = input.tables[unit.table]
             let entries = table.entries
             let specs = table.specs
+            let largeConstants = table.largeConstants
             let limit = unit.end
             let encoding = unit.encoding
             var offset = unit.childrenOffset
@@ -323,7 +324,7 @@ extension DWARFReader {
                     }
                     if entry.hasChildren { try push(stack[depth - 1], &depth, at: dieOffset) }
                 case .subprogram:
-                    let attributes = try DIEAttributes(info, entry, specs, &offset, unit)
+                    let attributes = try DIEAttributes(info, entry, specs, largeConstants, &offset, unit)
                     if attributes.declaration {
                         if entry.hasChildren { try skipChildren(table, sibling: attributes.sibling, at: dieOffset, &offset, unit) }
                         continue
@@ -339,7 +340,7 @@ extension DWARFReader {
                     if entry.hasChildren { try push(scope, &depth, at: dieOffset) }
                 case .inlinedSubroutine:
                     let parent = stack[depth - 1]
-                    let attributes = try DIEAttributes(info, entry, specs, &offset, unit)
+                    let attributes = try DIEAttributes(info, entry, specs, largeConstants, &offset, unit)
                     // An inlined call outside any function with code has nowhere to belong.
                     if parent == Scope.noParent {
                         if entry.hasChildren { try skipChildren(table, sibling: attributes.sibling, at: dieOffset, &offset, unit) }
@@ -382,7 +383,7 @@ extension DWARFReader {
         private func skipSubtree(_ entry: AbbreviationTable.Entry, _ table: AbbreviationTable, at dieOffset: Int,
                                  _ offset: inout Int, _ unit: Unit) throws(FormatError) {
             if entry.hasSibling {
-                let attributes = try DIEAttributes(input.info, entry, table.specs, &offset, unit)
+                let attributes = try DIEAttributes(input.info, entry, table.specs, table.largeConstants, &offset, unit)
                 try skipChildren(table, sibling: attributes.sibling, at: dieOffset, &offset, unit)
             } else {
                 try skipAttributes(entry, table.specs, &offset, unit.end, unit.encoding)
@@ -506,7 +507,7 @@ extension DWARFReader {
             let code = try input.info.uleb(&cursor, target.end)
             let entryIndex = table.index(of: code)
             guard code != 0, entryIndex >= 0 else { return (0, 0) }
-            let attributes = try DIEAttributes(input.info, table.entries[entryIndex], table.specs, &cursor, target)
+            let attributes = try DIEAttributes(input.info, table.entries[entryIndex], table.specs, table.largeConstants, &cursor, target)
             let found = try names(attributes, target, hops: hops)
             names[offset] = found
             return found

@@ -34,7 +34,7 @@ public enum DWARFReader {
         guard sections.hasDebugInfo else { return }
         let workLimit = workLimit(for: sections)
         // The walk's input (unit list, abbreviation tables) is freed before the parts are merged.
-        let (parts, work) = try walk(sections, threads: threads, minimumSplitBytes: minimumSplitBytes,
+        let (parts, work) = try walk(&sections, threads: threads, minimumSplitBytes: minimumSplitBytes,
                                      workLimit: workLimit, codesLines: builder.codesLines)
         // Each thread stops at the limit on its own; together they must stay within it too.
         guard work <= workLimit else {
@@ -49,9 +49,13 @@ public enum DWARFReader {
 
     /// Walks the units of `sections` on up to `threads` threads into parts in unit order, with the
     /// work they took.
-    private static func walk(_ sections: borrowing DWARFSections, threads: Int, minimumSplitBytes: Int,
+    private static func walk(_ sections: inout DWARFSections, threads: Int, minimumSplitBytes: Int,
                              workLimit: Int, codesLines: Bool) throws(FormatError) -> ([PartialModel], Int) {
         let input = try Input(copy sections)
+        // The abbreviations are decoded into the input's tables and `.debug_aranges` is not read:
+        // decompressed, they need not stay allocated through the walk (libc's: 1 MB).
+        sections.drop(".debug_abbrev")
+        sections.drop(".debug_aranges")
         // Reading the unit headers faulted in pages all over the sections (and their neighbours,
         // by fault-around): give them back; the walkers read them again in order and release them
         // behind themselves.

@@ -64,6 +64,17 @@ public struct DWARFSections {
         }
     }
 
+    /// Forgets section `name` and, when nothing else holds it, frees its decompressed buffer (a
+    /// file-mapped section's pages are given back instead). Views of the section taken before
+    /// must not be read afterwards.
+    mutating func drop(_ name: String) {
+        guard let bytes = sections.removeValue(forKey: name), let base = bytes.baseAddress else { return }
+        if fileMapped.remove(name) != nil {
+            Self.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+        }
+        owners.removeAll { ($0 as? SectionContents)?.bytes.baseAddress == base }
+    }
+
     /// Whether there is any DWARF to read.
     public var hasDebugInfo: Bool { !self[".debug_info"].isEmpty }
 }

@@ -617,6 +617,34 @@ extension DWARFReaderTests {
         #expect(model.ranges == [AddressRange(start: 0x4000, end: 0x4020)])
     }
 
+    @Test("implicit constants are read whole: 32-bit ones in the attribute record, larger ones kept apart")
+    func implicitConstants() throws {
+        // DWARF 5 §7.5.3: high_pc as DW_FORM_implicit_const (an offset from low_pc, §2.17.2),
+        // one value that fits in 32 bits and one that does not.
+        let large: Int64 = 0x1_0000_0040
+        let abbreviations = DWARFReaderForge.abbreviations([
+            (1, Code.compileUnit, true, []),
+            (2, Code.subprogram, false, [(Code.name, Code.string, nil), (Code.lowPC, Code.addr, nil),
+                                         (Code.highPC, 0x21, 0x30)]),
+            (3, Code.subprogram, false, [(Code.name, Code.string, nil), (Code.lowPC, Code.addr, nil),
+                                         (Code.highPC, 0x21, large)]),
+        ])
+        var body = DWARFReaderForge()
+        body.uleb(1)
+        body.uleb(2)
+        body.string("small")
+        body.u64(0x4000)
+        body.uleb(3)
+        body.string("large")
+        body.u64(0x10000)
+        body.uleb(0)
+        let model = try Self.outcome([".debug_info": DWARFReaderForge.unit5(body: body.bytes),
+                                      ".debug_abbrev": abbreviations]).get()
+        #expect(model.scopes.map { model.strings[Int($0.name)] } == ["small", "large"])
+        #expect(model.ranges == [AddressRange(start: 0x4000, end: 0x4030),
+                                 AddressRange(start: 0x10000, end: 0x10000 + UInt64(large))])
+    }
+
     @Test("DWARF 2-4 range lists: pairs relative to the unit base, base address selection, empty entries")
     func legacyRangeList() throws {
         let abbreviations = DWARFReaderForge.abbreviations([
