@@ -74,6 +74,9 @@ extension DWARFReader {
         /// Entry index by code when the codes are too sparse for `dense`.
         var sparse: [UInt64: Int32] = [:]
 
+        /// Bytes of `.debug_abbrev` the table was decoded from.
+        private(set) var byteCount = 0
+
         /// No DIE can reasonably carry more attributes; bounds the work per DIE on hostile input.
         static let maximumAttributes = 256
 
@@ -138,7 +141,8 @@ extension DWARFReader {
                     specs.removeLast(Int(entry.specCount))
                 }
             }
-            budget -= cursor - offset
+            byteCount = cursor - offset
+            budget -= byteCount
             guard budget >= 0 else {
                 throw FormatError(.limitExceeded, "abbreviation tables overlap too much to decode", offset: UInt64(offset))
             }

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SymBytes
 
 extension DWARFReader {
@@ -71,14 +78,29 @@ extension DWARFReader {
             // of other tables, so the bytes decoded in all are bounded.
             var budget = 2 * abbrev.count + 65536
             var tableIndex: [TableKey: Int] = [:]
+            // Tables with the same bytes decode the same: one copy serves all (gcc writes one table
+            // per unit, and libc's 2,063 hold 1,507 distinct ones). Keyed by a hash of the bytes and
+            // the encoding, confirmed by comparing the bytes.
+            var tablesByContent: [ContentKey: [(offset: Int, table: Int)]] = [:]
             for index in units.indices {
                 let key = TableKey(offset: units[index].abbreviationOffset, encoding: units[index].encoding)
                 if let existing = tableIndex[key] {
                     units[index].table = existing
                 } else {
-                    tables.append(try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget))
-                    tableIndex[key] = tables.count - 1
-                    units[index].table = tables.count - 1
+                    let table = try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget)
+                    let bytes = UnsafeRawBufferPointer(start: abbrev.base + key.offset, count: table.byteCount)
+                    let contentKey = ContentKey(hash: Self.hash(bytes), count: bytes.count, encoding: key.encoding)
+                    let candidates = tablesByContent[contentKey, default: []]
+                    if let same = candidates.first(where: {
+                        memcmp(abbrev.base + $0.offset, abbrev.base + key.offset, bytes.count) == 0
+                    }) {
+                        units[index].table = same.table
+                    } else {
+                        tables.append(table)
+                        units[index].table = tables.count - 1
+                        tablesByContent[contentKey, default: []].append((key.offset, tables.count - 1))
+                    }
+                    tableIndex[key] = units[index].table
                 }
                 var unit = units[index]
                 try readUnitDIE(&unit)
@@ -104,6 +126,20 @@ extension DWARFReader {
             for section in sections {
                 DWARFSections.releasePages(of: section.base, count: section.count, 0..<section.count)
             }
+        }
+
+        /// Identifies the bytes of an abbreviation table, up to hash collisions.
+        private struct ContentKey: Hashable {
+            var hash: Int
+            var count: Int
+            var encoding: Encoding
+        }
+
+        /// A hash of `bytes`.
+        private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
+            var hasher = Hasher()
+            hasher.combine(bytes: bytes)
+            return hasher.finalize()
         }
 
         /// Identifies a decoded abbreviation table.

@@ -645,6 +645,37 @@ extension DWARFReaderTests {
                                  AddressRange(start: 0x10000, end: 0x10000 + UInt64(large))])
     }
 
+    @Test("units whose abbreviation tables have the same bytes share one decoded table; equal-sized different ones do not")
+    func sharedAbbreviationTables() throws {
+        func table(highPCForm: UInt64) -> [UInt8] {
+            DWARFReaderForge.abbreviations([
+                (1, Code.compileUnit, true, []),
+                (2, Code.subprogram, false, [(Code.name, Code.string, nil), (Code.lowPC, Code.addr, nil),
+                                             (Code.highPC, highPCForm, nil)]),
+            ])
+        }
+        let data4: UInt64 = 0x06, udata: UInt64 = 0x0f
+        let first = table(highPCForm: data4), second = table(highPCForm: data4), third = table(highPCForm: udata)
+        #expect(first.count == third.count)
+        var info: [UInt8] = []
+        for (index, (offset, name, low)) in [(0, "first", UInt64(0x1000)), (first.count, "second", 0x2000),
+                                             (first.count + second.count, "third", 0x3000)].enumerated() {
+            var body = DWARFReaderForge()
+            body.uleb(1)
+            body.uleb(2)
+            body.string(name)
+            body.u64(low)
+            let size = UInt64(0x10 * (index + 1))
+            if index == 2 { body.uleb(size) } else { body.u32(UInt32(size)) }
+            body.uleb(0)
+            info += DWARFReaderForge.unit(abbreviationOffset: UInt32(offset), body: body.bytes)
+        }
+        let model = try Self.outcome([".debug_info": info, ".debug_abbrev": first + second + third]).get()
+        #expect(model.scopes.map { model.strings[Int($0.name)] } == ["first", "second", "third"])
+        #expect(model.ranges == [AddressRange(start: 0x1000, end: 0x1010), AddressRange(start: 0x2000, end: 0x2020),
+                                 AddressRange(start: 0x3000, end: 0x3030)])
+    }
+
     @Test("DWARF 2-4 range lists: pairs relative to the unit base, base address selection, empty entries")
     func legacyRangeList() throws {
         let abbreviations = DWARFReaderForge.abbreviations([
