@@ -294,6 +294,9 @@ public struct FrameRenderer: ~Copyable {
     /// returned, and the others are answered all the same.
     public mutating func render(_ addresses: UnsafeBufferPointer<UInt64>, into output: inout OutputBytes) -> [FormatError] {
         var errors: [FormatError] = []
+        // Held once for the batch, not retained per name: other threads share these objects, and
+        // their reference counts would bounce between the cores.
+        let table = self.table, strings = self.strings
         withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
             table.rangeIndices(addresses, into: ranges)
             // The chains are read ahead a slice at a time, so they are still in cache when walked.
