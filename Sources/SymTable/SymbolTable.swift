@@ -295,6 +295,10 @@ public final class SymbolTable: @unchecked Sendable {
         }
     }
 
+    /// The address of the table's first byte (nil for an empty table). The bytes never move
+    /// while the table lives: `withUTF8`'s bytes stay valid as long as the table.
+    public var baseAddress: UnsafeRawPointer? { bytes.baseAddress }
+
     @inline(__always)
     private func withBytes<Value, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value

@@ -120,7 +120,10 @@ public struct FrameRenderer: ~Copyable {
     /// An entry is a length and its bytes in a chunk that a renderer filled and that is never
     /// moved or freed while the strings live; a record's slot holds the entry's address, published
     /// with a release store once its bytes are written, so a reader that sees the address (an
-    /// acquire load) sees the bytes. Two threads rendering the same record at once both publish:
+    /// acquire load) sees the bytes. An entry whose bytes are the stored string itself (a name
+    /// printed as stored and needing no escape) is not copied: its slot holds the string's
+    /// offset in the table and its length instead (with the sign bit set, which no address has),
+    /// and the strings keep the table alive. Two threads rendering the same record at once both publish:
     /// either entry is right, the other's bytes are only wasted. Slots are `calloc`'ed (pages of
     /// records never asked are never touched: a one-address run pays for what it asks).
     // Audited: the slots are only read and written atomically, an entry's bytes are written before
@@ -146,12 +149,24 @@ public struct FrameRenderer: ~Copyable {
         private let pathCount: Int
         /// Every chunk handed out, freed with the strings.
         private let chunks = Mutex<[Int]>([])
+        /// The table whose strings in-place entries point into (kept alive with them), its bytes'
+        /// first address and their count.
+        private let table: SymbolTable
+        private let tableBase: UnsafeRawPointer?
+        private let tableSize: Int
+        /// In-place entries: the sign bit, the length (`inPlaceLengthBits`), then the offset in
+        /// the table (`inPlaceOffsetBits`).
+        static let inPlaceOffsetBits = 40
+        static let inPlaceLengthBits = 23
 
         /// Room for the records of `table`, for renderers of `style` (demangling names unless
         /// `demangles` is false).
         public init(table: SymbolTable, style: Style, demangles: Bool = true) {
             self.style = style
             self.demangles = demangles
+            self.table = table
+            tableBase = table.baseAddress
+            tableSize = table.byteCount
             let statistics = table.statistics
             functionCount = statistics.names
             mangledCount = style == .json ? statistics.names : 0
@@ -183,8 +198,28 @@ public struct FrameRenderer: ~Copyable {
         func entry(_ kind: Kind, _ key: UInt32) -> UnsafeRawBufferPointer? {
             guard let slot = slot(kind, key) else { return nil }
             let address = slot.pointee.load(ordering: .acquiring)
+            if address < 0 {
+                // In place: published only where `tableBase` is not nil.
+                let word = UInt64(bitPattern: Int64(address))
+                let offset = Int(truncatingIfNeeded: word & (1 << Self.inPlaceOffsetBits - 1))
+                let count = Int(truncatingIfNeeded: (word >> Self.inPlaceOffsetBits) & (1 << Self.inPlaceLengthBits - 1))
+                return UnsafeRawBufferPointer(start: tableBase.unsafelyUnwrapped + offset, count: count)
+            }
             guard let entry = UnsafeRawPointer(bitPattern: address) else { return nil }
             return UnsafeRawBufferPointer(start: entry + 4, count: Int(entry.loadUnaligned(as: UInt32.self)))
+        }
+
+        /// Publishes `bytes` in place for record `key` of `kind` when they lie in the table and
+        /// fit an in-place entry; false (nothing published) otherwise.
+        @inline(__always)
+        func publishInPlace(_ kind: Kind, _ key: UInt32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+            guard let slot = slot(kind, key), let base = tableBase, let start = bytes.baseAddress,
+                  start >= base, bytes.count < 1 << Self.inPlaceLengthBits else { return false }
+            let offset = start - base
+            guard offset < 1 << Self.inPlaceOffsetBits, offset + bytes.count <= tableSize else { return false }
+            let word = 1 << 63 | UInt64(bytes.count) << Self.inPlaceOffsetBits | UInt64(offset)
+            slot.pointee.store(Int(Int64(bitPattern: word)), ordering: .releasing)
+            return true
         }
 
         /// Publishes the entry at `entry` (a length, then its bytes, in a chunk of these strings)
@@ -259,6 +294,9 @@ public struct FrameRenderer: ~Copyable {
     /// returned, and the others are answered all the same.
     public mutating func render(_ addresses: UnsafeBufferPointer<UInt64>, into output: inout OutputBytes) -> [FormatError] {
         var errors: [FormatError] = []
+        // Held once for the batch, not retained per name: other threads share these objects, and
+        // their reference counts would bounce between the cores.
+        let table = self.table, strings = self.strings
         withUnsafeTemporaryAllocation(of: Int.self, capacity: addresses.count) { ranges in
             table.rangeIndices(addresses, into: ranges)
             // The chains are read ahead a slice at a time, so they are still in cache when walked.
@@ -403,7 +441,7 @@ public struct FrameRenderer: ~Copyable {
                 var text = String(decoding: raw, as: UTF8.self)
                 text.withUTF8 { output.append(keepEscaped(.function, index, UnsafeRawBufferPointer($0))) }
             } else {
-                output.append(keepEscaped(.function, index, raw))
+                output.append(keepStored(.function, index, raw))
             }
         }
     }
@@ -412,7 +450,7 @@ public struct FrameRenderer: ~Copyable {
     private mutating func appendMangledName(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.mangled, index) { return output.append(entry) }
         let reference = try table.functionName(index)
-        table.withUTF8(reference) { raw in output.append(keepEscaped(.mangled, index, raw)) }
+        table.withUTF8(reference) { raw in output.append(keepStored(.mangled, index, raw)) }
     }
 
     /// Appends the path of file record `index` (rendered once per record; nothing for an unknown file).
@@ -427,6 +465,14 @@ public struct FrameRenderer: ~Copyable {
     private mutating func isEmptyFile(_ index: UInt32) throws(FormatError) -> Bool {
         if let entry = strings.entry(.path, index) { return entry.isEmpty }
         return try table.file(index).name.isEmpty
+    }
+
+    /// `keepEscaped` for a string of the table (`raw`, where the table keeps it): kept in place
+    /// when it needs no escaping, without a copy.
+    @inline(__always)
+    private mutating func keepStored(_ kind: RenderedStrings.Kind, _ key: UInt32, _ raw: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        if (style == .text || !needsJSONEscaping(raw)) && strings.publishInPlace(kind, key, raw) { return raw }
+        return keepEscaped(kind, key, raw)
     }
 
     /// `keep`s `text` escaped for the style; the bytes returned are valid while the strings live.

@@ -142,6 +142,42 @@ import Testing
         }
     }
 
+    /// Names printed as stored (not demangled, or not mangled) and needing no escape are not
+    /// copied: their entries are the table's own bytes; the output is the same.
+    @Test func namesPrintedAsStoredStayInTheTable() throws {
+        let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        let base = try #require(table.baseAddress)
+        for style in [FrameRenderer.Style.text, .json] {
+            var alone = FrameRenderer(table: table, style: style, demangles: false)
+            var expected = OutputBytes()
+            for address in addresses { try alone.render(address, into: &expected) }
+            let strings = FrameRenderer.RenderedStrings(table: table, style: style, demangles: false)
+            var renderer = FrameRenderer(table: table, strings: strings)
+            var actual = OutputBytes()
+            let errors = addresses.withUnsafeBufferPointer { renderer.render($0, into: &actual) }
+            #expect(errors.isEmpty)
+            #expect(Array(actual.bytes) == Array(expected.bytes), "\(style)")
+            var inTable = 0, rendered = 0
+            for name in 0..<UInt32(table.statistics.names) {
+                for kind in [FrameRenderer.RenderedStrings.Kind.function, .mangled] {
+                    guard let entry = strings.entry(kind, name), let start = entry.baseAddress else { continue }
+                    rendered += 1
+                    if start >= base && start + entry.count <= base + table.byteCount {
+                        inTable += 1
+                        // The entry is the stored name itself.
+                        let stored = try table.functionName(name)
+                        table.withUTF8(stored) { #expect($0.baseAddress == start && $0.count == entry.count) }
+                    }
+                }
+            }
+            #expect(rendered > 100, "\(style)")
+            // Every name of this C++ fixture needs no JSON escape; the empty name (`??`) is copied.
+            #expect(inTable >= rendered - 1, "\(style): \(inTable) of \(rendered) in place")
+        }
+    }
+
     /// Threads rendering with shared strings at once (each with its own renderer, on overlapping
     /// addresses, so that they race to render the same names) each answer as one renderer alone.
     @Test func threadsSharingStringsAnswerTheSame() async throws {
