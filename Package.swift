@@ -34,6 +34,7 @@ let package = Package(
         .systemLibrary(name: "CLibz", path: "Sources/CLibz", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // libcurl is loaded with dlopen by `upload` only (see Sources/CCurl/shim.h), not linked.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
 
@@ -46,7 +47,7 @@ let package = Package(
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "CMalloc"]
         ),
 
         // Upload pipeline and server.

@@ -28,18 +28,6 @@ public enum ModuleConverter {
     ///    one scalar or two) stay two names instead of merging into the first spelling.
     public static let version = 4
 
-    /// Gives the free pages inside malloc's heaps back to the system (`malloc_trim`). Building
-    /// the model leaves megabytes of small blocks freed in the middle of the heap of the thread
-    /// that converts (the walkers' dictionaries, symbol names), which malloc keeps resident: they
-    /// would count in the writer's peak. (Looked up: `<malloc.h>` is in no Swift module.)
-    static func returnFreeHeapPages() {
-        #if canImport(Glibc)
-        typealias MallocTrim = @convention(c) (Int) -> Int32
-        guard let symbol = dlsym(nil, "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
-        #endif
-    }
-
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
     /// unnamed, from `debugFile`.
@@ -55,7 +43,7 @@ public enum ModuleConverter {
         // only copy of the model and rows, which it frees before encoding.
         let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
-        returnFreeHeapPages()
+        HeapTuning.returnFreePages()
         return try SymbolTableWriter.write(consume model, lines: consume lines)
     }
 

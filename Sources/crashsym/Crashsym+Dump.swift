@@ -43,7 +43,7 @@ extension Crashsym {
         }
 
         func run() throws {
-            Self.returnFreedMemoryToTheSystem()
+            HeapTuning.fixMmapThreshold()
             var configuration = DumpConfiguration(outputDirectory: output, locator: debug.locator, decoder: debug.decoder)
             if let jobs { configuration.jobs = jobs }
             let (files, _) = Dumper.findELFFiles(paths)
@@ -66,20 +66,6 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             if !report.failures.isEmpty { throw ExitCode.failure }
-        }
-
-        /// Turns off glibc's adaptive mmap threshold, which after the first large free serves
-        /// allocations of up to 32 MiB from the heap and keeps them there once freed: dump builds
-        /// and frees several arrays of tens of megabytes one after another, and they would all stay
-        /// resident. With the default threshold fixed, big arrays are mapped and go back to the
-        /// system when freed. (`mallopt` is looked up because `<malloc.h>` is in no Swift module.)
-        static func returnFreedMemoryToTheSystem() {
-            #if canImport(Glibc)
-            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-            guard let symbol = dlsym(nil, "mallopt") else { return }
-            let M_MMAP_THRESHOLD: Int32 = -3
-            _ = unsafeBitCast(symbol, to: Mallopt.self)(M_MMAP_THRESHOLD, 128 << 10)
-            #endif
         }
 
         static func text(_ module: DumpedModule) -> String {

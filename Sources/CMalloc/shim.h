@@ -1,0 +1,2 @@
+// glibc's malloc tuning (mallopt, malloc_trim): <malloc.h> is in no Swift module.
+#include <malloc.h>
