@@ -263,24 +263,10 @@ public struct FrameRenderer: ~Copyable {
         self.strings = strings
     }
 
-    /// What `answer(line:into:)` did with a line.
-    public enum LineOutcome: Sendable {
-        /// The answer was appended.
-        case answered
-        /// The line holds only blanks; nothing was appended.
-        case blank
-        /// The line is not a hex address; nothing was appended.
-        case notAnAddress
-    }
-
-    /// Appends the answer for one input line (a hex address, `0x` optional, blanks around it).
-    /// Throws `FormatError` on a corrupt table.
-    public mutating func answer(line: UnsafeRawBufferPointer, into output: inout OutputBytes) throws(FormatError) -> LineOutcome {
-        guard let address = Self.parseAddress(line) else {
-            return line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) ? .blank : .notAnAddress
-        }
-        try render(address, into: &output)
-        return .answered
+    /// Whether an input line holds only blanks (spaces, tabs, a carriage return): such a line is
+    /// skipped, not reported as a bad address.
+    public static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }
     }
 
     /// Appends the answer for `address` to `output`.
@@ -433,10 +419,8 @@ public struct FrameRenderer: ~Copyable {
         table.withUTF8(reference) { raw in
             if raw.isEmpty {
                 output.append(keep(.function, index, Self.bytes(Literal.unknown)))
-            } else if demangles && Self.mayBeMangled(raw),
-                      demangler.withDemangled(utf8: raw, { output.append(keepEscaped(.function, index, $0)) }) {
-                return
             } else if demangles && Self.mayBeMangled(raw) {
+                if demangler.withDemangled(utf8: raw, { output.append(keepEscaped(.function, index, $0)) }) { return }
                 // Not demangled: printed as `demangleOrSelf` prints it (a String: invalid UTF-8 repaired).
                 var text = String(decoding: raw, as: UTF8.self)
                 text.withUTF8 { output.append(keepEscaped(.function, index, UnsafeRawBufferPointer($0))) }
@@ -457,7 +441,7 @@ public struct FrameRenderer: ~Copyable {
     private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.path, index) { return output.append(entry) }
         let (directory, file) = try table.file(index)
-        path(directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
+        SymbolizerStrings.joinedPath(table, directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
     }
 
     /// Whether file record `index` names no file (its rendered path is empty when seen before).
@@ -506,23 +490,6 @@ public struct FrameRenderer: ~Copyable {
         chunkFree -= size
         if publishes { strings.publish(kind, key, entry) }
         return UnsafeRawBufferPointer(start: entry + 4, count: bytes.count)
-    }
-
-    /// The source path: the file name, joined to its directory unless absolute.
-    private func path(_ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        var joined: [UInt8] = []
-        table.withUTF8(file) { name in
-            guard !name.isEmpty else { return }
-            if name.first != UInt8(ascii: "/") {
-                table.withUTF8(directory) { folder in
-                    guard !folder.isEmpty else { return }
-                    joined.append(contentsOf: folder)
-                    if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
-                }
-            }
-            joined.append(contentsOf: name)
-        }
-        return joined
     }
 
     /// The bytes of a static string.

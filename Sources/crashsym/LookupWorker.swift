@@ -114,7 +114,7 @@ final class LookupWorker: Sendable {
                 if batch.count >= LookupWorker.batchSize { finishBatch() }
                 return
             }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) { return }
+            if FrameRenderer.isBlank(line) { return }
             finishBatch()
             notes.append((output.count, "crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n"))
             failed = true

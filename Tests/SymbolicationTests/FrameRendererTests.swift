@@ -223,20 +223,21 @@ import Testing
         #expect(String(decoding: output.bytes, as: UTF8.self) == "abcdefghij")
     }
 
-    @Test func lineOutcomes() throws {
+    @Test func inputLines() throws {
         let table = try SymbolTable(bytes: try ModuleConverter.table(binary: ELFFile(path: Corpus.fixture("gcc-c-O2-dwarf5"))))
         var renderer = FrameRenderer(table: table, style: .text)
-        var output = OutputBytes()
-        func outcome(_ line: String) throws -> FrameRenderer.LineOutcome {
+        func bytes<R>(_ line: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
             var copy = line
-            return try copy.withUTF8 { try renderer.answer(line: UnsafeRawBufferPointer($0), into: &output) }
+            return copy.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         }
-        #expect(try outcome(" \t\r") == .blank)
-        #expect(try outcome("") == .blank)
-        #expect(try outcome("0xg1") == .notAnAddress)
-        #expect(try outcome("0x10000000000000000") == .notAnAddress)
-        #expect(output.count == 0)
-        #expect(try outcome("  0X1A2b\r") == .answered)
+        #expect(bytes(" \t\r", FrameRenderer.isBlank) && bytes(" \t\r", FrameRenderer.parseAddress) == nil)
+        #expect(bytes("", FrameRenderer.isBlank) && bytes("", FrameRenderer.parseAddress) == nil)
+        #expect(!bytes("0xg1", FrameRenderer.isBlank) && bytes("0xg1", FrameRenderer.parseAddress) == nil)
+        #expect(!bytes("0x10000000000000000", FrameRenderer.isBlank) && bytes("0x10000000000000000", FrameRenderer.parseAddress) == nil)
+        let address = try #require(bytes("  0X1A2b\r", FrameRenderer.parseAddress))
+        #expect(!bytes("  0X1A2b\r", FrameRenderer.isBlank) && address == 0x1a2b)
+        var output = OutputBytes()
+        try renderer.render(address, into: &output)
         #expect(String(decoding: output.bytes, as: UTF8.self).hasPrefix("0x1a2b\n"))
     }
 }
