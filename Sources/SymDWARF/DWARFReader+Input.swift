@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import SymBytes
+import SymELF
 
 extension DWARFReader {
     /// Everything the unit walkers share and only read: the sections, every unit with its unit DIE
@@ -21,7 +22,7 @@ extension DWARFReader {
         let rnglists: Bytes
         let line: Bytes
         /// Whether `.debug_info` and `.debug_line` are views of a file mapping, whose pages the
-        /// walkers give back once past them (`DWARFSections.releasePages`).
+        /// walkers give back once past them (`FileMappedPages.release`).
         let infoIsFileMapped: Bool
         let lineIsFileMapped: Bool
         /// The file-mapped sections read out of order (strings, string offsets, addresses, range
@@ -71,7 +72,7 @@ extension DWARFReader {
                 units.append(unit)
                 offset = unit.end
                 if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
-                    released = DWARFSections.releasePages(of: info.base, count: info.count, released..<offset)
+                    released = FileMappedPages.release(of: info.base, count: info.count, released..<offset)
                 }
             }
             // Each table is decoded once per encoding; hostile files may point units into the middle
@@ -124,7 +125,7 @@ extension DWARFReader {
             if infoIsFileMapped { sections.append(info) }
             if lineIsFileMapped { sections.append(line) }
             for section in sections {
-                DWARFSections.releasePages(of: section.base, count: section.count, 0..<section.count)
+                FileMappedPages.release(of: section.base, count: section.count, 0..<section.count)
             }
         }
 

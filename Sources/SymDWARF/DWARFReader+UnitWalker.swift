@@ -1,4 +1,5 @@
 import SymBytes
+import SymELF
 import SymTable
 
 extension DWARFReader {
@@ -88,14 +89,14 @@ extension DWARFReader {
                 let files = try readLineTable(of: unit)
                 try walkDIEs(of: unit, files: files)
                 if input.infoIsFileMapped && unit.end > infoWatermark {
-                    infoWatermark = DWARFSections.releasePages(of: input.info.base, count: input.info.count,
+                    infoWatermark = FileMappedPages.release(of: input.info.base, count: input.info.count,
                                                                infoWatermark..<unit.end)
                 }
                 // Every 4 MiB of units, the scattered sections' pages go back (a few are read in again).
                 if unit.end - scatteredReleased >= Self.scatteredReleaseInterval {
                     scatteredReleased = unit.end
                     for section in input.scatteredFileMapped {
-                        _ = DWARFSections.releasePages(of: section.base, count: section.count, 0..<section.count)
+                        _ = FileMappedPages.release(of: section.base, count: section.count, 0..<section.count)
                     }
                 }
                 if input.lineIsFileMapped && unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
@@ -103,7 +104,7 @@ extension DWARFReader {
                         lineWatermark = unit.lineTableOffset  // first table, or tables out of order: restart
                     } else {
                         // Every table before this unit's has been decoded.
-                        lineWatermark = DWARFSections.releasePages(of: input.line.base, count: input.line.count,
+                        lineWatermark = FileMappedPages.release(of: input.line.base, count: input.line.count,
                                                                    lineWatermark..<unit.lineTableOffset)
                     }
                 }

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import SymBytes
+import SymELF
 import SymTable
 
 /// Extracts functions, inlined subroutines and line tables from DWARF 2–5 with our own decoder:

@@ -18,7 +18,7 @@ public struct DWARFSections {
     /// Keeps `sections` valid.
     public var owners: [any AnyObject & Sendable]
     /// Names of the sections whose bytes are a read-only view of a file mapping: their pages may
-    /// be given back to the kernel once read (`releasePages`), and are read again from the file
+    /// be given back to the kernel once read (`FileMappedPages.release`), and are read again from the file
     /// if needed. Decompressed sections are never listed (dropping their pages would zero them).
     public var fileMapped: Set<String> = []
 
@@ -42,25 +42,12 @@ public struct DWARFSections {
         sections[name] ?? UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
-    /// Gives back to the kernel the resident pages lying wholly inside `range` of `bytes`, which
-    /// must be a file-mapped section (see `fileMapped`): reading them again later faults them in
-    /// from the page cache, so this only lowers the resident memory of a pass that is done with
-    /// them, never changes what is read.
-    ///
-    /// Returns the offset up to which pages were released (`range.upperBound` rounded down to a
-    /// page), where a caller releasing a section piece by piece starts its next range, so that
-    /// pages straddling two ranges are released too.
-    @discardableResult
-    public static func releasePages(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
-        FileMappedPages.release(of: base, count: count, range)
-    }
-
-    /// Releases the pages of every file-mapped section (see `releasePages`).
+    /// Releases the pages of every file-mapped section (see `FileMappedPages`).
     func releaseFileMappedPages() {
         for name in fileMapped {
             let bytes = self[name]
             guard let base = bytes.baseAddress else { continue }
-            Self.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+            FileMappedPages.release(of: base, count: bytes.count, 0..<bytes.count)
         }
     }
 
@@ -70,7 +57,7 @@ public struct DWARFSections {
     mutating func drop(_ name: String) {
         guard let bytes = sections.removeValue(forKey: name), let base = bytes.baseAddress else { return }
         if fileMapped.remove(name) != nil {
-            Self.releasePages(of: base, count: bytes.count, 0..<bytes.count)
+            FileMappedPages.release(of: base, count: bytes.count, 0..<bytes.count)
         }
         owners.removeAll { ($0 as? SectionContents)?.bytes.baseAddress == base }
     }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import SymBytes
 import SymDWARF
 import SymELF
@@ -154,10 +151,7 @@ public enum ModuleConverter {
             if Int(table.link) < file.sections.count { sections.append(file.sections[Int(table.link)]) }
             for section in sections where !section.isCompressed {
                 guard let contents = try? file.contents(of: section), contents.isFileMapping else { continue }
-                contents.withUnsafeBytes { bytes in
-                    guard let base = bytes.baseAddress else { return }
-                    DWARFSections.releasePages(of: base, count: bytes.count, 0..<bytes.count)
-                }
+                contents.withUnsafeBytes { FileMappedPages.release($0) }
             }
         }
     }
