@@ -41,7 +41,7 @@ let package = Package(
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),
         .target(name: "SymELF", dependencies: ["SymBytes", "CLibz", "CZstd"]),
-        .target(name: "SymTable", dependencies: ["SymBytes"]),
+        .target(name: "SymTable", dependencies: ["SymBytes", "CZstd"]),
         .target(name: "SymDWARF", dependencies: ["SymBytes", "SymELF", "SymTable", "CDwarf"]),
         .target(name: "SymDemangle", dependencies: ["CDemangle"]),
         .target(name: "SymReport", dependencies: ["SymBytes"]),

@@ -14,20 +14,23 @@ public final class SymbolTable: @unchecked Sendable {
         case owned(OwnedBytes)
     }
 
-    /// A copy of the bytes of a table not read from a file, at an address that never moves.
+    /// The bytes of a table not read from a file, at an address that never moves: the array is
+    /// kept, never mutated, not copied. (A native array's elements live inside its storage
+    /// object, which Swift never moves; holding the array keeps that object alive and unchanged.
+    /// `crashsym dump` opens each table it writes: a copy would double the table's memory at
+    /// the end of the conversion, its peak.)
     private final class OwnedBytes: @unchecked Sendable {
-        private let buffer: UnsafeMutableRawBufferPointer
-        /// The copy (as many bytes as were copied).
+        private let source: ContiguousArray<UInt8>
+        /// The array's elements.
         let bytes: UnsafeRawBufferPointer
 
-        init(_ source: [UInt8]) {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, source.count), alignment: 16)
-            source.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            self.buffer = buffer
-            bytes = UnsafeRawBufferPointer(start: buffer.baseAddress, count: source.count)
+        init(_ array: [UInt8]) {
+            // A `ContiguousArray` is always native storage; converting a native `[UInt8]` to one
+            // takes its buffer over without a copy.
+            let source = ContiguousArray(array)
+            self.source = source
+            bytes = source.withUnsafeBytes { $0 }
         }
-
-        deinit { buffer.deallocate() }
     }
 
     private let storage: Storage
@@ -47,7 +50,7 @@ public final class SymbolTable: @unchecked Sendable {
         }
     }
 
-    /// Opens a table over a copy of `bytes`.
+    /// Opens a table over `bytes` (kept, not copied).
     public convenience init(bytes: [UInt8]) throws(FormatError) {
         try self.init(storage: .owned(OwnedBytes(bytes)))
     }
@@ -300,7 +303,7 @@ public final class SymbolTable: @unchecked Sendable {
     public var baseAddress: UnsafeRawPointer? { bytes.baseAddress }
 
     @inline(__always)
-    private func withBytes<Value, Failure: Error>(
+    func withBytes<Value, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
     ) throws(Failure) -> Value {
         try body(bytes)

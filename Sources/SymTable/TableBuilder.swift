@@ -1,7 +1,7 @@
 import SymBytes
 
 /// Collects a table's records (deduplicated strings, files, function names, scope and call-site
-/// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v1 layout.
+/// records; merged ranges) while the writer flattens a model, then encodes them in the `.csym` v2 layout.
 struct TableBuilder {
     /// The table's strings after the empty one, in first-use order, as indices into the model's
     /// string arena: the bytes are copied once, from the arena into the output, when the table is
@@ -221,9 +221,20 @@ extension TableBuilder {
         var symbols: UInt64
     }
 
-    /// Encodes the collected records as a `.csym` v1 table (layout in `docs/csym-format.md`).
-    mutating func encode(module: ModuleIdentity, counts: Counts, strings arena: StringArena) throws(FormatError) -> [UInt8] {
+    /// Encodes the collected records as a `.csym` v2 table (layout in `docs/csym-format.md`), with
+    /// the forms `storedNames` gives for the function names (made on `threads` threads) in the
+    /// demangled-names section; none when it is nil.
+    mutating func encode<Provider: StoredNameProvider>(module: ModuleIdentity, counts: Counts, strings arena: StringArena,
+                                                       storedNames: Provider?, threads: Int) throws(FormatError) -> [UInt8] {
         let moduleName = try moduleName(module.name, in: arena)
+        // The string of each function-name record, for the stored forms.
+        var nameStrings: [UInt32] = []
+        if storedNames != nil {
+            nameStrings = [UInt32](repeating: .max, count: names.count)
+            for (stringID, name) in nameByStringID.enumerated() where name != Self.noName {
+                nameStrings[Int(name)] = stringOrder[stringID]
+            }
+        }
         // Nothing is added from here on: the lookup tables go before the output is allocated.
         stringIDs = IDTable()
         stringOffsetsByID = []
@@ -231,6 +242,13 @@ extension TableBuilder {
         nameByStringID = []
         scopeIDs = IDTable()
         callSiteIDs = IDTable()
+        // Only the compressed blocks are kept (swift-format: about 1 MB), until copied into the output.
+        var demangledNames = DemangledNameEncoder<Provider>.Section(offsets: [0], buffers: [], runs: [])
+        if let storedNames, !nameStrings.isEmpty {
+            demangledNames = try DemangledNameEncoder(nameStrings: nameStrings, arena: arena, provider: storedNames)
+                .encode(threads: threads)
+        }
+        nameStrings = []
         let compact = ranges.isEmpty || ranges.lastStart - ranges.firstStart <= UInt64(UInt32.max)
         let addressBase = compact ? ranges.firstStart : 0
 
@@ -263,6 +281,7 @@ extension TableBuilder {
             .files: files.count * 2 * stringWidth,
             .names: names.count * stringWidth,
             .strings: stringDataSize,
+            .demangledNames: demangledNames.byteCount,
         ]
         let total = TableFormat.headerSize + sizes.values.reduce(0, +)
 
@@ -277,7 +296,7 @@ extension TableBuilder {
         for width in [stringWidth, fileWidth, lineWidth, columnWidth, nameWidth, scopeWidth, callSiteWidth] {
             header.append(UInt8(width))
         }
-        header.append(0)
+        header.append(TableFormat.demangledBlockShift)
         header.appendLittleEndian(moduleName)
         header.appendLittleEndian(addressBase)
         for count in [stringCount, files.count, names.count, scopes.count, callSites.count, ranges.count] {
@@ -286,12 +305,18 @@ extension TableBuilder {
         for count in [counts.functions, counts.inlinedScopes, counts.lineRows, counts.symbols] {
             header.appendLittleEndian(count)
         }
+        // The demangled names go first, right after the header, so that their compressed blocks
+        // are freed before the rest of the table is written; the other sections follow in
+        // directory order.
+        var offsets: [TableFormat.Section: Int] = [:]
         var offset = TableFormat.headerSize
+        for section in [TableFormat.Section.demangledNames] + TableFormat.Section.allCases.dropLast() {
+            offsets[section] = offset
+            offset += sizes[section] ?? 0
+        }
         for section in TableFormat.Section.allCases {
-            let size = sizes[section] ?? 0
-            header.appendLittleEndian(UInt64(offset))
-            header.appendLittleEndian(UInt64(size))
-            offset += size
+            header.appendLittleEndian(UInt64(offsets[section] ?? 0))
+            header.appendLittleEndian(UInt64(sizes[section] ?? 0))
         }
         precondition(header.count == TableFormat.headerSize, "header layout out of step with TableFormat")
 
@@ -303,6 +328,7 @@ extension TableBuilder {
             let buffer = UnsafeMutableRawBufferPointer(storage)
             header.withUnsafeBytes { buffer.copyMemory(from: $0) }
             var writer = FieldWriter(buffer: buffer, position: TableFormat.headerSize)
+            demangledNames.drain { writer.bytes($0) }
             writer.bytes(module.buildID)
             ranges.forEach { start, _ in
                 if compact { writer.field(UInt32(start - addressBase), width: 4) } else { writer.u64(start) }
@@ -398,11 +424,14 @@ private struct FieldWriter {
     }
 
     mutating func bytes(_ bytes: [UInt8]) {
-        precondition(position + bytes.count <= buffer.count, "bytes past the table's computed size")
-        bytes.withUnsafeBytes { source in
-            guard let base = source.baseAddress else { return }
+        bytes.withUnsafeBytes { self.bytes($0) }
+    }
+
+    mutating func bytes(_ source: UnsafeRawBufferPointer) {
+        precondition(position + source.count <= buffer.count, "bytes past the table's computed size")
+        if let base = source.baseAddress {
             (buffer.baseAddress! + position).copyMemory(from: base, byteCount: source.count)
         }
-        position += bytes.count
+        position += source.count
     }
 }

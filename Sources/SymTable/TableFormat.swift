@@ -1,13 +1,36 @@
-/// Constants of the `.csym` byte layout (version 1), shared by the writer and the reader.
+/// Constants of the `.csym` byte layout (versions 1 and 2), shared by the writer and the reader.
 ///
 /// The layout is documented field by field in `docs/csym-format.md`; keep the two in step.
 enum TableFormat {
     /// The four bytes every table starts with.
     static let magic: [UInt8] = [0x43, 0x53, 0x59, 0x4D]  // "CSYM"
-    /// The only version this code reads and writes.
-    static let version: UInt16 = 1
-    /// Size of the fixed header, including the section directory.
-    static let headerSize = 216
+    /// The version the writer writes.
+    static let version: UInt16 = 2
+    /// The versions the reader reads.
+    static let readableVersions: ClosedRange<UInt16> = 1...2
+    /// Size of the fixed header of the version the writer writes, including the section directory.
+    static let headerSize = headerSize(version: version)
+
+    /// Size of the fixed header of `version` (1 or 2): the fixed fields and one directory entry per
+    /// section.
+    static func headerSize(version: UInt16) -> Int {
+        Field.sectionDirectory + sectionCount(version: version) * directoryEntrySize
+    }
+
+    /// Number of sections of `version` (1 or 2): version 2 added the demangled names.
+    static func sectionCount(version: UInt16) -> Int {
+        version == 1 ? Section.allCases.count - 1 : Section.allCases.count
+    }
+
+    /// log2 of the function-name records per block of stored demangled names (64), in the header.
+    static let demangledBlockShift: UInt8 = 6
+    /// Largest block shift a reader accepts (1024 records a block).
+    static let maximumDemangledBlockShift: UInt8 = 10
+    /// Longest stored demangled name: a longer one is not stored (lookup demangles it as in v1).
+    static let maximumStoredNameLength = 1 << 16
+    /// Most bytes one block of stored demangled names decompresses to: a reader refuses a frame
+    /// that declares more, so a hostile table cannot make it allocate more.
+    static let maximumDemangledBlockSize = 8 << 20
     /// Widest variable-width field, in bytes.
     static let maximumFieldWidth = 4
 
@@ -33,7 +56,8 @@ enum TableFormat {
         static let nameWidth = 16
         static let scopeWidth = 17
         static let callSiteWidth = 18
-        static let reserved = 19
+        /// Version 1: reserved, 0. Version 2: log2 of the records per block of demangled names.
+        static let demangledBlockShift = 19
         static let moduleName = 20
         static let addressBase = 24
         static let stringCount = 32
@@ -59,6 +83,8 @@ enum TableFormat {
         case files
         case names
         case strings
+        /// Version 2 on: demangled forms stored at dump time, compressed in blocks of records.
+        case demangledNames
 
         /// Name used in error messages.
         var name: String {
@@ -71,6 +97,7 @@ enum TableFormat {
             case .files: "files"
             case .names: "function names"
             case .strings: "strings"
+            case .demangledNames: "demangled names"
             }
         }
     }

@@ -12,6 +12,8 @@ struct TableLayout: Sendable {
         var size: Int
     }
 
+    /// The format version (1 or 2).
+    var version: UInt16
     var flags: UInt16
     var machine: UInt16
     var is64Bit: Bool
@@ -34,6 +36,10 @@ struct TableLayout: Sendable {
     var inlinedScopeCount: UInt64
     var lineRowCount: UInt64
     var symbolCount: UInt64
+    /// log2 of the function-name records per block of stored demangled names (0 in version 1).
+    var demangledBlockShift: Int
+    /// Blocks of stored demangled names: 0 when the table stores none (always in version 1).
+    var demangledBlockCount = 0
     // Section extents; named so the hot path touches no array.
     private(set) var buildID = Extent(offset: 0, size: 0)
     private(set) var rangeStarts = Extent(offset: 0, size: 0)
@@ -43,6 +49,8 @@ struct TableLayout: Sendable {
     private(set) var files = Extent(offset: 0, size: 0)
     private(set) var names = Extent(offset: 0, size: 0)
     private(set) var strings = Extent(offset: 0, size: 0)
+    /// Empty in version 1.
+    private(set) var demangledNames = Extent(offset: 0, size: 0)
 
     /// Whether range starts are `UInt32` deltas from `addressBase`.
     var hasCompactRangeStarts: Bool { flags & TableFormat.Flag.compactRangeStarts != 0 }
@@ -60,15 +68,17 @@ struct TableLayout: Sendable {
     /// Reads and validates the header: magic, version, flags, widths, and that every section lies
     /// inside the table with exactly the size its count and record size imply.
     init(_ reader: ByteReader) throws(FormatError) {
-        try reader.check(0, TableFormat.headerSize, "csym header")
+        try reader.check(0, TableFormat.Field.sectionDirectory, "csym header")
         for (index, byte) in TableFormat.magic.enumerated() where try reader.u8(at: index) != byte {
             throw FormatError(.badMagic, "not a csym symbol table (bad magic)", offset: 0)
         }
-        let version = try reader.u16(at: TableFormat.Field.version)
-        guard version == TableFormat.version else {
-            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1)",
+        version = try reader.u16(at: TableFormat.Field.version)
+        guard TableFormat.readableVersions.contains(version) else {
+            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 and 2)",
                               offset: UInt64(TableFormat.Field.version))
         }
+        let headerSize = TableFormat.headerSize(version: version)
+        try reader.check(0, headerSize, "csym v\(version) header")
         flags = try reader.u16(at: TableFormat.Field.flags)
         guard flags & ~TableFormat.Flag.known == 0 else {
             throw FormatError(.unsupported, "unknown csym flags 0x\(String(flags, radix: 16))",
@@ -82,8 +92,9 @@ struct TableLayout: Sendable {
         }
         is64Bit = classByte == 1
         let sectionCount = try reader.u8(at: TableFormat.Field.sectionCount)
-        guard Int(sectionCount) == TableFormat.Section.allCases.count else {
-            throw FormatError(.invalidValue, "csym v1 has \(TableFormat.Section.allCases.count) sections, header says \(sectionCount)",
+        let expectedSections = TableFormat.sectionCount(version: version)
+        guard Int(sectionCount) == expectedSections else {
+            throw FormatError(.invalidValue, "csym v\(version) has \(expectedSections) sections, header says \(sectionCount)",
                               offset: UInt64(TableFormat.Field.sectionCount))
         }
         func width(_ field: Int) throws(FormatError) -> Int {
@@ -101,9 +112,19 @@ struct TableLayout: Sendable {
         nameWidth = try width(TableFormat.Field.nameWidth)
         scopeWidth = try width(TableFormat.Field.scopeWidth)
         callSiteWidth = try width(TableFormat.Field.callSiteWidth)
-        guard try reader.u8(at: TableFormat.Field.reserved) == 0 else {
-            throw FormatError(.invalidValue, "reserved header byte is not zero", offset: UInt64(TableFormat.Field.reserved))
+        let blockShift = try reader.u8(at: TableFormat.Field.demangledBlockShift)
+        if version == 1 {
+            guard blockShift == 0 else {
+                throw FormatError(.invalidValue, "reserved header byte is not zero",
+                                  offset: UInt64(TableFormat.Field.demangledBlockShift))
+            }
+        } else {
+            guard (1...TableFormat.maximumDemangledBlockShift).contains(blockShift) else {
+                throw FormatError(.invalidValue, "demangled-name block shift \(blockShift) is not in 1...\(TableFormat.maximumDemangledBlockShift)",
+                                  offset: UInt64(TableFormat.Field.demangledBlockShift))
+            }
         }
+        demangledBlockShift = Int(blockShift)
         moduleName = try reader.u32(at: TableFormat.Field.moduleName)
         addressBase = try reader.u64(at: TableFormat.Field.addressBase)
         stringCount = Int(try reader.u32(at: TableFormat.Field.stringCount))
@@ -117,11 +138,11 @@ struct TableLayout: Sendable {
         lineRowCount = try reader.u64(at: TableFormat.Field.lineRowCount)
         symbolCount = try reader.u64(at: TableFormat.Field.symbolCount)
 
-        for section in TableFormat.Section.allCases {
+        for section in TableFormat.Section.allCases.prefix(expectedSections) {
             let entry = TableFormat.Field.sectionDirectory + section.rawValue * TableFormat.directoryEntrySize
             let offset = try ByteReader.int(try reader.u64(at: entry), "\(section.name) section offset")
             let size = try ByteReader.int(try reader.u64(at: entry + 8), "\(section.name) section size")
-            guard offset >= TableFormat.headerSize else {
+            guard offset >= headerSize else {
                 throw FormatError(.invalidValue, "\(section.name) section overlaps the header", offset: UInt64(entry))
             }
             try reader.check(offset, size, "\(section.name) section")
@@ -137,6 +158,7 @@ struct TableLayout: Sendable {
         guard self[.strings].size <= Int(UInt32.max) else {
             throw FormatError(.limitExceeded, "string data over 4 GiB", offset: UInt64(TableFormat.Field.sectionDirectory))
         }
+        if version >= 2 { try validateDemangledNames(reader) }
     }
 
     /// The extent of `section`.
@@ -151,6 +173,7 @@ struct TableLayout: Sendable {
             case .files: files
             case .names: names
             case .strings: strings
+            case .demangledNames: demangledNames
             }
         }
         set {
@@ -163,6 +186,7 @@ struct TableLayout: Sendable {
             case .files: files = newValue
             case .names: names = newValue
             case .strings: strings = newValue
+            case .demangledNames: demangledNames = newValue
             }
         }
     }

@@ -40,6 +40,11 @@ public struct FrameRenderer: ~Copyable {
     /// Where this renderer writes the strings it renders: the free end of its current chunk.
     private var chunk: UnsafeMutableRawPointer?
     private var chunkFree = 0
+    /// Where this renderer decompresses blocks of the table's stored demangled names.
+    private var scratch = DecompressionScratch()
+    /// The block of stored names decompressed last (-1: none): every stored name in it is
+    /// published, so a record of it still without an entry has none stored.
+    private var scannedBlock = -1
 
     /// A direct-mapped cache of rendered bytes keyed by integers (string-table positions, range
     /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
@@ -420,6 +425,8 @@ public struct FrameRenderer: ~Copyable {
             if raw.isEmpty {
                 output.append(keep(.function, index, Self.bytes(Literal.unknown)))
             } else if demangles && Self.mayBeMangled(raw) {
+                // Demangled at dump time (the Swift names): read, not demangled again.
+                if table.hasStoredDemangledNames && appendStoredName(index, to: &output) { return }
                 if demangler.withDemangled(utf8: raw, { output.append(keepEscaped(.function, index, $0)) }) { return }
                 // Not demangled: printed as `demangleOrSelf` prints it (a String: invalid UTF-8 repaired).
                 var text = String(decoding: raw, as: UTF8.self)
@@ -428,6 +435,31 @@ public struct FrameRenderer: ~Copyable {
                 output.append(keepStored(.function, index, raw))
             }
         }
+    }
+
+    /// Appends the demangled name of function-name record `index` stored in the table and returns
+    /// true; false when it has none. Decompresses the record's block and publishes every name
+    /// stored in it that has no entry yet (their neighbours are likely asked next, and the block
+    /// costs more to decompress than its names to copy); a corrupt block stores nothing.
+    private mutating func appendStoredName(_ index: UInt32, to output: inout OutputBytes) -> Bool {
+        let block = Int(index) / table.demangledBlockSize
+        guard block != scannedBlock,
+              let names = try? table.demangledNames(inBlockOf: index, into: &scratch) else { return false }
+        scannedBlock = block
+        guard names.hasNames else { return false }
+        var wanted: UnsafeRawBufferPointer?
+        for position in 0..<names.count {
+            guard let name = names[position] else { continue }
+            let record = names.first + UInt32(position)
+            if record == index {
+                wanted = keepEscaped(.function, record, name)
+            } else if strings.entry(.function, record) == nil {
+                _ = keepEscaped(.function, record, name)
+            }
+        }
+        guard let wanted else { return false }
+        output.append(wanted)
+        return true
     }
 
     /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.

@@ -1,4 +1,5 @@
 import SymBytes
+import SymDemangle
 import SymDWARF
 import SymELF
 import SymTable
@@ -23,7 +24,8 @@ public enum ModuleConverter {
     ///    a stripped binary's functions named by its own symbols or DWARF, not the debug file's aliases.
     /// 4. names kept as their bytes: two spellings of one name in different Unicode forms (é as
     ///    one scalar or two) stay two names instead of merging into the first spelling.
-    public static let version = 4
+    /// 5. `.csym` v2: Swift names' demangled forms stored in the table (`SwiftNameForms`).
+    public static let version = 5
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
@@ -41,7 +43,25 @@ public enum ModuleConverter {
         let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
         HeapTuning.returnFreePages()
-        return try SymbolTableWriter.write(consume model, lines: consume lines)
+        return try SymbolTableWriter.write(consume model, lines: consume lines, storedNames: SwiftNameForms(),
+                                           threads: max(1, threads))
+    }
+
+    /// The forms the converter stores beside function names: for names that `lookup` demangles
+    /// with the Swift runtime (about a microsecond each, the bulk of a Swift module's lookup
+    /// time), exactly the bytes it prints (`Demangler.withDemangled(utf8:)`); nothing for other
+    /// names (C++ and Rust demangle fast enough at lookup) or when demangling fails.
+    struct SwiftNameForms: StoredNameProvider {
+        let demangler = Demangler()
+
+        func withStoredForm(of name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+            // Swift prefixes start `$` or `_$`, `_T0` (the renderer demangles only such names);
+            // C++ (`_Z`) and Rust (`_R`, `_ZN…h…E`) names stop here without a String.
+            guard FrameRenderer.mayBeMangled(name),
+                  name[0] == UInt8(ascii: "$") || name[1] == UInt8(ascii: "$") || name[1] == UInt8(ascii: "T"),
+                  Demangler.scheme(of: String(decoding: name, as: UTF8.self)) == .swift else { return }
+            _ = demangler.withDemangled(utf8: name, body)
+        }
     }
 
     /// Fills a model builder with `binary`'s DWARF (or `debugFile`'s) and both files' symbols.

@@ -2,33 +2,85 @@ import SymBytes
 import SymTable
 import Testing
 
-/// The committed v1 table must stay readable, and the writer must keep producing it byte for byte:
-/// a format change is deliberate (a new version and fixture), never an accident.
+/// The committed tables of every version must stay readable, and the writer must keep producing
+/// the current version's (v2) byte for byte: a format change is deliberate (a new version and
+/// fixture), never an accident.
 ///
-/// Regenerate after a deliberate change with
-/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests`.
+/// Regenerate the v2 fixture after a deliberate change with
+/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests` (v1 is no longer written).
 @Suite(.serialized) struct CompatibilityFixtureTests {
-    static let fixturePath: String = {
+    static func fixturePath(_ name: String) -> String {
         // Tests/SymTableTests/<this file> -> package root.
         var parts = String(#filePath).split(separator: "/", omittingEmptySubsequences: false)
         parts.removeLast(3)
-        return parts.joined(separator: "/") + "/Fixtures/csym/v1-sample.csym"
-    }()
+        return parts.joined(separator: "/") + "/Fixtures/csym/" + name
+    }
 
-    @Test func writerReproducesTheFixture() throws {
-        let bytes = try SymbolTableWriter.write(SampleModel.model())
-        if TemporaryFile.environment("CRASHSYM_RECORD") == "1" {
-            try TemporaryFile.writeFile(bytes, to: Self.fixturePath)
+    static let v1Path = fixturePath("v1-sample.csym")
+    static let v2Path = fixturePath("v2-sample.csym")
+
+    /// The stored forms of the v2 fixture: `c++filt`'s demangling of the sample's two C++ names
+    /// (the writer stores whatever its provider gives; crashsym's converter gives Swift names only).
+    struct SampleForms: StoredNameProvider {
+        static let forms = ["_Z6helperi": "helper(int)", "_Z5innerv": "inner()"]
+
+        func withStoredForm(of name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+            guard var form = Self.forms[String(decoding: name, as: UTF8.self)] else { return }
+            form.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         }
-        let file = try MappedFile(path: Self.fixturePath)
-        #expect(Array(file.bytes) == bytes, "the writer no longer produces v1-sample.csym; see docs/csym-format.md")
+    }
+
+    static func v2Sample() throws -> [UInt8] {
+        try SymbolTableWriter.write(SampleModel.model(), storedNames: SampleForms())
+    }
+
+    @Test func writerReproducesTheV2Fixture() throws {
+        let bytes = try Self.v2Sample()
+        if TemporaryFile.environment("CRASHSYM_RECORD") == "1" {
+            try TemporaryFile.writeFile(bytes, to: Self.v2Path)
+        }
+        let file = try MappedFile(path: Self.v2Path)
+        #expect(Array(file.bytes) == bytes, "the writer no longer produces v2-sample.csym; see docs/csym-format.md")
+    }
+
+    /// The v1 table answers as it did, and stores no demangled names.
+    @Test func v1FixtureStillOpensAndAnswers() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.v1Path))
+        #expect(table.byteCount == 423)
+        #expect(!table.hasStoredDemangledNames)
+        var scratch = DecompressionScratch()
+        let block = try table.demangledNames(inBlockOf: 1, into: &scratch)
+        #expect(!block.hasNames && block.name(ofRecord: 1) == nil)
+        // Its v1 header: 216 bytes, 8 sections, reserved byte 0; the v2 writer's sections after
+        // the header are the same bytes apart from the directory's offsets.
+        let file = try MappedFile(path: Self.v1Path)
+        let v1 = withExtendedLifetime(file) { Array(file.bytes) }
+        #expect(v1[4] == 1 && v1[11] == 8 && v1[19] == 0)
+        let v2 = try SymbolTableWriter.write(SampleModel.model())
+        #expect(Array(v2[(232 + 4)...]) == Array(v1[216...]))
+    }
+
+    @Test func v2FixtureStoresTheGivenForms() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.v2Path))
+        #expect(table.hasStoredDemangledNames && table.demangledBlockSize == 64)
+        var scratch = DecompressionScratch()
+        var stored: [String: String] = [:]
+        for index in 0..<UInt32(table.statistics.names) {
+            let block = try table.demangledNames(inBlockOf: index, into: &scratch)
+            #expect(block.first == 0 && block.count == 5)
+            if let form = block.name(ofRecord: index) {
+                stored[table.string(try table.functionName(index))] = String(decoding: form, as: UTF8.self)
+            }
+        }
+        #expect(stored == SampleForms.forms)
     }
 
     @Test func sampleSizeFollowsTheDocumentedLayout() throws {
         let bytes = try SymbolTableWriter.write(SampleModel.model())
         // Derived by hand from the sample model and docs/csym-format.md. Every field is 1 byte wide
         // (at most 5 names, 4 files and scope records; lines <= 11, columns <= 9; callers <= 3).
-        //   header and section directory                          216
+        //   header and section directory (9 entries)               232
+        //   demangled names: nothing stored, one offset              4
         //   build-id                                               20
         //   8 range starts, compact (4 bytes)                      32  0x1000 0x1010 0x1014 0x1018 0x1020 0x1040 0x1048, gap 0x1050
         //   8 range records (file, line, column, scope)            32
@@ -37,11 +89,11 @@ import Testing
         //   4 files (directory, name)                               8  ??, main.c, helper.h, start.S
         //   5 function names                                        5  main, _Z6helperi, sample_main, _Z5innerv, _start
         //   strings: 11 strings, 77 bytes + 11 length bytes        88
-        #expect(bytes.count == 216 + 20 + 32 + 32 + 12 + 10 + 8 + 5 + 88)
+        #expect(bytes.count == 232 + 4 + 20 + 32 + 32 + 12 + 10 + 8 + 5 + 88)
         let statistics = try SymbolTable(bytes: bytes).statistics
         #expect(statistics == SymbolTable.Statistics(
             functions: 1, inlinedScopes: 2, lineRows: 8, symbols: 2, ranges: 8, scopeRecords: 4, sourceLocations: 2,
-            files: 4, names: 5, strings: 11, byteCount: 423))
+            files: 4, names: 5, strings: 11, byteCount: 443))
     }
 
     /// Expected frames, derived by hand from the sample model and the lookup rules.
@@ -59,8 +111,9 @@ import Testing
         (UInt64.max, []),
     ]
 
-    @Test func fixtureLookups() throws {
-        let table = try SymbolTable(file: MappedFile(path: Self.fixturePath))
+    @Test(arguments: ["v1-sample.csym", "v2-sample.csym"])
+    func fixtureLookups(fixture: String) throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.fixturePath(fixture)))
         #expect(table.module == ModuleIdentity(buildID: Array(0..<20), machine: 62, is64Bit: true, name: "libsample.so"))
         #expect(table.module.buildIDHex == "000102030405060708090a0b0c0d0e0f10111213")
         for (address, expected) in Self.expectations {

@@ -92,7 +92,7 @@ import Testing
             var corrupt = bytes
             for _ in 0..<random.int(1...4) {
                 // Half the flips land in the header and directory, where they do the most damage.
-                let index = random.chance(50) ? random.int(0...min(215, bytes.count - 1)) : random.int(0...bytes.count - 1)
+                let index = random.chance(50) ? random.int(0...min(231, bytes.count - 1)) : random.int(0...bytes.count - 1)
                 corrupt[index] ^= UInt8(1) << UInt8(random.int(0...7))
             }
             if Self.exercise(corrupt, addresses: addresses) { opened += 1 }
@@ -108,7 +108,7 @@ import Testing
             var bytes = (0..<random.int(0...400)).map { _ in UInt8.random(in: 0...255, using: &random) }
             if random.chance(50), bytes.count >= 8 {
                 // A valid magic and version, so the reader gets past the first checks.
-                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, 1, 0])
+                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, random.chance(50) ? 1 : 2, 0])
             }
             Self.exercise(bytes, addresses: [0, 1, 0x1000, UInt64.max, random.next()])
         }
@@ -117,13 +117,18 @@ import Testing
     /// Forged header fields: each must be rejected on open with the right error class.
     @Test(arguments: [
         (HeaderPatch.u8(0, 0x42), FormatError.Code.badMagic),                 // magic
-        (HeaderPatch.u16(4, 2), .unsupported),                                // version 2
+        (HeaderPatch.u16(4, 3), .unsupported),                                // version 3
+        (HeaderPatch.u16(4, 0), .unsupported),                                // version 0
         (HeaderPatch.u16(6, 0x8000), .unsupported),                           // unknown flag
         (HeaderPatch.u8(10, 2), .invalidValue),                               // is64Bit not 0/1
         (HeaderPatch.u8(11, 7), .invalidValue),                               // section count
+        (HeaderPatch.u8(11, 8), .invalidValue),                               // v1's section count in v2
         (HeaderPatch.u8(12, 5), .invalidValue),                               // string width > 4
         (HeaderPatch.u8(18, 255), .invalidValue),                             // call-site width
-        (HeaderPatch.u8(19, 1), .invalidValue),                               // reserved
+        (HeaderPatch.u8(19, 0), .invalidValue),                               // demangled block shift 0
+        (HeaderPatch.u8(19, 11), .invalidValue),                              // demangled block shift > 10
+        (HeaderPatch.u64(88 + 16 * 8 + 8, 3), .invalidValue),                 // demangled names under one offset
+        (HeaderPatch.u64(88 + 16 * 8 + 8, 1 << 40), .truncated),              // demangled names past the end
         (HeaderPatch.u32(20, UInt32.max), .truncated),                        // module name offset
         (HeaderPatch.u32(36, UInt32.max), .invalidValue),                     // file count
         (HeaderPatch.u32(40, 1_000_000), .invalidValue),                      // name count
@@ -220,7 +225,7 @@ enum HeaderPatch: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// The v1 layout as docs/csym-format.md describes it, read independently of the library so tests
+/// The v2 layout (v1's fields at the same offsets) as docs/csym-format.md describes it, read independently of the library so tests
 /// can forge records.
 struct TestLayout {
     var compact: Bool
@@ -245,7 +250,7 @@ struct TestLayout {
         func value(_ offset: Int, _ size: Int) -> UInt64 {
             (0..<size).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
         }
-        try #require(bytes.count >= 216)
+        try #require(bytes.count >= 232)
         compact = value(6, 2) & 1 != 0
         addressBase = value(24, 8)
         widths = (12...18).map { Int(bytes[$0]) }
