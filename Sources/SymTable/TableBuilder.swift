@@ -242,7 +242,7 @@ extension TableBuilder {
         nameByStringID = []
         scopeIDs = IDTable()
         callSiteIDs = IDTable()
-        // Only the compressed blocks are kept (swift-format: about 1 MB), until copied into the output.
+        // Only the compressed blocks are kept (swift-format: 1.6 MB), until copied into the output.
         var demangledNames = DemangledNameEncoder<Provider>.Section(offsets: [0], buffers: [], runs: [])
         if let storedNames, !nameStrings.isEmpty {
             demangledNames = try DemangledNameEncoder(nameStrings: nameStrings, arena: arena, provider: storedNames)

@@ -78,7 +78,7 @@ import Testing
                 var single = OutputBytes()
                 var renderer = FrameRenderer(table: stored, style: style, demangles: demangles)
                 for address in addresses { try renderer.render(address, into: &single) }
-                #expect(Array(single.bytes) == Array(expected.bytes), "\(fixture) \(style) demangles: \(demangles)")
+                #expect(Self.firstDifference(single, expected) == nil, "\(fixture) \(style) demangles: \(demangles)")
 
                 // Two renderers sharing strings, in batches: the second finds names the first
                 // published from a block, and decompresses the blocks the first did not.
@@ -92,10 +92,20 @@ import Testing
                     var reference = FrameRenderer(table: plain, style: style, demangles: demangles)
                     var prefix = OutputBytes()
                     for address in addresses[0..<half] { try reference.render(address, into: &prefix) }
-                    #expect(Array(batched.bytes) == Array(prefix.bytes), "\(fixture) \(style) demangles: \(demangles) pass \(pass)")
+                    #expect(Self.firstDifference(batched, prefix) == nil, "\(fixture) \(style) demangles: \(demangles) pass \(pass)")
                 }
             }
         }
+    }
+
+    /// The first line where `actual` and `expected` differ (both lines), nil when they are equal.
+    static func firstDifference(_ actual: borrowing OutputBytes, _ expected: borrowing OutputBytes) -> String? {
+        let left = String(decoding: actual.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let right = String(decoding: expected.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, (a, b)) in zip(left, right).enumerated() where a != b {
+            return "line \(index + 1): \(a) -- expected: \(b)"
+        }
+        return left.count == right.count ? nil : "\(left.count) lines, expected \(right.count)"
     }
 
     /// C, C++ and Rust tables store nothing: their names are cheap to demangle at lookup, and the
