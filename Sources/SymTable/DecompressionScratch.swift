@@ -30,10 +30,9 @@ public struct DecompressionScratch: ~Copyable {
         spans?.deallocate()
     }
 
-    /// Decompresses `frame` (exactly one zstd frame declaring its size, at most
-    /// `TableFormat.maximumDemangledBlockSize`) and parses `records` entries from it: per record a
-    /// ULEB128 of (length + 1) and the bytes, or 0 for none; the entries must fill the frame.
-    mutating func decode(_ frame: UnsafeRawBufferPointer, records: Int, at offset: Int) throws(FormatError) {
+    /// The size `frame` declares for its content, checked: exactly one zstd frame, declaring a
+    /// size of at most `TableFormat.maximumDemangledBlockSize`.
+    static func contentSize(_ frame: UnsafeRawBufferPointer, at offset: Int) throws(FormatError) -> Int {
         let where_ = UInt64(offset)
         guard let source = frame.baseAddress, !frame.isEmpty else {
             throw FormatError(.decompression, "demangled names: empty zstd frame", offset: where_)
@@ -49,18 +48,23 @@ public struct DecompressionScratch: ~Copyable {
         guard ZSTD_isError(compressed) == 0, compressed == frame.count else {
             throw FormatError(.decompression, "demangled names: the block is not exactly one zstd frame", offset: where_)
         }
-        let size = Int(declared)
-        if capacity < max(size, 1) {
-            free(buffer)
-            capacity = max(size, 1, 2 * capacity)
-            guard let memory = malloc(capacity) else { fatalError("out of memory") }
-            buffer = memory
-        }
+        return Int(declared)
+    }
+
+    /// Decompresses `frame` (checked by `contentSize`, which gave `size`) and parses `records`
+    /// entries from it: per record its length as a little-endian `UInt32` and the bytes, or
+    /// `TableFormat.noStoredName` alone for none; the entries must fill the frame. The bytes go to
+    /// `target` (at least `size` bytes, kept by the caller) or, when it is nil, to this scratch's
+    /// buffer. Returns where they went.
+    mutating func decode(_ frame: UnsafeRawBufferPointer, size: Int, records: Int, at offset: Int,
+                         into target: UnsafeMutableRawPointer?) throws(FormatError) -> UnsafeMutableRawPointer {
+        let where_ = UInt64(offset)
+        let target = target ?? buffer(size)
         if context == nil {
             guard let made = ZSTD_createDCtx() else { fatalError("out of memory (zstd context)") }
             context = made
         }
-        let produced = ZSTD_decompressDCtx(context, buffer, size, source, frame.count)
+        let produced = ZSTD_decompressDCtx(context, target, size, frame.baseAddress, frame.count)
         guard ZSTD_isError(produced) == 0, produced == size else {
             let reason = ZSTD_isError(produced) != 0 ? String(cString: ZSTD_getErrorName(produced)) : "\(produced) bytes"
             throw FormatError(.decompression, "demangled names: zstd: \(reason) (declared \(size))", offset: where_)
@@ -70,39 +74,47 @@ public struct DecompressionScratch: ~Copyable {
             spans = .allocate(capacity: records)
             spanCapacity = records
         }
-        let bytes = UnsafeRawBufferPointer(start: buffer, count: size)
         var position = 0
         for record in 0..<records {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard position < size else {
-                    throw FormatError(.truncated, "demangled names: block ends before record \(record) of \(records)", offset: where_)
-                }
-                let byte = bytes[position]
-                position += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { break }
-                shift += 7
-                guard shift < 35 else {
-                    throw FormatError(.invalidValue, "demangled names: length of record \(record) is too long an LEB128", offset: where_)
-                }
+            guard size - position >= 4 else {
+                throw FormatError(.truncated, "demangled names: block ends before record \(record) of \(records)", offset: where_)
             }
-            guard value == 0 || value - 1 <= UInt64(size - position) else {
-                throw FormatError(.truncated, "demangled names: record \(record) (\(value - 1) bytes) runs past its block", offset: where_)
+            let length = UInt32(littleEndian: (target + position).loadUnaligned(as: UInt32.self))
+            position += 4
+            if length == TableFormat.noStoredName {
+                spans![record] = 0
+                continue
             }
-            spans![record] = value == 0 ? 0 : UInt64(position) << 32 | value
-            if value != 0 { position += Int(value - 1) }
+            guard Int(length) <= size - position else {
+                throw FormatError(.truncated, "demangled names: record \(record) (\(length) bytes) runs past its block", offset: where_)
+            }
+            spans![record] = UInt64(position) << 32 | (UInt64(length) + 1)
+            position += Int(length)
         }
         guard position == size else {
             throw FormatError(.invalidValue, "demangled names: \(size - position) bytes after the block's last record", offset: where_)
         }
+        return target
+    }
+
+    /// This scratch's buffer, grown to at least `size` bytes.
+    private mutating func buffer(_ size: Int) -> UnsafeMutableRawPointer {
+        if capacity < max(size, 1) {
+            free(buffer)
+            capacity = max(size, 1, 2 * capacity)
+            guard let memory = malloc(capacity) else { fatalError("out of memory") }
+            buffer = memory
+        }
+        return buffer!
     }
 }
 
 /// The stored demangled names of one block of function-name records (see
-/// `SymbolTable.demangledNames(inBlockOf:into:)`); its bytes live in the scratch it was read into
-/// and are valid until that scratch is used again.
+/// `SymbolTable.demangledNames(inBlockOf:into:storage:)`); its bytes live in the scratch it was
+/// read into and are valid until that scratch is used again, or in the caller's storage.
+///
+/// Each name's bytes directly follow their length, a little-endian `UInt32` (the block's own
+/// layout): a caller keeping a length-prefixed copy can use the block's bytes in place.
 public struct DemangledNameBlock {
     /// The first function-name record of the block.
     public let first: UInt32
@@ -149,22 +161,49 @@ extension SymbolTable {
     /// if any. A table that stores none gives an empty block. Throws `FormatError` for an index
     /// past the names or an ill-formed block (bad offsets, a corrupt or oversized zstd frame,
     /// entries that do not fill it).
-    public func demangledNames(inBlockOf nameIndex: UInt32, into scratch: inout DecompressionScratch) throws(FormatError) -> DemangledNameBlock {
-        guard Int(nameIndex) < layout.nameCount else {
-            throw FormatError(.invalidValue, "function name \(nameIndex) out of bounds (\(layout.nameCount) names)")
-        }
-        let block = Int(nameIndex) >> layout.demangledBlockShift
-        let first = block << layout.demangledBlockShift
-        let count = min(layout.demangledBlockSize, layout.nameCount - first)
+    ///
+    /// With `target` (at least `storedNamesByteCount(inBlockOf:)` bytes), the block is
+    /// decompressed there instead of into the scratch, and its names stay valid as long as the
+    /// caller keeps that memory.
+    public func demangledNames(inBlockOf nameIndex: UInt32, into scratch: inout DecompressionScratch,
+                               target: UnsafeMutableRawPointer? = nil) throws(FormatError) -> DemangledNameBlock {
+        let (block, first, count) = try demangledBlock(of: nameIndex)
         guard block < layout.demangledBlockCount else {
             return DemangledNameBlock(first: UInt32(first), count: count, base: nil, spans: nil)
         }
         let frame = try withBytes { bytes throws(FormatError) in try layout.demangledFrame(ByteReader(bytes), block: block) }
         guard !frame.isEmpty else { return DemangledNameBlock(first: UInt32(first), count: count, base: nil, spans: nil) }
-        var offset = 0
-        if let start = frame.baseAddress, let base = baseAddress { offset = start - base }
-        try scratch.decode(frame, records: count, at: offset)
-        return DemangledNameBlock(first: UInt32(first), count: count, base: UnsafeRawPointer(scratch.buffer),
+        let offset = offsetInTable(frame)
+        let size = try DecompressionScratch.contentSize(frame, at: offset)
+        let base = try scratch.decode(frame, size: size, records: count, at: offset, into: target)
+        return DemangledNameBlock(first: UInt32(first), count: count, base: UnsafeRawPointer(base),
                                   spans: UnsafePointer(scratch.spans))
+    }
+
+    /// Bytes the block of stored demangled names holding function-name record `nameIndex`
+    /// decompresses to (0 when it stores none): the room `demangledNames(inBlockOf:into:target:)`
+    /// needs at `target`. Throws as that does for a bad index, offsets or frame header.
+    public func storedNamesByteCount(inBlockOf nameIndex: UInt32) throws(FormatError) -> Int {
+        let (block, _, _) = try demangledBlock(of: nameIndex)
+        guard block < layout.demangledBlockCount else { return 0 }
+        let frame = try withBytes { bytes throws(FormatError) in try layout.demangledFrame(ByteReader(bytes), block: block) }
+        guard !frame.isEmpty else { return 0 }
+        return try DecompressionScratch.contentSize(frame, at: offsetInTable(frame))
+    }
+
+    /// The block holding function-name record `nameIndex`, its first record and its record count.
+    private func demangledBlock(of nameIndex: UInt32) throws(FormatError) -> (block: Int, first: Int, count: Int) {
+        guard Int(nameIndex) < layout.nameCount else {
+            throw FormatError(.invalidValue, "function name \(nameIndex) out of bounds (\(layout.nameCount) names)")
+        }
+        let block = Int(nameIndex) >> layout.demangledBlockShift
+        let first = block << layout.demangledBlockShift
+        return (block, first, min(layout.demangledBlockSize, layout.nameCount - first))
+    }
+
+    /// Where `bytes` of this table start in it (for error messages).
+    private func offsetInTable(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let start = bytes.baseAddress, let base = baseAddress else { return 0 }
+        return start - base
     }
 }

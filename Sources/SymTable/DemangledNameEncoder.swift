@@ -24,9 +24,15 @@ public protocol StoredNameProvider: Sendable {
 /// `docs/csym-format.md`). Blocks are made and compressed one at a time, on `threads` threads,
 /// so the stored forms are never all in memory: only the compressed blocks are kept.
 struct DemangledNameEncoder<Provider: StoredNameProvider> {
-    /// zstd level: 3 compresses swift-format's 13.4 MB of stored forms to 1.64 MB; 5 saves 10 %
-    /// of that for twice the compression time (see `docs/csym-format.md`).
-    static var compressionLevel: Int32 { 3 }
+    /// zstd level 5 with literals left uncompressed (`ZSTD_c_literalCompressionMode`, zstd's
+    /// `ZSTD_c_experimentalParam5`, set to `ZSTD_ps_disable`): lookup decompresses these blocks
+    /// while it answers, and Huffman-coded literals were a third of that time. On swift-format's
+    /// 9.3 MB of demangled names (blocks of 64): level 3 with literals coded 1.20 MB and 6.6 ms to
+    /// decompress all, level 5 without 1.23 MB and 3.5-5 ms; compressing takes about 25 ms more
+    /// CPU at dump. See `docs/csym-format.md`.
+    static var compressionLevel: Int32 { 5 }
+    /// `ZSTD_ps_disable`: never compress literals.
+    static var literalCompressionMode: Int32 { 2 }
     /// Blocks per unit of work handed to a thread.
     static var blocksPerUnit: Int { 16 }
 
@@ -44,7 +50,7 @@ struct DemangledNameEncoder<Provider: StoredNameProvider> {
         let workers = (0..<max(1, min(threads, (blockCount + Self.blocksPerUnit - 1) / Self.blocksPerUnit))).map { _ in
             Worker(shared)
         }
-        ThreadBody.runConcurrently(workers.map { worker in ThreadBody { worker.run() } })
+        ConcurrentWork.run(workers.map { worker in { worker.run() } })
         var pieces: [(worker: Int, piece: Piece)] = []
         for (index, worker) in workers.enumerated() {
             if let error = worker.error { throw error }
@@ -135,6 +141,8 @@ struct DemangledNameEncoder<Provider: StoredNameProvider> {
             // A checksum per frame (4 bytes) so that a corrupt block is an error, not wrong names.
             ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, DemangledNameEncoder.compressionLevel)
             ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1)
+            // An older libzstd without the parameter compresses literals: the frames stay valid.
+            ZSTD_CCtx_setParameter(context, ZSTD_c_experimentalParam5, DemangledNameEncoder.literalCompressionMode)
             let encoder = shared.encoder
             let blockSize = 1 << Int(TableFormat.demangledBlockShift)
             var content: [UInt8] = []
@@ -173,8 +181,9 @@ struct DemangledNameEncoder<Provider: StoredNameProvider> {
         }
     }
 
-    /// Appends the entries of `records` to `content`: ULEB128 (length + 1) and the stored form, or
-    /// 0 for none. Returns whether any record has a stored form.
+    /// Appends the entries of `records` to `content`: the stored form's length as a `UInt32`
+    /// (little-endian) and its bytes, or `TableFormat.noStoredName` for none. Returns whether any
+    /// record has a stored form.
     func fill(_ content: inout [UInt8], records: Range<Int>) -> Bool {
         var stored = false
         for record in records {
@@ -184,52 +193,18 @@ struct DemangledNameEncoder<Provider: StoredNameProvider> {
                 arena.withBytes(of: Int(string)) { name in
                     provider.withStoredForm(of: name) { form in
                         guard !written, form.count <= TableFormat.maximumStoredNameLength else { return }
-                        var length = form.count + 1
-                        while length >= 0x80 {
-                            content.append(UInt8(length & 0x7F) | 0x80)
-                            length >>= 7
-                        }
-                        content.append(UInt8(length))
+                        withUnsafeBytes(of: UInt32(form.count).littleEndian) { content.append(contentsOf: $0) }
                         content.append(contentsOf: form)
                         written = true
                     }
                 }
             }
-            if written { stored = true } else { content.append(0) }
-        }
-        return stored
-    }
-
-}
-
-/// A piece of work for a thread of its own (not generic, so that a C function pointer can start it).
-final class ThreadBody {
-    let run: () -> Void
-
-    init(_ run: @escaping () -> Void) { self.run = run }
-
-    /// Runs the first body on the calling thread and the others on threads of their own, and
-    /// returns when all are done. A body whose thread cannot be created runs on the caller.
-    static func runConcurrently(_ bodies: [ThreadBody]) {
-        var threads: [pthread_t] = []
-        var leftOver: [ThreadBody] = []
-        for body in bodies.dropFirst() {
-            let context = Unmanaged.passRetained(body).toOpaque()
-            var thread = pthread_t()
-            let status = pthread_create(&thread, nil, { context in
-                guard let context else { return nil }
-                Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().run()
-                return nil
-            }, context)
-            if status == 0 {
-                threads.append(thread)
+            if written {
+                stored = true
             } else {
-                Unmanaged<ThreadBody>.fromOpaque(context).release()
-                leftOver.append(body)
+                withUnsafeBytes(of: TableFormat.noStoredName.littleEndian) { content.append(contentsOf: $0) }
             }
         }
-        bodies.first?.run()
-        for body in leftOver { body.run() }
-        for thread in threads { pthread_join(thread, nil) }
+        return stored
     }
 }

@@ -28,6 +28,8 @@ enum TableFormat {
     static let maximumDemangledBlockShift: UInt8 = 10
     /// Longest stored demangled name: a longer one is not stored (lookup demangles it as in v1).
     static let maximumStoredNameLength = 1 << 16
+    /// The length field of a record without a stored demangled name.
+    static let noStoredName = UInt32.max
     /// Most bytes one block of stored demangled names decompresses to: a reader refuses a frame
     /// that declares more, so a hostile table cannot make it allocate more.
     static let maximumDemangledBlockSize = 8 << 20

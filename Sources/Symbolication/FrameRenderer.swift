@@ -152,8 +152,8 @@ public struct FrameRenderer: ~Copyable {
         private let functionCount: Int
         private let mangledCount: Int
         private let pathCount: Int
-        /// Every chunk handed out, freed with the strings.
-        private let chunks = Mutex<[Int]>([])
+        /// The memory chunks are cut from, unmapped with the strings.
+        private let regions = Mutex(Regions())
         /// The table whose strings in-place entries point into (kept alive with them), its bytes'
         /// first address and their count.
         private let table: SymbolTable
@@ -184,7 +184,9 @@ public struct FrameRenderer: ~Copyable {
 
         deinit {
             free(slots)
-            chunks.withLock { chunks in for chunk in chunks { free(UnsafeMutableRawPointer(bitPattern: chunk)) } }
+            regions.withLock { regions in
+                for mapping in regions.mappings { munmap(UnsafeMutableRawPointer(bitPattern: mapping.address), mapping.size) }
+            }
         }
 
         /// The slot of record `key` of `kind`, nil for a record past the table's.
@@ -239,14 +241,59 @@ public struct FrameRenderer: ~Copyable {
         func holds(_ kind: Kind, _ key: UInt32) -> Bool { slot(kind, key) != nil }
 
         /// Chunks handed out until now.
-        var chunkCount: Int { chunks.withLock { $0.count } }
+        var chunkCount: Int { regions.withLock { $0.chunks } }
 
         /// A chunk of at least `bytes` bytes, owned (and freed) by these strings.
         func newChunk(_ bytes: Int) -> UnsafeMutableRawPointer {
-            guard let chunk = malloc(bytes) else { fatalError("out of memory") }
-            let address = Int(bitPattern: chunk)
-            chunks.withLock { $0.append(address) }
-            return chunk
+            regions.withLock { regions in regions.chunk(bytes) }
+        }
+
+        /// Memory mapped for chunks, in regions of huge pages where the kernel grants them: a big
+        /// Swift lookup renders 13 MB of demangled names, and in 4 KiB pages its faults (about
+        /// 3,300, each zeroing a page) cost about as much CPU as decompressing the names. The
+        /// first region is small and of ordinary pages: a lookup of a few addresses would spend
+        /// more time zeroing its first huge page (about 1 ms) than it saves.
+        struct Regions {
+            /// Every mapping, for `munmap`.
+            var mappings: [(address: Int, size: Int)] = []
+            /// The unused part of the newest region.
+            var free = 0
+            var end = 0
+            /// Chunks handed out (statistics and tests).
+            var chunks = 0
+
+            /// Bytes of the first region (ordinary pages), of the next ones (at least; huge pages),
+            /// and the huge page size those are aligned to.
+            static let firstRegionSize = 1 << 20
+            static let regionSize = 4 << 20
+            static let hugePageSize = 2 << 20
+
+            /// A chunk of `bytes` bytes from the newest region, mapping a new one when it has too
+            /// little room left.
+            mutating func chunk(_ bytes: Int) -> UnsafeMutableRawPointer {
+                if end - free < bytes && mappings.isEmpty && bytes <= Self.firstRegionSize {
+                    guard let mapped = mmap(nil, Self.firstRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                          mapped != MAP_FAILED else { fatalError("out of memory") }
+                    mappings.append((Int(bitPattern: mapped), Self.firstRegionSize))
+                    free = Int(bitPattern: mapped)
+                    end = free + Self.firstRegionSize
+                } else if end - free < bytes {
+                    let size = max(Self.regionSize, (bytes + Self.hugePageSize - 1) / Self.hugePageSize * Self.hugePageSize)
+                    // One huge page more than needed, so that the region can start on a boundary.
+                    let mapped = mmap(nil, size + Self.hugePageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                    guard let mapped, mapped != MAP_FAILED else { fatalError("out of memory") }
+                    let address = Int(bitPattern: mapped)
+                    mappings.append((address, size + Self.hugePageSize))
+                    free = (address + Self.hugePageSize - 1) / Self.hugePageSize * Self.hugePageSize
+                    end = free + size
+                    // Advice only: without transparent huge pages the region is ordinary memory.
+                    _ = madvise(UnsafeMutableRawPointer(bitPattern: free), size, MADV_HUGEPAGE)
+                }
+                let chunk = free
+                free += bytes
+                chunks += 1
+                return UnsafeMutableRawPointer(bitPattern: chunk)!
+            }
         }
     }
 
@@ -441,25 +488,59 @@ public struct FrameRenderer: ~Copyable {
     /// true; false when it has none. Decompresses the record's block and publishes every name
     /// stored in it that has no entry yet (their neighbours are likely asked next, and the block
     /// costs more to decompress than its names to copy); a corrupt block stores nothing.
+    ///
+    /// The block is decompressed straight into this renderer's chunk. There each name follows
+    /// its length, as an entry does, so a name printed as stored is published where it is,
+    /// without a copy; only names that JSON must escape are copied.
     private mutating func appendStoredName(_ index: UInt32, to output: inout OutputBytes) -> Bool {
         let block = Int(index) / table.demangledBlockSize
-        guard block != scannedBlock,
-              let names = try? table.demangledNames(inBlockOf: index, into: &scratch) else { return false }
+        guard block != scannedBlock else { return false }
         scannedBlock = block
-        guard names.hasNames else { return false }
+        guard let size = try? table.storedNamesByteCount(inBlockOf: index), size > 0 else { return false }
+        let target = reserve(size)
+        guard let names = try? table.demangledNames(inBlockOf: index, into: &scratch, target: target),
+              names.hasNames else { return false }
+        chunk = target + size
+        chunkFree -= size
         var wanted: UnsafeRawBufferPointer?
         for position in 0..<names.count {
             guard let name = names[position] else { continue }
             let record = names.first + UInt32(position)
-            if record == index {
-                wanted = keepEscaped(.function, record, name)
-            } else if strings.entry(.function, record) == nil {
-                _ = keepEscaped(.function, record, name)
+            guard record == index || strings.entry(.function, record) == nil else { continue }
+            let entry: UnsafeRawBufferPointer
+            if Self.entriesAreLittleEndian && (style == .text || !needsJSONEscaping(name)),
+               let start = name.baseAddress {
+                strings.publish(.function, record, start - 4)
+                entry = name
+            } else {
+                entry = keepEscaped(.function, record, name)
             }
+            if record == index { wanted = entry }
         }
         guard let wanted else { return false }
         output.append(wanted)
         return true
+    }
+
+    /// Whether an entry's length (a native `UInt32`) reads the same as a stored name's length in
+    /// a block (little-endian).
+    private static var entriesAreLittleEndian: Bool {
+        #if _endian(little)
+        return true
+        #else
+        return false
+        #endif
+    }
+
+    /// `size` bytes at the free end of this renderer's chunk (a new chunk when the current one
+    /// has less room left), not yet taken: the caller moves `chunk` past what it uses.
+    private mutating func reserve(_ size: Int) -> UnsafeMutableRawPointer {
+        if chunkFree < size {
+            let capacity = max(size, Self.chunkSize)
+            chunk = strings.newChunk(capacity)
+            chunkFree = capacity
+        }
+        return chunk!
     }
 
     /// Appends the stored (mangled) name of function-name record `index`, escaped for JSON.
@@ -510,12 +591,7 @@ public struct FrameRenderer: ~Copyable {
         let publishes = strings.holds(kind, key) && bytes.count <= Int(UInt32.max) - 4
         guard publishes || always else { return bytes }
         let size = 4 + bytes.count
-        if chunkFree < size {
-            let capacity = max(size, Self.chunkSize)
-            chunk = strings.newChunk(capacity)
-            chunkFree = capacity
-        }
-        let entry = chunk!
+        let entry = reserve(size)
         entry.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count), as: UInt32.self)
         if let source = bytes.baseAddress { (entry + 4).copyMemory(from: source, byteCount: bytes.count) }
         chunk = entry + size

@@ -201,13 +201,36 @@ import Testing
         let (bytes, section, size) = try Self.storedTable()
         let original = Array(bytes[section..<(section + size)])
         let frame0 = 20..<(20 + Int(Self.u32(original, 4)))
-        // Every byte of the first frame flipped in turn: zstd's checksum or structure catches it.
+        let expected = try Self.storedForms(bytes)
+        // Every byte of the first frame flipped in turn: zstd's checksum or structure catches it,
+        // or the flip hit bits the decoder ignores and the names read back unchanged. Never
+        // other names.
+        var caught = 0
         for index in frame0 {
             var forged = original
             forged[index] ^= 0x5A
-            let codes = Self.readAll(Self.replacingSection(bytes, with: forged))
-            #expect(codes.count == 1, "byte \(index - 20) of the frame flipped: \(codes)")
+            let table = Self.replacingSection(bytes, with: forged)
+            let codes = Self.readAll(table)
+            if codes.isEmpty {
+                #expect(try Self.storedForms(table) == expected, "byte \(index - 20) of the frame flipped")
+            } else {
+                #expect(codes.count == 1, "byte \(index - 20) of the frame flipped: \(codes)")
+                caught += 1
+            }
         }
+        #expect(caught * 10 >= frame0.count * 9, "\(caught) of \(frame0.count) flips caught")
+    }
+
+    /// Every record's stored form in `bytes`, in record order.
+    static func storedForms(_ bytes: [UInt8]) throws -> [[UInt8]?] {
+        let table = try SymbolTable(bytes: bytes)
+        var scratch = DecompressionScratch()
+        var forms: [[UInt8]?] = []
+        while forms.count < table.statistics.names {
+            let block = try table.demangledNames(inBlockOf: UInt32(forms.count), into: &scratch)
+            for position in 0..<block.count { forms.append(block[position].map(Array.init)) }
+        }
+        return forms
     }
 
     /// Frames made by hand after RFC 8878 (zstd): a 4-byte magic, a frame header descriptor, an
@@ -241,26 +264,27 @@ import Testing
     }
 
     @Test func framesOverTheCapOrOfUnknownSizeAreRefused() throws {
-        // 128 bytes of 2: 64 records of one byte (LEB 2, then the byte 2). A valid hand-made frame,
-        // as a control: zstd and the entries' parser accept it.
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 128, runLength: 128, byte: 2))) == [])
+        // 256 bytes of 0xFF: 64 records, each the length 0xFFFF_FFFF alone (no stored name). A
+        // valid hand-made frame, as a control: zstd and the entries' parser accept it.
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 256, runLength: 256, byte: 0xFF))) == [])
+        // 256 zero bytes: 64 empty names (length 0), also valid.
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 256, runLength: 256, byte: 0))) == [])
         // Over the cap (8 MiB), declared in the header: refused before any allocation.
         let huge = Self.rleFrame(contentSize: 9 << 20, runLength: 1, byte: 0)
         #expect(Self.readAll(try Self.withFirstFrame(huge)) == [.limitExceeded])
         // No declared size.
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: nil, runLength: 64, byte: 0))) == [.limitExceeded])
-        // Declared size other than the content: 64 zero bytes (64 records, none stored) declared as 65.
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 64, runLength: 64, byte: 0))) == [])
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 65, runLength: 64, byte: 0))) == [.decompression])
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: nil, runLength: 256, byte: 0xFF))) == [.limitExceeded])
+        // Declared size other than the content: 256 bytes declared as 257.
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 257, runLength: 256, byte: 0xFF))) == [.decompression])
         // Two frames in one block.
-        let two = Self.rleFrame(contentSize: 32, runLength: 32, byte: 0) + Self.rleFrame(contentSize: 32, runLength: 32, byte: 0)
+        let two = Self.rleFrame(contentSize: 128, runLength: 128, byte: 0xFF) + Self.rleFrame(contentSize: 128, runLength: 128, byte: 0xFF)
         #expect(Self.readAll(try Self.withFirstFrame(two)) == [.decompression])
-        // Entries that do not fill the frame: 65 zero bytes for 64 records.
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 65, runLength: 65, byte: 0))) == [.invalidValue])
-        // A length past the frame's end: 64 bytes of 0x7F (a 126-byte name each).
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 64, runLength: 64, byte: 0x7F))) == [.truncated])
-        // An LEB128 that never ends.
-        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 64, runLength: 64, byte: 0xFF))) == [.invalidValue])
+        // Entries that do not fill the frame: 257 bytes of 0xFF for 64 records.
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 257, runLength: 257, byte: 0xFF))) == [.invalidValue])
+        // A length past the frame's end: 256 bytes of 0x7F (a name of 0x7F7F7F7F bytes first).
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 256, runLength: 256, byte: 0x7F))) == [.truncated])
+        // The block ends inside a length: 255 bytes of 0xFF (63 records and 3 bytes).
+        #expect(Self.readAll(try Self.withFirstFrame(Self.rleFrame(contentSize: 255, runLength: 255, byte: 0xFF))) == [.truncated])
     }
 
     @Test func wrongBlockShiftNeverTraps() throws {

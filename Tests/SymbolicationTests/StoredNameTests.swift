@@ -2,6 +2,7 @@ import Foundation
 import SymDemangle
 import SymELF
 import SymTable
+import TestSupport
 import Testing
 @testable import Symbolication
 
@@ -38,18 +39,10 @@ import Testing
         }
         #expect(swiftNames > 20 && stored.count > 20, "\(fixture) has Swift names to store")
 
-        let tool = Process()
-        tool.executableURL = URL(fileURLWithPath: "/opt/swift/usr/bin/swift-demangle")
-        tool.arguments = ["--no-sugar"]
-        let input = Pipe(), output = Pipe()
-        tool.standardInput = input
-        tool.standardOutput = output
-        try tool.run()
-        input.fileHandleForWriting.write(Data(stored.map(\.mangled).joined(separator: "\n").utf8 + [0x0A]))
-        try input.fileHandleForWriting.close()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        tool.waitUntilExit()
+        let run = try Tool.run("/opt/swift/usr/bin/swift-demangle", ["--no-sugar"],
+                               input: Data(stored.map(\.mangled).joined(separator: "\n").utf8 + [0x0A]))
+        #expect(run.status == 0)
+        let printed = run.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         try #require(printed.count >= stored.count)
         for (entry, line) in zip(stored, printed) {
             #expect(entry.demangled == line, "\(fixture): \(entry.mangled)")
@@ -106,6 +99,53 @@ import Testing
             return "line \(index + 1): \(a) -- expected: \(b)"
         }
         return left.count == right.count ? nil : "\(left.count) lines, expected \(right.count)"
+    }
+
+    /// Stored forms are printed as stored in text and escaped in JSON: in place (no copy) where
+    /// JSON needs no escape, copied and escaped where it does; neighbours in one block each get
+    /// their own form.
+    @Test func storedFormsAreEscapedForJSON() throws {
+        struct Forms: StoredNameProvider {
+            static let forms: [String: String] = [
+                "$sA": #"A.quote"d(back\slash)"#, "$sB": "B.plain()", "$sC": "C.tab\there", "$sD": "",
+            ]
+            func withStoredForm(of name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+                guard let form = Self.forms[String(decoding: name, as: UTF8.self)] else { return }
+                var text = form
+                text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            }
+        }
+        var model = SymbolModel(module: ModuleIdentity(buildID: [9], machine: 62, is64Bit: true, name: "m"))
+        let names = ["$sA", "$sB", "$sC", "$sD", "c_name"]
+        for (index, name) in names.enumerated() {
+            model.symbols.append(SymbolEntry(name: model.appendString(name), address: 0x1000 + UInt64(index) * 16, size: 16))
+        }
+        let table = try SymbolTable(bytes: try SymbolTableWriter.write(model, storedNames: Forms()))
+        #expect(table.hasStoredDemangledNames)
+        for style in [FrameRenderer.Style.text, .json] {
+            var renderer = FrameRenderer(table: table, style: style)
+            for (index, name) in names.enumerated() {
+                var output = OutputBytes()
+                try renderer.render(0x1000 + UInt64(index) * 16, into: &output)
+                let printed = String(decoding: output.bytes, as: UTF8.self)
+                let form = Forms.forms[name] ?? name
+                if style == .text {
+                    #expect(printed.contains("    \(form)  [symbol]") || printed.contains("    \(form)\n") || printed.contains("    \(form) "),
+                            "\(name): \(printed)")
+                } else {
+                    var escaped = ""
+                    for character in form.unicodeScalars {
+                        switch character {
+                        case "\"": escaped += #"\""#
+                        case "\\": escaped += #"\\"#
+                        case "\t": escaped += #"\t"#
+                        default: escaped.unicodeScalars.append(character)
+                        }
+                    }
+                    #expect(printed.contains(#""function":""# + escaped + #"","mangled":""# + name + "\""), "\(name): \(printed)")
+                }
+            }
+        }
     }
 
     /// C, C++ and Rust tables store nothing: their names are cheap to demangle at lookup, and the
