@@ -37,4 +37,19 @@ enum CLI {
     }
 
     static func fixture(_ relative: String) -> String { root.appendingPathComponent("Fixtures/elf/" + relative).path }
+
+    /// Dumps `elf` into `directory` with `crashsym dump --format json` and returns the module's
+    /// JSON object and the path of its table; fails the test when `dump` fails.
+    static func dumpTable(_ elf: String, into directory: String) throws -> (module: [String: Any], table: String) {
+        let dump = try run(["dump", elf, "-o", directory, "--format", "json"])
+        guard dump.status == 0, let module = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any],
+              let buildID = module["build_id"] as? String else {
+            throw DumpFailed(description: "crashsym dump \(elf): status \(dump.status): \(dump.stderr)")
+        }
+        return (module, "\(directory)/\(buildID).csym")
+    }
+
+    struct DumpFailed: Error, CustomStringConvertible {
+        var description: String
+    }
 }

@@ -94,9 +94,7 @@ import TestSupport
         let output = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: output) }
         let elf = CLI.fixture("gcc-c-O2-dwarf5")
-        let dump = try CLI.run(["dump", elf, "-o", output, "--format", "json"])
-        let object = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as! [String: Any]
-        let table = "\(output)/\(object["build_id"] as! String).csym"
+        let table = try CLI.dumpTable(elf, into: output).table
         let addresses = ["0x1", "0xffffffffffff", "0x" + String(try functionAddress(elf, "main") + 4, radix: 16)]
         let fromTable = try CLI.run(["lookup", table, "--format", "json"], input: addresses.joined(separator: "\n"))
         let fromELF = try CLI.run(["lookup", elf, "--format", "json"] + addresses)

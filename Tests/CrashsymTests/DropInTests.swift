@@ -110,9 +110,7 @@ import Testing
         let output = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: output) }
         let elf = CLI.fixture("gcc-c-O2-dwarf5")
-        let dump = try CLI.run(["dump", elf, "-o", output, "--format", "json"])
-        let object = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as! [String: Any]
-        let table = "\(output)/\(object["build_id"] as! String).csym"
+        let table = try CLI.dumpTable(elf, into: output).table
         let input = try DropIn.functionAddresses(elf).map(DropIn.hex).joined(separator: "\n") + "\n"
         let fromELF = Self.blocks(try CLI.run(["addr2line", "-e", elf, "-a", "-f", "-i", "-C"], input: input).stdout)
         let fromTable = Self.blocks(try CLI.run(["addr2line", "-e", table, "-a", "-f", "-i", "-C"], input: input).stdout)

@@ -58,10 +58,7 @@ import Testing
         let elf = CLI.fixture(fixture)
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let dump = try CLI.run(["dump", elf, "-o", directory, "--format", "json"])
-        #expect(dump.status == 0, "\(dump.stderr)")
-        let object = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as! [String: Any]
-        let table = "\(directory)/\(object["build_id"] as! String).csym"
+        let table = try CLI.dumpTable(elf, into: directory).table
         let inputPath = "\(directory)/addresses.txt"
         let text = try Self.input(for: elf, seed: 7)
         try text.write(toFile: inputPath, atomically: true, encoding: .utf8)

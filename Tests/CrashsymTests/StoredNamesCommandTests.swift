@@ -27,10 +27,7 @@ import Testing
         let elf = CLI.fixture(fixture)
         let directory = try CLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let dump = try CLI.run(["dump", elf, "-o", directory, "--format", "json"])
-        #expect(dump.status == 0, "\(dump.stderr)")
-        let object = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as! [String: Any]
-        let stored = "\(directory)/\(object["build_id"] as! String).csym"
+        let stored = try CLI.dumpTable(elf, into: directory).table
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: stored)))
         // The dumped table is v2 and stores names: its section is more than the one zero offset.
         #expect(bytes[4] == 2 && bytes[11] == 9 && bytes[19] == 6)
