@@ -16,7 +16,8 @@ extension Crashsym {
                 <outdir>/<build-id>.csym. Non-ELF files inside directories are skipped quietly; broken ELF \
                 files are reported and make the exit status 1. A stripped binary and its separate debug file \
                 (found with --debug-dir, next to the binary through .gnu_debuglink, or among the inputs by \
-                build-id) become one table.
+                build-id) become one table. Swift names are demangled here, once, by the Swift runtime, and \
+                stored in the table beside the mangled ones, so that lookups need not demangle them.
 
                 Example:
                   crashsym dump build/out -o symbols/
