@@ -86,9 +86,10 @@ public struct Demangler: Sendable {
         return union < 0x80
     }
 
-    /// Whether `name` starts with one of `ManglingScheme.swiftPrefixes`.
+    /// Whether `name` starts with one of `ManglingScheme.swiftPrefixes` (for such a name
+    /// `scheme(of:)` is `.swift`), checked on its bytes without a `String`.
     @inline(__always)
-    private static func hasSwiftPrefix(_ name: UnsafeRawBufferPointer) -> Bool {
+    public static func hasSwiftPrefix(_ name: UnsafeRawBufferPointer) -> Bool {
         guard name.count >= 3 else {
             return name.count == 2 && name[0] == UInt8(ascii: "$") && ManglingScheme.isSwiftVersionLetter(name[1])
         }

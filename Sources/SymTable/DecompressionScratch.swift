@@ -30,6 +30,21 @@ public struct DecompressionScratch: ~Copyable {
         spans?.deallocate()
     }
 
+    /// Decompresses `block` (see `SymbolTable.compressedDemangledNames(inBlockOf:)`) and parses
+    /// its entries: per record its length as a little-endian `UInt32` and the bytes, or
+    /// `TableFormat.noStoredName` alone for none; the entries must fill the frame. The bytes go to
+    /// `target` (at least `block.byteCount` bytes, kept by the caller) or, when it is nil, to this
+    /// scratch's buffer. The names returned point there.
+    public mutating func decode(_ block: CompressedNameBlock,
+                                into target: UnsafeMutableRawPointer? = nil) throws(FormatError) -> DemangledNameBlock {
+        guard !block.frame.isEmpty else {
+            return DemangledNameBlock(first: block.first, count: block.count, base: nil, spans: nil)
+        }
+        let base = try decode(block.frame, size: block.byteCount, records: block.count, at: block.offset, into: target)
+        return DemangledNameBlock(first: block.first, count: block.count, base: UnsafeRawPointer(base),
+                                  spans: UnsafePointer(spans))
+    }
+
     /// The size `frame` declares for its content, checked: exactly one zstd frame, declaring a
     /// size of at most `TableFormat.maximumDemangledBlockSize`.
     static func contentSize(_ frame: UnsafeRawBufferPointer, at offset: Int) throws(FormatError) -> Int {
@@ -52,12 +67,9 @@ public struct DecompressionScratch: ~Copyable {
     }
 
     /// Decompresses `frame` (checked by `contentSize`, which gave `size`) and parses `records`
-    /// entries from it: per record its length as a little-endian `UInt32` and the bytes, or
-    /// `TableFormat.noStoredName` alone for none; the entries must fill the frame. The bytes go to
-    /// `target` (at least `size` bytes, kept by the caller) or, when it is nil, to this scratch's
-    /// buffer. Returns where they went.
-    mutating func decode(_ frame: UnsafeRawBufferPointer, size: Int, records: Int, at offset: Int,
-                         into target: UnsafeMutableRawPointer?) throws(FormatError) -> UnsafeMutableRawPointer {
+    /// entries from it into `spans`. Returns where the bytes went.
+    private mutating func decode(_ frame: UnsafeRawBufferPointer, size: Int, records: Int, at offset: Int,
+                                 into target: UnsafeMutableRawPointer?) throws(FormatError) -> UnsafeMutableRawPointer {
         let where_ = UInt64(offset)
         let target = target ?? buffer(size)
         if context == nil {
@@ -110,7 +122,7 @@ public struct DecompressionScratch: ~Copyable {
 }
 
 /// The stored demangled names of one block of function-name records (see
-/// `SymbolTable.demangledNames(inBlockOf:into:storage:)`); its bytes live in the scratch it was
+/// `DecompressionScratch.decode(_:into:)`); its bytes live in the scratch it was
 /// read into and are valid until that scratch is used again, or in the caller's storage.
 ///
 /// Each name's bytes directly follow their length, a little-endian `UInt32` (the block's own
@@ -145,65 +157,5 @@ public struct DemangledNameBlock {
     public func name(ofRecord record: UInt32) -> UnsafeRawBufferPointer? {
         guard record >= first else { return nil }
         return self[Int(record - first)]
-    }
-}
-
-extension SymbolTable {
-    /// Whether the table stores demangled names (a version 2 table of a module with names that
-    /// need the Swift runtime to demangle; never a version 1 table).
-    public var hasStoredDemangledNames: Bool { layout.demangledBlockCount > 0 }
-
-    /// Function-name records per block of stored demangled names.
-    public var demangledBlockSize: Int { layout.demangledBlockSize }
-
-    /// Decompresses the block of stored demangled names that holds function-name record
-    /// `nameIndex` into `scratch` and returns it: every record of the block with its stored name,
-    /// if any. A table that stores none gives an empty block. Throws `FormatError` for an index
-    /// past the names or an ill-formed block (bad offsets, a corrupt or oversized zstd frame,
-    /// entries that do not fill it).
-    ///
-    /// With `target` (at least `storedNamesByteCount(inBlockOf:)` bytes), the block is
-    /// decompressed there instead of into the scratch, and its names stay valid as long as the
-    /// caller keeps that memory.
-    public func demangledNames(inBlockOf nameIndex: UInt32, into scratch: inout DecompressionScratch,
-                               target: UnsafeMutableRawPointer? = nil) throws(FormatError) -> DemangledNameBlock {
-        let (block, first, count) = try demangledBlock(of: nameIndex)
-        guard block < layout.demangledBlockCount else {
-            return DemangledNameBlock(first: UInt32(first), count: count, base: nil, spans: nil)
-        }
-        let frame = try withBytes { bytes throws(FormatError) in try layout.demangledFrame(ByteReader(bytes), block: block) }
-        guard !frame.isEmpty else { return DemangledNameBlock(first: UInt32(first), count: count, base: nil, spans: nil) }
-        let offset = offsetInTable(frame)
-        let size = try DecompressionScratch.contentSize(frame, at: offset)
-        let base = try scratch.decode(frame, size: size, records: count, at: offset, into: target)
-        return DemangledNameBlock(first: UInt32(first), count: count, base: UnsafeRawPointer(base),
-                                  spans: UnsafePointer(scratch.spans))
-    }
-
-    /// Bytes the block of stored demangled names holding function-name record `nameIndex`
-    /// decompresses to (0 when it stores none): the room `demangledNames(inBlockOf:into:target:)`
-    /// needs at `target`. Throws as that does for a bad index, offsets or frame header.
-    public func storedNamesByteCount(inBlockOf nameIndex: UInt32) throws(FormatError) -> Int {
-        let (block, _, _) = try demangledBlock(of: nameIndex)
-        guard block < layout.demangledBlockCount else { return 0 }
-        let frame = try withBytes { bytes throws(FormatError) in try layout.demangledFrame(ByteReader(bytes), block: block) }
-        guard !frame.isEmpty else { return 0 }
-        return try DecompressionScratch.contentSize(frame, at: offsetInTable(frame))
-    }
-
-    /// The block holding function-name record `nameIndex`, its first record and its record count.
-    private func demangledBlock(of nameIndex: UInt32) throws(FormatError) -> (block: Int, first: Int, count: Int) {
-        guard Int(nameIndex) < layout.nameCount else {
-            throw FormatError(.invalidValue, "function name \(nameIndex) out of bounds (\(layout.nameCount) names)")
-        }
-        let block = Int(nameIndex) >> layout.demangledBlockShift
-        let first = block << layout.demangledBlockShift
-        return (block, first, min(layout.demangledBlockSize, layout.nameCount - first))
-    }
-
-    /// Where `bytes` of this table start in it (for error messages).
-    private func offsetInTable(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard let start = bytes.baseAddress, let base = baseAddress else { return 0 }
-        return start - base
     }
 }

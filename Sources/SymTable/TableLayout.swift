@@ -12,8 +12,6 @@ struct TableLayout: Sendable {
         var size: Int
     }
 
-    /// The format version (1 or 2).
-    var version: UInt16
     var flags: UInt16
     var machine: UInt16
     var is64Bit: Bool
@@ -72,7 +70,7 @@ struct TableLayout: Sendable {
         for (index, byte) in TableFormat.magic.enumerated() where try reader.u8(at: index) != byte {
             throw FormatError(.badMagic, "not a csym symbol table (bad magic)", offset: 0)
         }
-        version = try reader.u16(at: TableFormat.Field.version)
+        let version = try reader.u16(at: TableFormat.Field.version)
         guard TableFormat.readableVersions.contains(version) else {
             throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 and 2)",
                               offset: UInt64(TableFormat.Field.version))

@@ -496,12 +496,13 @@ public struct FrameRenderer: ~Copyable {
         let block = Int(index) / table.demangledBlockSize
         guard block != scannedBlock else { return false }
         scannedBlock = block
-        guard let size = try? table.storedNamesByteCount(inBlockOf: index), size > 0 else { return false }
-        let target = reserve(size)
-        guard let names = try? table.demangledNames(inBlockOf: index, into: &scratch, target: target),
-              names.hasNames else { return false }
-        chunk = target + size
-        chunkFree -= size
+        guard let compressed = try? table.compressedDemangledNames(inBlockOf: index), compressed.byteCount > 0 else {
+            return false
+        }
+        let target = reserve(compressed.byteCount)
+        guard let names = try? scratch.decode(compressed, into: target), names.hasNames else { return false }
+        chunk = target + compressed.byteCount
+        chunkFree -= compressed.byteCount
         var wanted: UnsafeRawBufferPointer?
         for position in 0..<names.count {
             guard let name = names[position] else { continue }

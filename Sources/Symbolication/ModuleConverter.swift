@@ -55,11 +55,8 @@ public enum ModuleConverter {
         let demangler = Demangler()
 
         func withStoredForm(of name: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
-            // Swift prefixes start `$` or `_$`, `_T0` (the renderer demangles only such names);
-            // C++ (`_Z`) and Rust (`_R`, `_ZN…h…E`) names stop here without a String.
-            guard FrameRenderer.mayBeMangled(name),
-                  name[0] == UInt8(ascii: "$") || name[1] == UInt8(ascii: "$") || name[1] == UInt8(ascii: "T"),
-                  Demangler.scheme(of: String(decoding: name, as: UTF8.self)) == .swift else { return }
+            // Only names the renderer demangles (`mayBeMangled`) and that are Swift's.
+            guard FrameRenderer.mayBeMangled(name), Demangler.hasSwiftPrefix(name) else { return }
             _ = demangler.withDemangled(utf8: name, body)
         }
     }

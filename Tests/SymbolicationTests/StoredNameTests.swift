@@ -130,8 +130,8 @@ import Testing
                 let printed = String(decoding: output.bytes, as: UTF8.self)
                 let form = Forms.forms[name] ?? name
                 if style == .text {
-                    #expect(printed.contains("    \(form)  [symbol]") || printed.contains("    \(form)\n") || printed.contains("    \(form) "),
-                            "\(name): \(printed)")
+                    let address = String(0x1000 + index * 16, radix: 16)
+                    #expect(printed == "0x\(address)\n    \(form)  (symbol table only)\n", "\(name): \(printed)")
                 } else {
                     var escaped = ""
                     for character in form.unicodeScalars {
