@@ -39,11 +39,5 @@ extension DWARFReader {
                 result = .failure(error)
             }
         }
-
-        /// Runs the first job on the calling thread and the others on threads of their own, and
-        /// returns when all are done (see `ConcurrentWork`).
-        static func runConcurrently(_ jobs: [ExtractionJob]) {
-            ConcurrentWork.run(jobs.map { job in { job.run() } })
-        }
     }
 }

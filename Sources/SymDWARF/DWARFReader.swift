@@ -65,7 +65,8 @@ public enum DWARFReader {
         let jobs = chunks.map {
             ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines)
         }
-        ExtractionJob.runConcurrently(jobs)
+        // The first job runs on this thread, the others on threads of their own.
+        ConcurrentWork.run(jobs.map { job in { job.run() } })
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)
         var work = 0
