@@ -35,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        .systemLibrary(name: "CPrefetch", path: "Sources/CPrefetch"),
         // libcurl is loaded with dlopen by `upload` only (see Sources/CCurl/shim.h), not linked.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
 
@@ -47,7 +48,7 @@ let package = Package(
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "CMalloc"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "CMalloc", "CPrefetch"]
         ),
 
         // Upload pipeline and server.

@@ -164,17 +164,11 @@ public final class SymbolTable: @unchecked Sendable {
     /// records towards the physical function.
     public struct FrameIterator {
         private let table: SymbolTable
-        private let range: Int
-        /// The next frame's record; nil before the first `next()`.
-        private var record: FrameRecord?
-        private var physicalName: UInt32 = 0
-        /// Index of `record` among the call sites; the range record is none.
-        private var callSite = Int.max
-        private var done = false
+        private var cursor: FrameCursor
 
         init(table: SymbolTable, range: Int) {
             self.table = table
-            self.range = range
+            cursor = FrameCursor(range: range)
         }
 
         /// The next frame, nil after the physical function (or at once for a range without frames).
@@ -191,6 +185,30 @@ public final class SymbolTable: @unchecked Sendable {
         /// `file(_:)` do that, and throw for an index out of bounds): a caller that caches what it
         /// renders per index reads no string data for the frames it has seen.
         public mutating func nextIndices() throws(FormatError) -> FrameIndices? {
+            try cursor.nextIndices(in: table)
+        }
+    }
+
+    /// Where a walk of one range's inline chain is (what `FrameIterator` walks with), without
+    /// the table: hot loops that hold the table already pass it to each step, so that walking a
+    /// chain does not retain and release the table, whose reference count all threads share.
+    public struct FrameCursor: Sendable {
+        private let range: Int
+        /// The next frame's record; nil before the first step.
+        private var record: FrameRecord?
+        private var physicalName: UInt32 = 0
+        /// Index of `record` among the call sites; the range record is none.
+        private var callSite = Int.max
+        private var done = false
+
+        /// A walk of the chain of range `range` (from `rangeIndex(containing:)`), not yet started.
+        public init(range: Int) {
+            self.range = range
+        }
+
+        /// The next frame of the chain in `table` (the table the range is of) as indices, as
+        /// `FrameIterator.nextIndices()` returns it.
+        public mutating func nextIndices(in table: SymbolTable) throws(FormatError) -> FrameIndices? {
             guard !done else { return nil }
             return try table.withBytes { bytes throws(FormatError) -> FrameIndices? in
                 let current: FrameRecord

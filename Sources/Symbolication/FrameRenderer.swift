@@ -9,6 +9,7 @@ import SymBytes
 import SymDemangle
 import SymTable
 import Synchronization
+import CPrefetch
 
 /// Renders `lookup` answers straight into bytes: the hot path for answering many addresses.
 ///
@@ -129,8 +130,9 @@ public struct FrameRenderer: ~Copyable {
     /// printed as stored and needing no escape) is not copied: its slot holds the string's
     /// offset in the table and its length instead (with the sign bit set, which no address has),
     /// and the strings keep the table alive. Two threads rendering the same record at once both publish:
-    /// either entry is right, the other's bytes are only wasted. Slots are `calloc`'ed (pages of
-    /// records never asked are never touched: a one-address run pays for what it asks).
+    /// either entry is right, the other's bytes are only wasted. Slots are zero-filled mappings (pages of
+    /// records never asked are never touched: a one-address run pays for what it asks; a run of many
+    /// addresses maps them all at once, `prefault()`).
     // Audited: the slots are only read and written atomically, an entry's bytes are written before
     // its address is published and never after, and the chunk list is behind a mutex.
     public final class RenderedStrings: @unchecked Sendable {
@@ -149,6 +151,7 @@ public struct FrameRenderer: ~Copyable {
         let demangles: Bool
         /// The slots of all three kinds, one after the other: functions, mangled names, paths.
         private let slots: UnsafeMutablePointer<Atomic<Int>>
+        private let slotBytes: Int
         private let functionCount: Int
         private let mangledCount: Int
         private let pathCount: Int
@@ -177,13 +180,29 @@ public struct FrameRenderer: ~Copyable {
             mangledCount = style == .json ? statistics.names : 0
             pathCount = statistics.files
             let total = max(1, functionCount + mangledCount + pathCount)
-            guard let memory = calloc(total, MemoryLayout<Int>.stride) else { fatalError("out of memory") }
+            slotBytes = total * MemoryLayout<Int>.stride
+            // Mapped, not `calloc`'ed, so that `prefault()` can ask for the pages by their bounds.
+            guard let memory = mmap(nil, slotBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                  memory != MAP_FAILED else { fatalError("out of memory") }
             // A zero-filled word is a valid `Atomic<Int>` holding 0 (its layout is the integer's).
             slots = memory.bindMemory(to: Atomic<Int>.self, capacity: total)
         }
 
+        /// Makes the slots' pages present and writable at once, for a run of many addresses on
+        /// several threads. Otherwise a slot page read before any of its slots is published
+        /// (renderers look entries up before they render) maps the shared zero page, and the first
+        /// publish into it must replace that mapping, which interrupts every other thread of the
+        /// process to flush its TLB: on a Swift lookup, about 2% of the CPU time. Advice only: a
+        /// kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages lazy.
+        public func prefault() {
+            _ = madvise(UnsafeMutableRawPointer(slots), slotBytes, Self.populateWrite)
+        }
+
+        /// `MADV_POPULATE_WRITE`, which Debian 12's headers do not name.
+        private static let populateWrite: Int32 = 23
+
         deinit {
-            free(slots)
+            munmap(UnsafeMutableRawPointer(slots), slotBytes)
             regions.withLock { regions in
                 for mapping in regions.mappings { munmap(UnsafeMutableRawPointer(bitPattern: mapping.address), mapping.size) }
             }
@@ -350,7 +369,7 @@ public struct FrameRenderer: ~Copyable {
                     for index in 0..<count {
                         let name = names[index]
                         if let entry = strings.entry(.function, name) {
-                            if !entry.isEmpty { warmth &+= UInt32(entry[0]) }
+                            Self.prefetch(entry)
                         } else {
                             names[unrendered] = name
                             unrendered += 1
@@ -369,6 +388,20 @@ public struct FrameRenderer: ~Copyable {
             }
         }
         return errors
+    }
+
+    /// Starts loading every cache line of `bytes` (a rendered name is copied into the output
+    /// soon after: a demangled Swift name spans several lines, and they are scattered over
+    /// megabytes of entries, so waiting for each in turn would dominate the copy).
+    @inline(__always)
+    static func prefetch(_ bytes: UnsafeRawBufferPointer) {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else { return }
+        var line = UInt(bitPattern: start) & ~63
+        let last = UInt(bitPattern: start + (bytes.count - 1))
+        while line <= last {
+            crashsym_prefetch(UnsafeRawPointer(bitPattern: line))
+            line &+= 64
+        }
     }
 
     /// Addresses whose inline chains are read ahead at once (see `SymbolTable.warmFrames`).
@@ -405,13 +438,15 @@ public struct FrameRenderer: ~Copyable {
     /// Appends the frames of range `range` (text: one line per frame, or `??`; JSON: the
     /// comma-separated frame objects).
     private mutating func renderFrames(range: Int, into output: inout OutputBytes) throws(FormatError) {
-        var frames = table.frames(inRange: range)
-        guard let innermost = try frames.nextIndices() else {
+        // A cursor, not `table.frames(inRange:)`: its iterator would retain the table, whose
+        // reference count the threads of a lookup share, once per address.
+        var frames = SymbolTable.FrameCursor(range: range)
+        guard let innermost = try frames.nextIndices(in: table) else {
             if style == .text { output.append(Literal.noFrames) }
             return
         }
         try renderFrame(innermost, first: true, into: &output)
-        while let frame = try frames.nextIndices() { try renderFrame(frame, first: false, into: &output) }
+        while let frame = try frames.nextIndices(in: table) { try renderFrame(frame, first: false, into: &output) }
     }
 
     /// Appends one frame (text: one line; JSON: the frame object, after a comma unless `first`).

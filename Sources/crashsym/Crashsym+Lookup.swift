@@ -110,6 +110,7 @@ extension Crashsym {
                         let lines = UnsafeRawBufferPointer(start: buffer, count: linesEnd)
                         if jobs > 1 && linesEnd >= Self.parallelThreshold {
                             if helpers.isEmpty {
+                                strings.prefault()
                                 helpers = (1..<jobs).map { _ in
                                     LookupWorker(table: symbols.table, strings: strings, path: path, streams: false)
                                 }

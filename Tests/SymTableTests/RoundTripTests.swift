@@ -77,6 +77,18 @@ import Testing
             while let frame = try frames.next() { walked.append(frame) }
             #expect(try frames.next() == nil, "an exhausted walk stays exhausted")
             #expect(walked == (try table.frames(at: address)))
+            // A cursor (the table passed to each step) walks the same chain as the iterator.
+            var iterator = table.frames(inRange: index)
+            var cursor = SymbolTable.FrameCursor(range: index)
+            var steps = 0
+            while true {
+                let expected = try iterator.nextIndices()
+                #expect(try cursor.nextIndices(in: table) == expected, "seed \(seed) step \(steps)")
+                guard expected != nil else { break }
+                steps += 1
+            }
+            #expect(steps == walked.count)
+            #expect(try cursor.nextIndices(in: table) == nil, "an exhausted cursor stays exhausted")
         }
         // The batch search agrees with one search at a time (-1 also for ranges without frames).
         let probes = RandomModels.probeAddresses(for: model, oracle: oracle, seed: seed) + [0, 1, UInt64.max]

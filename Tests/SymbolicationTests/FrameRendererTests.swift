@@ -142,6 +142,38 @@ import Testing
         }
     }
 
+    /// `prefault()` (what `lookup` calls before answering on several threads) maps the slots
+    /// without changing them: entries published before it are still there after it, and
+    /// renderers that come after read them instead of rendering again.
+    @Test func prefaultingKeepsPublishedEntries() throws {
+        let binary = try ELFFile(path: Corpus.fixture("clang-cpp-O2-dwarf5"))
+        let table = try SymbolTable(bytes: try ModuleConverter.table(binary: binary))
+        let addresses = Self.addresses(try ModuleConverter.model(binary: binary))
+        let strings = FrameRenderer.RenderedStrings(table: table, style: .text)
+        var first = FrameRenderer(table: table, strings: strings)
+        var expected = OutputBytes()
+        for address in addresses { try first.render(address, into: &expected) }
+        func entries() -> [UnsafeRawBufferPointer?] {
+            (0..<UInt32(table.statistics.names)).map { strings.entry(.function, $0) }
+                + (0..<UInt32(table.statistics.files)).map { strings.entry(.path, $0) }
+        }
+        let before = entries()
+        #expect(before.compactMap { $0 }.count > 100)
+        strings.prefault()
+        let after = entries()
+        #expect(after.count == before.count)
+        for (old, new) in zip(before, after) {
+            #expect(old?.baseAddress == new?.baseAddress && old?.count == new?.count)
+        }
+        let chunks = strings.chunkCount
+        var second = FrameRenderer(table: table, strings: strings)
+        var again = OutputBytes()
+        let errors = addresses.withUnsafeBufferPointer { second.render($0, into: &again) }
+        #expect(errors.isEmpty)
+        #expect(Array(again.bytes) == Array(expected.bytes))
+        #expect(strings.chunkCount == chunks, "everything was read from the entries published before")
+    }
+
     /// Names printed as stored (not demangled, or not mangled) and needing no escape are not
     /// copied: their entries are the table's own bytes; the output is the same.
     @Test func namesPrintedAsStoredStayInTheTable() throws {
