@@ -8,25 +8,42 @@ import Glibc
 public enum CommandExecution {
     /// Parses `arguments` (the process's when nil) with `root`, runs the command, exits.
     public static func run<Root: ParsableCommand>(_ root: Root.Type, arguments: [String]? = nil) async -> Never {
-        let command: any ParsableCommand
-        do {
-            command = try root.parseAsRoot(arguments)
-        } catch {
-            exit(root, error)
-        }
-        await execute(command, root: root)
+        await execute(parse(root, arguments), root: root)
+    }
+
+    /// `run(_:arguments:)` for a tool none of whose commands is async (`crashsym`): the process
+    /// then never starts the concurrency runtime, whose async `main` parks the main thread and
+    /// hands the work to a new one (about half a millisecond of a one-address `lookup`).
+    public static func runSynchronously<Root: ParsableCommand>(_ root: Root.Type, arguments: [String]? = nil) -> Never {
+        executeSynchronously(parse(root, arguments), root: root)
     }
 
     /// Runs a parsed command (async or not) and exits; errors are printed as `root` formats them.
     public static func execute<Root: ParsableCommand>(_ parsed: any ParsableCommand, root: Root.Type) async -> Never {
+        guard var asyncCommand = parsed as? AsyncParsableCommand else { executeSynchronously(parsed, root: root) }
+        do {
+            try await asyncCommand.run()
+            Glibc.exit(0)
+        } catch {
+            exit(root, error)
+        }
+    }
+
+    /// Runs a parsed command that is not async and exits; errors are printed as `root` formats them.
+    public static func executeSynchronously<Root: ParsableCommand>(_ parsed: any ParsableCommand, root: Root.Type) -> Never {
         do {
             var command = parsed
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            try command.run()
             Glibc.exit(0)
+        } catch {
+            exit(root, error)
+        }
+    }
+
+    /// `arguments` (the process's when nil) parsed with `root`; a parse error exits.
+    private static func parse<Root: ParsableCommand>(_ root: Root.Type, _ arguments: [String]?) -> any ParsableCommand {
+        do {
+            return try root.parseAsRoot(arguments)
         } catch {
             exit(root, error)
         }

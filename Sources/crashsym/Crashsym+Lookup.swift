@@ -11,6 +11,12 @@ extension Crashsym {
     /// `crashsym lookup`: addresses to functions, file:line and inlined frames.
     struct Lookup: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: nil,
+            // Read only when the command is parsed as the root, by `Crashsym.quickParse`: there it
+            // spares ArgumentParser its `--generate-completion-script` check (parsing two more
+            // commands' arguments, about 15% of a one-address lookup); usage and help are printed
+            // the ordinary way, with `crashsym` as the root.
+            _superCommandName: "crashsym",
             abstract: "Resolve addresses in a .csym table or an ELF file to functions, file:line and inlined frames.",
             discussion: """
                 Addresses are module file virtual addresses in hex (0x optional), given as arguments or one per \

@@ -7,7 +7,7 @@ import Glibc
 
 /// The crashsym command-line tool.
 @main
-struct Crashsym: AsyncParsableCommand {
+struct Crashsym: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crashsym",
         abstract: "Crash symbolication and debug-symbol tables for native code on Linux.",
@@ -19,7 +19,7 @@ struct Crashsym: AsyncParsableCommand {
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).
-    static func main() async {
+    static func main() {
         CommandExecution.answerVersion(Array(CommandLine.arguments.dropFirst()))
         // Drop-in mode: run through a link named llvm-symbolizer or addr2line, act as that tool.
         let program = CommandLine.arguments.first ?? ""
@@ -27,13 +27,13 @@ struct Crashsym: AsyncParsableCommand {
         case "llvm-symbolizer":
             Glibc.exit(LLVMSymbolizer.serve(arguments: Array(CommandLine.arguments.dropFirst()), programName: program))
         case "addr2line":
-            await CommandExecution.run(Addr2line.self, arguments: Array(CommandLine.arguments.dropFirst()))
+            CommandExecution.runSynchronously(Addr2line.self, arguments: Array(CommandLine.arguments.dropFirst()))
         default:
             NetworkCommand.handOver(Array(CommandLine.arguments.dropFirst()))
             if let command = quickParse(Array(CommandLine.arguments.dropFirst())) {
-                await CommandExecution.execute(command, root: Crashsym.self)
+                CommandExecution.executeSynchronously(command, root: Crashsym.self)
             }
-            await CommandExecution.run(Crashsym.self)
+            CommandExecution.runSynchronously(Crashsym.self)
         }
     }
 

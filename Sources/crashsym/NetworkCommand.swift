@@ -13,7 +13,9 @@ import Glibc
 /// one-shot commands (lookup, symbolicate, the drop-in modes a sanitizer starts per crash) stay lean.
 enum NetworkCommand {
     /// The subcommands `crashsym-net` answers.
-    static let names: Set<String> = ["upload", "serve", "apps"]
+    /// (An array, not a `Set`: building a `Set<String>` costs the runtime a conformance lookup, a
+    /// scan of every record in the binary, at the start of every crashsym process.)
+    static let names = ["upload", "serve", "apps"]
 
     /// Replaces this process with `crashsym-net ARGUMENTS` when the first argument names one of its
     /// subcommands (or `help NAME` does); returns otherwise.
