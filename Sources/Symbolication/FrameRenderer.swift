@@ -196,6 +196,8 @@ public struct FrameRenderer: ~Copyable {
         /// kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages lazy.
         public func prefault() {
             _ = madvise(UnsafeMutableRawPointer(slots), slotBytes, Self.populateWrite)
+            // Chunks for many names: straight from huge-page regions.
+            regions.withLock { $0.manyEntries = true }
         }
 
         /// `MADV_POPULATE_WRITE`, which Debian 12's headers do not name.
@@ -280,6 +282,9 @@ public struct FrameRenderer: ~Copyable {
             var end = 0
             /// Chunks handed out (statistics and tests).
             var chunks = 0
+            /// Whether many entries are expected (`prefault()`): then no small first region, whose
+            /// 256 page faults a big run would pay for nothing.
+            var manyEntries = false
 
             /// Bytes of the first region (ordinary pages), of the next ones (at least; huge pages),
             /// and the huge page size those are aligned to.
@@ -290,7 +295,7 @@ public struct FrameRenderer: ~Copyable {
             /// A chunk of `bytes` bytes from the newest region, mapping a new one when it has too
             /// little room left.
             mutating func chunk(_ bytes: Int) -> UnsafeMutableRawPointer {
-                if end - free < bytes && mappings.isEmpty && bytes <= Self.firstRegionSize {
+                if end - free < bytes && mappings.isEmpty && bytes <= Self.firstRegionSize && !manyEntries {
                     guard let mapped = mmap(nil, Self.firstRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
                           mapped != MAP_FAILED else { fatalError("out of memory") }
                     mappings.append((Int(bitPattern: mapped), Self.firstRegionSize))

@@ -39,16 +39,16 @@ final class LookupWorker: Sendable {
         state.withLock { state in text.withUnsafeBytes { state.answer(lines: $0) } }
     }
 
-    /// Answers the complete lines of one block of a parallel run into `block` (empty), which
+    /// Answers the complete lines of block `index` of a parallel run into `block` (empty), which
     /// keeps the answers and notes until `BlockOutput.write()` writes them in block order.
-    func answer(lines text: [UInt8], into block: BlockOutput) {
+    func answer(block index: Int, of blocks: LineBlocks, into block: BlockOutput) {
         state.withLock { state in
             swap(&state.output, &block.output)
             swap(&state.notes, &block.notes)
             // The block's answers must wait for the blocks before it.
             let streams = state.streams
             state.streams = false
-            text.withUnsafeBytes { state.answer(lines: $0) }
+            state.answer(lines: blocks[index])
             state.streams = streams
             swap(&state.output, &block.output)
             swap(&state.notes, &block.notes)
