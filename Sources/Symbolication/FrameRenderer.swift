@@ -196,8 +196,6 @@ public struct FrameRenderer: ~Copyable {
         /// kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages lazy.
         public func prefault() {
             _ = madvise(UnsafeMutableRawPointer(slots), slotBytes, Self.populateWrite)
-            // Chunks for many names: straight from huge-page regions.
-            regions.withLock { $0.manyEntries = true }
         }
 
         /// `MADV_POPULATE_WRITE`, which Debian 12's headers do not name.
@@ -269,11 +267,14 @@ public struct FrameRenderer: ~Copyable {
             regions.withLock { regions in regions.chunk(bytes) }
         }
 
-        /// Memory mapped for chunks, in regions of huge pages where the kernel grants them: a big
-        /// Swift lookup renders 13 MB of demangled names, and in 4 KiB pages its faults (about
-        /// 3,300, each zeroing a page) cost about as much CPU as decompressing the names. The
-        /// first region is small and of ordinary pages: a lookup of a few addresses would spend
-        /// more time zeroing its first huge page (about 1 ms) than it saves.
+        /// Memory mapped for chunks, in regions of ordinary pages touched only as they are filled
+        /// (a one-address run faults in a page or two). Not huge pages, although a big Swift
+        /// lookup renders 13 MB of demangled names and huge pages cut the CPU of its faults to a
+        /// quarter when the memory is warm: on a virtual machine whose host takes freed memory back (free
+        /// page reporting, which hands the host free 2 MB blocks, exactly what a huge page is
+        /// made of), a huge page's first touch waits for the host; measured on this project's
+        /// machine, right after another tool exited, 16 MB in huge pages took 20-50 ms to touch
+        /// and in 4 KiB pages 7-10 ms, and the swift-format lookup's median went 53 → 42 ms.
         struct Regions {
             /// Every mapping, for `munmap`.
             var mappings: [(address: Int, size: Int)] = []
@@ -282,36 +283,20 @@ public struct FrameRenderer: ~Copyable {
             var end = 0
             /// Chunks handed out (statistics and tests).
             var chunks = 0
-            /// Whether many entries are expected (`prefault()`): then no small first region, whose
-            /// 256 page faults a big run would pay for nothing.
-            var manyEntries = false
 
-            /// Bytes of the first region (ordinary pages), of the next ones (at least; huge pages),
-            /// and the huge page size those are aligned to.
-            static let firstRegionSize = 1 << 20
+            /// Bytes of a region (at least: a larger chunk gets a region its size).
             static let regionSize = 4 << 20
-            static let hugePageSize = 2 << 20
 
             /// A chunk of `bytes` bytes from the newest region, mapping a new one when it has too
             /// little room left.
             mutating func chunk(_ bytes: Int) -> UnsafeMutableRawPointer {
-                if end - free < bytes && mappings.isEmpty && bytes <= Self.firstRegionSize && !manyEntries {
-                    guard let mapped = mmap(nil, Self.firstRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                if end - free < bytes {
+                    let size = max(Self.regionSize, bytes)
+                    guard let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
                           mapped != MAP_FAILED else { fatalError("out of memory") }
-                    mappings.append((Int(bitPattern: mapped), Self.firstRegionSize))
+                    mappings.append((Int(bitPattern: mapped), size))
                     free = Int(bitPattern: mapped)
-                    end = free + Self.firstRegionSize
-                } else if end - free < bytes {
-                    let size = max(Self.regionSize, (bytes + Self.hugePageSize - 1) / Self.hugePageSize * Self.hugePageSize)
-                    // One huge page more than needed, so that the region can start on a boundary.
-                    let mapped = mmap(nil, size + Self.hugePageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                    guard let mapped, mapped != MAP_FAILED else { fatalError("out of memory") }
-                    let address = Int(bitPattern: mapped)
-                    mappings.append((address, size + Self.hugePageSize))
-                    free = (address + Self.hugePageSize - 1) / Self.hugePageSize * Self.hugePageSize
                     end = free + size
-                    // Advice only: without transparent huge pages the region is ordinary memory.
-                    _ = madvise(UnsafeMutableRawPointer(bitPattern: free), size, MADV_HUGEPAGE)
                 }
                 let chunk = free
                 free += bytes

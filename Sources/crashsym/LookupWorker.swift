@@ -156,7 +156,9 @@ final class LookupWorker: Sendable {
 /// written; reused for later blocks. Used by one thread at a time (the one answering the block,
 /// then the one writing it), handed over through `LookupPipeline`'s mutex.
 final class BlockOutput: @unchecked Sendable {
-    var output = OutputBytes(capacity: 1 << 16)
+    /// Room for a block's answers from the start (about 230 KB for 800 Swift addresses), so that
+    /// the buffer is not grown through two smaller copies; pages not written are never touched.
+    var output = OutputBytes(capacity: 1 << 18)
     var notes: [(offset: Int, message: String)] = []
 
     /// Writes the answers and notes, in order, and forgets them.
