@@ -89,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "crashsym",
             dependencies: [
-                "Symbolication", "SymReport", "CrashsymCommandLine",
+                "SymBytes", "Symbolication", "SymReport", "CrashsymCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

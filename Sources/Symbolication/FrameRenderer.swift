@@ -192,14 +192,10 @@ public struct FrameRenderer: ~Copyable {
         /// several threads. Otherwise a slot page read before any of its slots is published
         /// (renderers look entries up before they render) maps the shared zero page, and the first
         /// publish into it must replace that mapping, which interrupts every other thread of the
-        /// process to flush its TLB: on a Swift lookup, about 2% of the CPU time. Advice only: a
-        /// kernel without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages lazy.
+        /// process to flush its TLB: on a Swift lookup, about 2% of the CPU time.
         public func prefault() {
-            _ = madvise(UnsafeMutableRawPointer(slots), slotBytes, Self.populateWrite)
+            WritablePages.populate(UnsafeMutableRawPointer(slots), count: slotBytes)
         }
-
-        /// `MADV_POPULATE_WRITE`, which Debian 12's headers do not name.
-        private static let populateWrite: Int32 = 23
 
         deinit {
             munmap(UnsafeMutableRawPointer(slots), slotBytes)
@@ -270,11 +266,11 @@ public struct FrameRenderer: ~Copyable {
         /// Memory mapped for chunks, in regions of ordinary pages touched only as they are filled
         /// (a one-address run faults in a page or two). Not huge pages, although a big Swift
         /// lookup renders 13 MB of demangled names and huge pages cut the CPU of its faults to a
-        /// quarter when the memory is warm: on a virtual machine whose host takes freed memory back (free
-        /// page reporting, which hands the host free 2 MB blocks, exactly what a huge page is
-        /// made of), a huge page's first touch waits for the host; measured on this project's
-        /// machine, right after another tool exited, 16 MB in huge pages took 20-50 ms to touch
-        /// and in 4 KiB pages 7-10 ms, and the swift-format lookup's median went 53 → 42 ms.
+        /// quarter when the memory is warm: on a virtual machine whose host takes freed memory
+        /// back (free page reporting, which hands the host free 2 MB blocks, exactly what a huge
+        /// page is made of), a huge page's first touch waits for the host. Measured on this
+        /// project's machine right after another tool exited: 16 MB took 20-50 ms to touch in huge
+        /// pages and 7-10 ms in 4 KiB pages; the swift-format lookup's median went 53 → 42 ms.
         struct Regions {
             /// Every mapping, for `munmap`.
             var mappings: [(address: Int, size: Int)] = []

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Synchronization
 import CrashsymCommandLine
+import SymBytes
 import Symbolication
 #if canImport(Glibc)
 import Glibc
@@ -92,7 +93,8 @@ extension Crashsym {
                 var capacity = 1 << 20
                 var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
                 defer { buffer.deallocate() }
-                Self.prefault(buffer, capacity)
+                // Mapped in one call, not 256 faults as `read` first fills it.
+                WritablePages.populate(buffer, count: capacity)
                 var pending = 0  // bytes of an incomplete line at the start of the buffer
                 while true {
                     if pending == capacity {
@@ -144,17 +146,6 @@ extension Crashsym {
             if failed || main.failed { throw ExitCode.failure }
         }
 
-        /// Makes the whole pages of `count` bytes at `start` present and writable at once (one
-        /// call instead of a fault per page as `read` first fills them: 256 for the input buffer).
-        /// Advice only: a kernel without `MADV_POPULATE_WRITE` (before 5.14) leaves them lazy.
-        private static func prefault(_ start: UnsafeMutableRawPointer, _ count: Int) {
-            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-            let first = (Int(bitPattern: start) + page - 1) / page * page
-            let end = (Int(bitPattern: start) + count) / page * page
-            guard end > first, let aligned = UnsafeMutableRawPointer(bitPattern: first) else { return }
-            _ = madvise(aligned, end - first, 23)  // MADV_POPULATE_WRITE, unnamed in Debian 12's headers
-        }
-
         /// Answers complete `lines` with one thread per worker: the lines are cut at line boundaries
         /// into blocks, which the threads take in order as they become free, each answering into
         /// the block's own output; a thread that finishes the next block to write writes it (and
@@ -186,8 +177,8 @@ extension Crashsym {
 }
 
 /// The blocks of lines of one parallel run of `lookup`, read by all its threads where the caller
-/// read them (no copy: a megabyte of input cost half a millisecond to copy, before any thread
-/// started). Sharing the pointer is safe because `DispatchQueue.concurrentPerform` returns only
+/// read them (no copy: copying a megabyte of input into a hundred arrays took fresh heap pages
+/// and time before any thread started). Sharing the pointer is safe because `DispatchQueue.concurrentPerform` returns only
 /// when every thread is done, and the caller neither frees nor changes the bytes before then.
 // Audited: read-only, and used only inside the `concurrentPerform` of `answerInParallel`.
 struct LineBlocks: @unchecked Sendable {
