@@ -15,10 +15,10 @@ public struct DecompressionScratch: ~Copyable {
     /// The zstd context, made on first use.
     private var context: OpaquePointer?
     /// The last block's decompressed bytes.
-    private(set) var buffer: UnsafeMutableRawPointer?
+    private var buffer: UnsafeMutableRawPointer?
     private var capacity = 0
     /// Per record of the last block: 0 (no stored name), or `offset << 32 | (length + 1)` in `buffer`.
-    private(set) var spans: UnsafeMutablePointer<UInt64>?
+    private var spans: UnsafeMutablePointer<UInt64>?
     private var spanCapacity = 0
 
     /// Empty scratch; memory is allocated on first use.

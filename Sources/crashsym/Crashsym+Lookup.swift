@@ -12,12 +12,7 @@ extension Crashsym {
     /// `crashsym lookup`: addresses to functions, file:line and inlined frames.
     struct Lookup: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: nil,
-            // Read only when the command is parsed as the root, by `Crashsym.quickParse`: there it
-            // spares ArgumentParser its `--generate-completion-script` check (parsing two more
-            // commands' arguments, about 15% of a one-address lookup); usage and help are printed
-            // the ordinary way, with `crashsym` as the root.
-            _superCommandName: "crashsym",
+            _superCommandName: "crashsym",  // for `Crashsym.quickParse`, which says why
             abstract: "Resolve addresses in a .csym table or an ELF file to functions, file:line and inlined frames.",
             discussion: """
                 Addresses are module file virtual addresses in hex (0x optional), given as arguments or one per \
@@ -126,7 +121,7 @@ extension Crashsym {
                             }
                             answerInParallel(lines, workers: [main] + helpers)
                         } else {
-                            main.answer(lines: Array(lines))
+                            main.answer(block: 0, of: LineBlocks(lines))
                             main.emit()
                         }
                     } else {
@@ -136,7 +131,7 @@ extension Crashsym {
                     if linesEnd > 0 && pending > 0 { buffer.copyMemory(from: buffer + linesEnd, byteCount: pending) }
                 }
                 // The last line, without a newline.
-                main.answer(lines: Array(UnsafeRawBufferPointer(start: buffer, count: pending)))
+                main.answer(block: 0, of: LineBlocks(UnsafeRawBufferPointer(start: buffer, count: pending)))
                 failed = helpers.contains { $0.failed }
             } else {
                 for address in addresses { main.answer(line: Array(address.utf8)) }
@@ -176,13 +171,14 @@ extension Crashsym {
     }
 }
 
-/// The blocks of lines of one parallel run of `lookup`, read by all its threads where the caller
-/// read them (no copy: copying a megabyte of input into a hundred arrays took fresh heap pages
-/// and time before any thread started). Sharing the pointer is safe because `DispatchQueue.concurrentPerform` returns only
-/// when every thread is done, and the caller neither frees nor changes the bytes before then.
-// Audited: read-only, and used only inside the `concurrentPerform` of `answerInParallel`.
+/// Lines `lookup` has read, in blocks, answered where they were read (no copy: copying a
+/// megabyte of input into a hundred arrays took fresh heap pages and time before any thread
+/// started). The workers are handed these, not the caller's pointer: sharing the pointer is safe
+/// because every call that reads the blocks returns before the caller reads into the buffer again
+/// (for a parallel run, `DispatchQueue.concurrentPerform` returns only when every thread is done).
+// Audited: read-only, and read only during the worker calls of `Lookup.run` and `answerInParallel`.
 struct LineBlocks: @unchecked Sendable {
-    private let base: UnsafeRawPointer
+    private let base: UnsafeRawPointer?
     /// Block `n` is the bytes `cuts[n]..<cuts[n + 1]`.
     private let cuts: [Int]
 
@@ -191,10 +187,16 @@ struct LineBlocks: @unchecked Sendable {
         self.cuts = cuts
     }
 
+    /// `lines` as one block.
+    init(_ lines: UnsafeRawBufferPointer) {
+        base = lines.baseAddress
+        cuts = [0, lines.count]
+    }
+
     var count: Int { cuts.count - 1 }
 
     subscript(block: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: base + cuts[block], count: cuts[block + 1] - cuts[block])
+        UnsafeRawBufferPointer(start: base.map { $0 + cuts[block] }, count: cuts[block + 1] - cuts[block])
     }
 }
 

@@ -14,12 +14,7 @@ extension Crashsym {
     /// `crashsym symbolicate`: crash reports in, symbolicated reports out.
     struct Symbolicate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: nil,
-            // Read only when the command is parsed as the root, by `Crashsym.quickParse`: there it
-            // spares ArgumentParser its `--generate-completion-script` check (parsing two more
-            // commands' arguments, about 15% of a one-address lookup); usage and help are printed
-            // the ordinary way, with `crashsym` as the root.
-            _superCommandName: "crashsym",
+            _superCommandName: "crashsym",  // for `Crashsym.quickParse`, which says why
             abstract: "Symbolicate crash reports: sanitizer output, Swift backtraces, tombstones, glibc backtraces, eu-stack, crashsym JSON.",
             discussion: """
                 The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.

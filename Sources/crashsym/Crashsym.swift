@@ -48,6 +48,12 @@ struct Crashsym: ParsableCommand {
     /// against a protocol scans all of the binary's conformance records (measured with the network
     /// stack still linked in: 40 M → 25 M instructions for a one-address `lookup`). Help and any
     /// parse error go the ordinary way, so usage text and messages are unchanged.
+    ///
+    /// Lookup and Symbolicate name `crashsym` as their `_superCommandName`, which ArgumentParser
+    /// reads only from the root command, that is only here (the ordinary path's root is
+    /// `Crashsym`): a command with one is spared the `--generate-completion-script` check, which
+    /// parses two more commands' arguments (about 15% of a one-address lookup's samples). Addr2line
+    /// has none: as the root of the drop-in `addr2line`, its usage must not read `crashsym addr2line`.
     private static func quickParse(_ arguments: [String]) -> (any ParsableCommand)? {
         guard let name = arguments.first, let command = quickCommands[name],
               !arguments.contains(where: { $0 == "-h" || $0 == "--help" || $0 == "help" || $0 == "--experimental-dump-help" })

@@ -33,10 +33,9 @@ final class LookupWorker: Sendable {
     /// Whether some line was not an address or some address could not be answered.
     var failed: Bool { state.withLock { $0.failed } }
 
-    /// Answers every line of `text` (see `State.answer(lines:)`). The text is an array, not a
-    /// pointer, so that nothing of the caller's can cross into another thread with the worker.
-    func answer(lines text: [UInt8]) {
-        state.withLock { state in text.withUnsafeBytes { state.answer(lines: $0) } }
+    /// Answers every line of block `index` of `blocks` (see `State.answer(lines:)`).
+    func answer(block index: Int, of blocks: LineBlocks) {
+        state.withLock { state in state.answer(lines: blocks[index]) }
     }
 
     /// Answers the complete lines of block `index` of a parallel run into `block` (empty), which
