@@ -74,6 +74,12 @@ extension DWARFReader {
         /// Entry index by code when the codes are too sparse for `dense`.
         var sparse: [UInt64: Int32] = [:]
 
+        /// Whether DIEs of this table may refer to DIEs of other units: a `DW_FORM_ref_addr`
+        /// attribute, or `DW_FORM_indirect`, which may name that form.
+        var mayReferToOtherUnits: Bool {
+            specs.contains { $0.form == Form.refAddr || $0.form == Form.indirect }
+        }
+
         /// Bytes of `.debug_abbrev` the table was decoded from.
         private(set) var byteCount = 0
 

@@ -1,4 +1,5 @@
 import SymBytes
+import SymELF
 
 extension DWARFReader {
     /// One run of units to extract and, once run, its result.
@@ -14,9 +15,12 @@ extension DWARFReader {
         private(set) var result: Result<PartialModel, FormatError>?
 
         let codesLines: Bool
+        /// `.debug_info` to decompress as the units are walked, when it is streamed (one job only).
+        let stream: SectionStream?
 
-        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool) {
+        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool, stream: SectionStream? = nil) {
             self.input = input
+            self.stream = stream
             self.codesLines = codesLines
             self.units = units
             self.workLimit = workLimit
@@ -31,7 +35,7 @@ extension DWARFReader {
 
         /// Extracts the units.
         func run() {
-            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines)
+            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines, stream: stream)
             do throws(FormatError) {
                 try walker.extract(units: units, workLimit: workLimit)
                 result = .success(walker.output)

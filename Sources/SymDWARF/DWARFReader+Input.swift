@@ -33,6 +33,13 @@ extension DWARFReader {
         private(set) var units: [Unit] = []
         /// Decoded abbreviation tables, indexed by `Unit.table`.
         private(set) var tables: [AbbreviationTable] = []
+        /// `.debug_info` when it is decompressed as it is read (see `SectionStream`); nil when the
+        /// section is all in memory (mapped or decompressed whole).
+        let infoStream: SectionStream?
+        /// Whether an extracted unit may refer to DIEs of other units (`DW_FORM_ref_addr`, or
+        /// `DW_FORM_indirect` which may name it). Without such references a walk reads each unit's
+        /// bytes only while it walks that unit, and a streamed section need only hold one.
+        private(set) var unitsReferToOtherUnits = false
 
         /// Kinds of string references (see `stringReference`).
         enum StringSection: UInt64 {
@@ -54,6 +61,7 @@ extension DWARFReader {
             line = Bytes(sections[".debug_line"], bigEndian: bigEndian, section: ".debug_line")
             infoIsFileMapped = sections.fileMapped.contains(".debug_info")
             lineIsFileMapped = sections.fileMapped.contains(".debug_line")
+            infoStream = sections.streams[".debug_info"]
             var scattered: [Bytes] = []
             for (name, bytes) in [(".debug_str", str), (".debug_line_str", lineStr), (".debug_str_offsets", strOffsets),
                                   (".debug_addr", addr), (".debug_ranges", ranges), (".debug_rnglists", rnglists)]
@@ -64,29 +72,26 @@ extension DWARFReader {
 
             // Reading a header faults in the pages around it too (fault-around): with units a few
             // kilobytes apart, the whole section would be resident. The pages behind go back as
-            // the scans advance (file mappings only), as the walkers do later.
-            var released = 0
-            var offset = 0
-            while offset < info.count {
-                let unit = try Unit(info, at: offset)
-                units.append(unit)
-                offset = unit.end
-                if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
-                    released = FileMappedPages.release(of: info.base, count: info.count, released..<offset)
-                }
-            }
-            // Each table is decoded once per encoding; hostile files may point units into the middle
-            // of other tables, so the bytes decoded in all are bounded.
+            // the scan advances (file mappings only), as the walkers do later. A streamed section
+            // is decompressed as the scan goes and given back behind it.
+            //
+            // Each abbreviation table is decoded once per encoding; hostile files may point units
+            // into the middle of other tables, so the bytes decoded in all are bounded.
             var budget = 2 * abbrev.count + 65536
             var tableIndex: [TableKey: Int] = [:]
             // Tables with the same bytes decode the same: one copy serves all (gcc writes one table
             // per unit, and libc's 2,063 hold 1,507 distinct ones). Keyed by a hash of the bytes and
             // the encoding, confirmed by comparing the bytes.
             var tablesByContent: [ContentKey: [(offset: Int, table: Int)]] = [:]
-            for index in units.indices {
-                let key = TableKey(offset: units[index].abbreviationOffset, encoding: units[index].encoding)
+            var released = 0
+            var offset = 0
+            while offset < info.count {
+                try infoStream?.fill(upTo: offset + Self.longestUnitHeader)
+                var unit = try Unit(info, at: offset)
+                try infoStream?.fill(upTo: unit.end)
+                let key = TableKey(offset: unit.abbreviationOffset, encoding: unit.encoding)
                 if let existing = tableIndex[key] {
-                    units[index].table = existing
+                    unit.table = existing
                 } else {
                     let table = try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget)
                     let bytes = UnsafeRawBufferPointer(start: abbrev.base + key.offset, count: table.byteCount)
@@ -95,24 +100,31 @@ extension DWARFReader {
                     if let same = candidates.first(where: {
                         memcmp(abbrev.base + $0.offset, abbrev.base + key.offset, bytes.count) == 0
                     }) {
-                        units[index].table = same.table
+                        unit.table = same.table
                     } else {
                         tables.append(table)
-                        units[index].table = tables.count - 1
+                        unit.table = tables.count - 1
                         tablesByContent[contentKey, default: []].append((key.offset, tables.count - 1))
                     }
-                    tableIndex[key] = units[index].table
+                    tableIndex[key] = unit.table
                 }
-                var unit = units[index]
                 try readUnitDIE(&unit)
-                units[index] = unit
-                if index % Self.unitsPerScanRelease == Self.unitsPerScanRelease - 1 { releaseScannedPages() }
+                if unit.isExtracted && tables[unit.table].mayReferToOtherUnits { unitsReferToOtherUnits = true }
+                units.append(unit)
+                offset = unit.end
+                infoStream?.release(below: offset)
+                if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
+                    released = FileMappedPages.release(of: info.base, count: info.count, released..<offset)
+                }
+                if units.count % Self.unitsPerScanRelease == 0 { releaseScannedPages() }
             }
             releaseScannedPages()
             try checkLineTablesDoNotOverlap()
             releaseScannedPages()
         }
 
+        /// The longest unit header (DWARF 5 §7.5.1.3, 64-bit type unit: 12 + 2 + 1 + 1 + 8 + 8 + 8 bytes).
+        static let longestUnitHeader = 40
         /// Bytes of unit headers scanned between two releases of `.debug_info`'s pages.
         static let scanReleaseInterval = 1 << 20
         /// Unit DIEs (and line table headers) read between two releases of the sections' pages.

@@ -65,9 +65,16 @@ extension DWARFReader {
         /// Bytes of units walked between two releases of the scattered sections' pages.
         static let scatteredReleaseInterval = 4 << 20
 
+        /// `.debug_info` decompressed as the walk goes (see `SectionStream`): filled to the end of
+        /// each unit before it is walked and given back behind it. The walk then reads no other
+        /// unit's DIEs (`Input.unitsReferToOtherUnits` is false; a unit-relative reference leading
+        /// outside its unit, which only broken DWARF has, names nothing).
+        let stream: SectionStream?
+
         /// Creates a walker allowed `workLimit` units of work.
-        init(_ input: Input, workLimit: Int, codesLines: Bool) {
+        init(_ input: Input, workLimit: Int, codesLines: Bool, stream: SectionStream? = nil) {
             self.input = input
+            self.stream = stream
             self.codesLines = codesLines
             budget = workLimit
             stack = [UInt32](repeating: Scope.noParent, count: Self.maximumDepth + 1)
@@ -86,8 +93,10 @@ extension DWARFReader {
             for index in range {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
+                try stream?.fill(upTo: unit.end)
                 let files = try readLineTable(of: unit)
                 try walkDIEs(of: unit, files: files)
+                stream?.release(below: unit.end)
                 if input.infoIsFileMapped && unit.end > infoWatermark {
                     infoWatermark = FileMappedPages.release(of: input.info.base, count: input.info.count,
                                                                infoWatermark..<unit.end)
@@ -498,7 +507,7 @@ extension DWARFReader {
             let target: Unit
             if unit.contains(die: offset) {
                 target = unit
-            } else if let index = input.unitIndex(containing: offset) {
+            } else if stream == nil, let index = input.unitIndex(containing: offset) {
                 target = input.units[index]
             } else {
                 return (0, 0)

@@ -62,8 +62,20 @@ public enum DWARFReader {
         // behind themselves.
         sections.releaseFileMappedPages()
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
+        // A streamed `.debug_info` was read once by the scan of the units and given back behind
+        // it. One walker over units that refer only to themselves reads it again in order, a unit
+        // or so resident at a time; otherwise (several walkers, references across units) it is
+        // decompressed whole for the walk.
+        var stream = input.infoStream
+        if let infoStream = stream {
+            try infoStream.rewind()
+            if chunks.count > 1 || input.unitsReferToOtherUnits {
+                try infoStream.fill(upTo: infoStream.bytes.count)
+                stream = nil
+            }
+        }
         let jobs = chunks.map {
-            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines)
+            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines, stream: stream)
         }
         // The first job runs on this thread, the others on threads of their own.
         ConcurrentWork.run(jobs.map { job in { job.run() } })

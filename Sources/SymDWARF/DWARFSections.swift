@@ -21,6 +21,9 @@ public struct DWARFSections {
     /// be given back to the kernel once read (`FileMappedPages.release`), and are read again from the file
     /// if needed. Decompressed sections are never listed (dropping their pages would zero them).
     public var fileMapped: Set<String> = []
+    /// Sections decompressed as they are read (`SectionStream`), by name: their bytes in
+    /// `sections` are the stream's region, resident only where the stream has filled it.
+    public var streams: [String: SectionStream] = [:]
 
     /// The standard DWARF section names symbolication reads.
     public static let wantedNames = [
@@ -59,7 +62,10 @@ public struct DWARFSections {
         if fileMapped.remove(name) != nil {
             FileMappedPages.release(of: base, count: bytes.count, 0..<bytes.count)
         }
-        owners.removeAll { ($0 as? SectionContents)?.bytes.baseAddress == base }
+        streams.removeValue(forKey: name)
+        owners.removeAll {
+            ($0 as? SectionContents)?.bytes.baseAddress == base || ($0 as? SectionStream)?.bytes.baseAddress == base
+        }
     }
 
     /// Whether there is any DWARF to read.

@@ -9,10 +9,19 @@ extension ELFFile {
     /// about 1032:1; debug sections stay far below this, bombs do not.
     public static let maximumCompressionRatio: UInt64 = 1000
 
-    /// Decompresses a section's raw bytes, read either as `SHF_COMPRESSED` (gABI "Section
-    /// Compression": an `ElfN_Chdr` then the stream) or as GNU `.zdebug` ("ZLIB", a big-endian
-    /// 64-bit size, then a zlib stream).
-    func decompressedContents(of section: ELFSection, raw: UnsafeRawBufferPointer) throws(FormatError) -> SectionContents {
+    /// A compressed section's payload and what its header declares.
+    struct CompressedPayload {
+        var algorithm: UInt32
+        var declaredSize: UInt64
+        var bytes: UnsafeRawBufferPointer
+        /// File offset of the payload.
+        var offset: UInt64
+    }
+
+    /// Reads a compressed section's header, either `SHF_COMPRESSED` (gABI "Section Compression":
+    /// an `ElfN_Chdr` then the stream) or GNU `.zdebug` ("ZLIB", a big-endian 64-bit size, then a
+    /// zlib stream).
+    func compressedPayload(of section: ELFSection, raw: UnsafeRawBufferPointer) throws(FormatError) -> CompressedPayload {
         let reader = ByteReader(raw, littleEndian: header.isLittleEndian, baseOffset: section.offset)
         let algorithm: UInt32
         let declaredSize: UInt64
@@ -45,29 +54,61 @@ extension ELFFile {
         }
         let payload = try reader.slice(payloadStart, raw.count - payloadStart)
         let payloadOffset = section.offset &+ UInt64(payloadStart)
-        let buffer = try Self.decompress(payload, algorithm: algorithm, declaredSize: declaredSize,
-                                         offset: payloadOffset, sectionName: section.name)
+        try Self.checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: payloadOffset,
+                                   sectionName: section.name)
+        return CompressedPayload(algorithm: algorithm, declaredSize: declaredSize, bytes: payload, offset: payloadOffset)
+    }
+
+    /// Decompresses a compressed section's raw bytes (see `compressedPayload`).
+    func decompressedContents(of section: ELFSection, raw: UnsafeRawBufferPointer) throws(FormatError) -> SectionContents {
+        let payload = try compressedPayload(of: section, raw: raw)
+        let buffer = try Self.decompress(payload.bytes, algorithm: payload.algorithm, declaredSize: payload.declaredSize,
+                                         offset: payload.offset, sectionName: section.name)
         // The compressed bytes are not read again: their pages go back while the decompressed
         // copy is in use (libc's debug file: 4 MB next to 10 MB of DWARF).
         if case .mapped = storage { FileMappedPages.release(raw) }
         return SectionContents(storage: .owned(buffer), start: 0, count: buffer.count)
     }
 
-    /// Inflates `payload` into a buffer of exactly `declaredSize` bytes after checking the size
-    /// against the limits, so a forged header cannot make us allocate.
-    static func decompress(_ payload: UnsafeRawBufferPointer, algorithm: UInt32, declaredSize: UInt64,
-                           offset: UInt64, sectionName: String) throws(FormatError) -> OwnedBuffer {
+    /// A compressed section as a stream to decompress in order (`SectionStream`), or nil when the
+    /// section is stored uncompressed (or has no bytes) and `contents(of:)` gives it as it is.
+    public func streamedContents(of section: ELFSection) throws(FormatError) -> SectionStream? {
+        guard section.isCompressed, !section.isNoBits else { return nil }
+        do {
+            let reader = ByteReader(storage.bytes, littleEndian: header.isLittleEndian)
+            let raw = try section.fileBytes(in: reader)
+            let payload = try compressedPayload(of: section, raw: raw)
+            guard payload.declaredSize > 0 else { return nil }
+            return try SectionStream(payload: payload.bytes, owner: storage, algorithm: payload.algorithm,
+                                     declaredSize: Int(payload.declaredSize), payloadOffset: payload.offset,
+                                     sectionName: section.name)
+        } catch {
+            throw error.at(path: path)
+        }
+    }
+
+    /// Refuses a declared decompressed size over the limits, so that a forged header cannot make
+    /// us allocate.
+    static func checkDeclaredSize(_ declaredSize: UInt64, payloadCount: Int, offset: UInt64,
+                                  sectionName: String) throws(FormatError) {
         guard declaredSize <= maximumDecompressedSize else {
             throw FormatError(.limitExceeded,
                               "section \(sectionName) declares \(declaredSize) decompressed bytes (limit \(maximumDecompressedSize))",
                               offset: offset)
         }
-        // payload.count <= the file size, so the product fits in 64 bits.
-        guard declaredSize <= UInt64(payload.count) * maximumCompressionRatio else {
+        // payloadCount <= the file size, so the product fits in 64 bits.
+        guard declaredSize <= UInt64(payloadCount) * maximumCompressionRatio else {
             throw FormatError(.limitExceeded,
-                              "section \(sectionName) declares \(declaredSize) bytes from \(payload.count) compressed bytes (ratio limit \(maximumCompressionRatio))",
+                              "section \(sectionName) declares \(declaredSize) bytes from \(payloadCount) compressed bytes (ratio limit \(maximumCompressionRatio))",
                               offset: offset)
         }
+    }
+
+    /// Inflates `payload` into a buffer of exactly `declaredSize` bytes after checking the size
+    /// against the limits.
+    static func decompress(_ payload: UnsafeRawBufferPointer, algorithm: UInt32, declaredSize: UInt64,
+                           offset: UInt64, sectionName: String) throws(FormatError) -> OwnedBuffer {
+        try checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: offset, sectionName: sectionName)
         guard let source = payload.baseAddress, payload.count > 0 else {
             throw FormatError(.decompression, "section \(sectionName) has no compressed data", offset: offset)
         }

@@ -12,9 +12,11 @@ import Testing
                                     "gcc-c-O2-dwarf5-zlib-gnu"].map { DecoderAgreementTests.root + "/Fixtures/elf/" + $0 }
         + ["/usr/bin/python3.11d"]
 
-    static func model(_ elf: ELFFile, threads: Int) throws -> SymbolModel {
+    static func model(_ elf: ELFFile, threads: Int, streaming: Bool = false,
+                      minimumSplitBytes: Int = 1 << 20) throws -> SymbolModel {
         var builder = ModelBuilder(module: ModuleIdentity(buildID: [], machine: 62, is64Bit: true, name: "m"))
-        try DWARFReader.extract(DWARFSections(elf: elf), into: &builder, threads: threads, minimumSplitBytes: 1 << 20)
+        let sections = try DWARFSections(elf: elf, streaming: streaming ? [".debug_info"] : [])
+        try DWARFReader.extract(sections, into: &builder, threads: threads, minimumSplitBytes: minimumSplitBytes)
         return builder.model
     }
 
@@ -40,6 +42,42 @@ import Testing
             // Twice over the same mapping: the second walk reads pages the first one released.
             Self.expectSame(try Self.model(mapped, threads: threads), reference, "\(path) threads \(threads)")
             Self.expectSame(try Self.model(mapped, threads: threads), reference, "\(path) threads \(threads), again")
+        }
+    }
+
+    /// Compressed files whose `.debug_info` the reader streams: libc's debug file (zlib, 2,063
+    /// units in 5.8 MB, so many windows), and zlib and zstd copies of fixtures whose units refer to
+    /// each other (rustc's `DW_FORM_ref_addr`: the section is then decompressed whole for the walk).
+    static func streamedCorpora(copiesIn directory: String) throws -> [(path: String, original: String, crossUnit: Bool)] {
+        let libc = "/lib/x86_64-linux-gnu/libc.so.6"
+        let note = String(decoding: try DWARFReaderShell.run("readelf -n \(libc) | awk '/Build ID/ { print $3 }'"),
+                          as: UTF8.self).filter { $0.isHexDigit }
+        let debugFile = "/usr/lib/debug/.build-id/\(note.prefix(2))/\(note.dropFirst(2)).debug"
+        var corpora = [(path: debugFile, original: debugFile, crossUnit: false)]
+        for (fixture, algorithm) in [("rust-O2", "zlib"), ("rust-O2-dwarf5-v0", "zstd"), ("gcc-cpp-O2-dwarf5", "zstd")] {
+            let original = "\(DecoderAgreementTests.root)/Fixtures/elf/\(fixture)"
+            let copy = "\(directory)/\(fixture)-\(algorithm)"
+            try DWARFReaderShell.run("objcopy --compress-debug-sections=\(algorithm) \(original) \(copy)")
+            corpora.append((copy, original, fixture.hasPrefix("rust")))
+        }
+        return corpora
+    }
+
+    @Test("a streamed .debug_info gives the model of the whole section", .timeLimit(.minutes(5)))
+    func streamingChangesNothing() throws {
+        let directory = try DWARFReaderShell.temporaryDirectory("page-release-streamed")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        for (path, original, crossUnit) in try Self.streamedCorpora(copiesIn: directory) {
+            let file = try ELFFile(path: path)
+            try #require(file.section(named: ".debug_info")?.isCompressed == true, "\(path) is compressed")
+            let abbreviations = String(decoding: try DWARFReaderShell.run("llvm-dwarfdump --debug-abbrev \(original)"), as: UTF8.self)
+            #expect(abbreviations.contains("DW_FORM_ref_addr") == crossUnit, "\(path): references across units")
+            let reference = try Self.model(file, threads: 1)
+            #expect(reference.lines.count > 100)
+            Self.expectSame(try Self.model(file, threads: 1, streaming: true), reference, "\(path) streamed")
+            // Split between two walkers, the section is decompressed whole again.
+            Self.expectSame(try Self.model(file, threads: 2, streaming: true, minimumSplitBytes: 1), reference,
+                            "\(path) streamed, two threads")
         }
     }
 }

@@ -1,5 +1,6 @@
 import SymBytes
 import SymELF
+import TestSupport
 import Testing
 
 /// Compressed copies made by binutils objcopy and llvm-objcopy, compared with their originals.
@@ -49,6 +50,42 @@ import Testing
             // The compressed bytes' pages were given back after inflating: they read the same again.
             #expect(try compressed.contents(of: section).copyBytes() == inflated.copyBytes(), "\(section.name) again")
         }
+    }
+
+    @Test("streamed sections equal the decompressed ones, read in any steps, released and rewound",
+          arguments: Variant.allCases)
+    func streamedEqualsDecompressed(_ variant: Variant) throws {
+        let (_, compressedPath) = try variant.paths()
+        let file = try ELFFile(path: compressedPath)
+        var generator = SplitMix64(seed: 7)
+        for section in file.sections.filter(\.isCompressed) {
+            let whole = try file.contents(of: section).copyBytes()
+            let stream = try #require(try file.streamedContents(of: section))
+            #expect(stream.bytes.count == whole.count, "\(section.name)")
+            // Small steps, each checked as it arrives; pages behind are given back now and then.
+            var checked = 0
+            while checked < whole.count {
+                let next = min(whole.count, checked + Int.random(in: 1...9000, using: &generator))
+                try stream.fill(upTo: next)
+                #expect(stream.filled >= next)
+                #expect(Array(stream.bytes[checked..<next]) == Array(whole[checked..<next]), "\(section.name) at \(checked)")
+                if Bool.random(using: &generator) { stream.release(below: checked) }
+                checked = next
+            }
+            #expect(stream.filled == whole.count)
+            // A page given back reads as zeros (never out of bounds); a rewind brings it back.
+            stream.release(below: whole.count)
+            if whole.count >= 8192 {
+                #expect(stream.bytes[0..<4096].allSatisfy { $0 == 0 }, "\(section.name) released")
+            }
+            try stream.rewind()
+            #expect(stream.filled == 0)
+            try stream.fill(upTo: whole.count)
+            #expect(Array(stream.bytes) == whole, "\(section.name) after rewind")
+        }
+        // An uncompressed section has no stream: it is read where it lies.
+        let plain = try #require(file.sections.first { !$0.isCompressed && $0.size > 0 && !$0.isNoBits })
+        #expect(try file.streamedContents(of: plain) == nil)
     }
 
     @Test("the copies really use the algorithm under test", arguments: Variant.allCases)

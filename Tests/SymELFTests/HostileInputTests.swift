@@ -243,7 +243,8 @@ import Testing
         return try #require(file.sections.first { $0.name == ".debug_info" || $0.name == ".zdebug_info" })
     }
 
-    /// Forges `bytes` with `edit`, then expects `contents(of:)` of its debug info to throw `code`.
+    /// Forges `bytes` with `edit`, then expects `contents(of:)` of its debug info to throw `code`,
+    /// and its stream (`streamedContents(of:)`) too.
     private func expectContentsRejected(_ bytes: [UInt8], _ code: FormatError.Code, _ label: String,
                                         sourceLocation: SourceLocation = #_sourceLocation,
                                         _ edit: (inout [UInt8], ELFSection) -> Void) throws {
@@ -255,6 +256,13 @@ import Testing
             try file.contents(of: section)
         }
         #expect(error?.code == code, "\(label): \(String(describing: error))", sourceLocation: sourceLocation)
+        // Streamed, the same forgery is refused when the stream is made or when it is read to the end.
+        let streamError = #expect(throws: FormatError.self, "\(label), streamed", sourceLocation: sourceLocation) {
+            let stream = try #require(try file.streamedContents(of: section))
+            try stream.fill(upTo: stream.bytes.count)
+        }
+        #expect(streamError?.code == code, "\(label), streamed: \(String(describing: streamError))",
+                sourceLocation: sourceLocation)
     }
 
     @Test("forged compression headers: 100 GB, ratio bombs, wrong sizes, unknown algorithms")
