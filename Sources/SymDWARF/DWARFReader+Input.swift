@@ -85,6 +85,8 @@ extension DWARFReader {
             var tablesByContent: [ContentKey: [(offset: Int, table: Int)]] = [:]
             var released = 0
             var offset = 0
+            infoStream?.startReadingAhead(lead: DWARFReader.streamLead)
+            defer { infoStream?.stopReadingAhead() }
             while offset < info.count {
                 try infoStream?.fill(upTo: offset + Self.longestUnitHeader)
                 var unit = try Unit(info, at: offset)

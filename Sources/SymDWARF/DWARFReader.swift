@@ -77,8 +77,11 @@ public enum DWARFReader {
         let jobs = chunks.map {
             ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines, stream: stream)
         }
-        // The first job runs on this thread, the others on threads of their own.
+        // The first job runs on this thread, the others on threads of their own; a streamed
+        // section is decompressed on the other core as the walk goes.
+        stream?.startReadingAhead(lead: streamLead)
         ConcurrentWork.run(jobs.map { job in { job.run() } })
+        stream?.stopReadingAhead()
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)
         var work = 0
@@ -95,6 +98,10 @@ public enum DWARFReader {
         }
         return (parts, work)
     }
+
+    /// Bytes of a streamed `.debug_info` kept decompressed ahead of the walk: the decompressor is
+    /// the faster of the two, so a little suffices (libc: no slower than decompressing whole).
+    static let streamLead = 256 << 10
 
     /// Unit and line program bytes below which `extract` uses one thread.
     public static let defaultMinimumSplitBytes = 24 << 20

@@ -19,16 +19,18 @@ import SymBytes
 /// decompressed, its largest unit 0.2 MB. Bytes read outside the window are zeros (fresh or given
 /// back anonymous pages), never out of bounds, so a reader that strays gets wrong values it must
 /// be ready for anyway (it reads untrusted input), not a crash.
+///
+/// `startReadingAhead(lead:)` moves the decompression to a thread of its own, which keeps up to
+/// `lead` bytes ready past the release mark: the reader's thread then only waits when it catches
+/// up, and a second pass over the section costs little more wall time than the first.
 // The audited `@unchecked Sendable` wrapper of the zlib and zstd stream handles (STYLE.md rule 11):
-// the stream is advanced by one thread at a time (the one walking the section; the DWARF reader
-// never walks a streamed section on two threads), and `bytes` only points into the region.
+// the decompressor and `decoded` belong to one thread at a time (the reader's, or the read-ahead
+// thread's between `startReadingAhead` and `stopReadingAhead`); what both threads see
+// (`published`, `releaseMark`, the read-ahead state, a failure) is read and written under `lock`,
+// which also orders the region's bytes below `published` before the reader's reads of them.
 public final class SectionStream: @unchecked Sendable {
     /// The section's decompressed bytes at their offsets; resident only inside the window.
     public let bytes: UnsafeRawBufferPointer
-    /// How many leading bytes have been decompressed since the last rewind.
-    public private(set) var filled = 0
-    /// Offset below which the pages have been given back (a page boundary).
-    private var released = 0
 
     private let region: UnsafeMutableRawPointer
     private let regionSize: Int
@@ -40,13 +42,45 @@ public final class SectionStream: @unchecked Sendable {
     private let payloadOffset: UInt64
     private let zlib: UnsafeMutablePointer<z_stream>?
     private let zstd: OpaquePointer?
+
+    // Owned by the thread decompressing.
+
+    /// Bytes decompressed.
+    private var decoded = 0
     /// Compressed bytes consumed so far.
     private var consumed = 0
     /// Whether the compressed stream has ended.
     private var ended = false
 
+    // Owned by the reader's thread.
+
+    /// Offset below which the pages have been given back (a page boundary).
+    private var released = 0
+    private var readAheadThread: pthread_t?
+
+    // Guarded by `lock`.
+
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    /// Signalled when `published`, `releaseMark`, `wanted` or the read-ahead state change.
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
+    /// Bytes the reader may read.
+    private var published = 0
+    /// The reader's last `release(below:)`: the read-ahead thread stays within `lead` of it.
+    private var releaseMark = 0
+    /// The offset the reader waits for: the read-ahead thread goes past its lead to reach it (a
+    /// unit longer than the lead).
+    private var wanted = 0
+    /// Whether the read-ahead thread decompresses (and the reader waits for it).
+    private var readingAhead = false
+    /// Asks the read-ahead thread to stop.
+    private var stopRequested = false
+    /// Bytes the read-ahead thread keeps ready past `releaseMark`.
+    private var lead = 0
+    /// What stopped the read-ahead thread, for the reader to throw.
+    private var failure: FormatError?
+
     /// Smallest step of decompression: fewer, larger calls into the decompressor.
-    static let step = 256 << 10
+    public static let step = 128 << 10
 
     /// Prepares to decompress `payload` (`declaredSize` bytes once decompressed, already checked
     /// against the limits) with `algorithm`.
@@ -92,9 +126,14 @@ public final class SectionStream: @unchecked Sendable {
             zlib = nil
             zstd = context
         }
+        lock = .allocate(capacity: 1)
+        pthread_mutex_init(lock, nil)
+        changed = .allocate(capacity: 1)
+        pthread_cond_init(changed, nil)
     }
 
     deinit {
+        stopReadingAhead()
         if let zlib {
             inflateEnd(zlib)
             zlib.deinitialize(count: 1)
@@ -102,29 +141,50 @@ public final class SectionStream: @unchecked Sendable {
         }
         if let zstd { ZSTD_freeDStream(zstd) }
         munmap(region, regionSize)
+        pthread_cond_destroy(changed)
+        changed.deallocate()
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
     }
 
-    /// Decompresses at least up to `offset` (clamped to the section's size). Throws when the
-    /// compressed data is corrupt, ends early, or goes on past the declared size.
+    /// How many leading bytes have been decompressed (and may be read) since the last rewind.
+    public var filled: Int {
+        withLock { published }
+    }
+
+    /// Makes at least the bytes up to `offset` (clamped to the section's size) readable:
+    /// decompresses them, or waits for the read-ahead thread to. Throws when the compressed data
+    /// is corrupt, ends early, or goes on past the declared size.
     public func fill(upTo offset: Int) throws(FormatError) {
         let target = min(max(offset, 0), bytes.count)
-        guard target > filled else { return }
+        let outcome: Result<Bool, FormatError> = withLock {
+            if readingAhead && published < target {
+                wanted = max(wanted, target)
+                pthread_cond_broadcast(changed)
+                while readingAhead && published < target { pthread_cond_wait(changed, lock) }
+            }
+            if published >= target { return .success(true) }
+            // The read-ahead thread stopped short: on a failure, or when asked to (the reader
+            // decompresses the rest itself then).
+            if let failure { return .failure(failure) }
+            return .success(false)
+        }
+        guard try outcome.get() == false else { return }
         // Decompress in steps of at least `step` bytes, up to the end of the section.
-        let end = min(bytes.count, max(target, filled + Self.step))
-        while filled < end {
-            try decompress(into: end)
-        }
-        if filled == bytes.count {
-            try finish()
-        }
-        releaseConsumedInput()
+        try decompress(upTo: min(bytes.count, max(target, decoded + Self.step)))
+        withLock { published = decoded }
     }
 
     /// Gives back the pages wholly below `offset`; reading them again yields zeros until the
     /// stream is rewound and filled again.
     public func release(below offset: Int) {
         let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
-        let end = min(max(offset, 0), filled) / pageSize * pageSize
+        let readable = withLock {
+            releaseMark = max(releaseMark, offset)
+            pthread_cond_broadcast(changed)
+            return published
+        }
+        let end = min(max(offset, 0), readable) / pageSize * pageSize
         guard end > released else { return }
         _ = madvise(region + released, end - released, MADV_DONTNEED)
         released = end
@@ -132,11 +192,18 @@ public final class SectionStream: @unchecked Sendable {
 
     /// Gives back every page and starts again from the first compressed byte.
     public func rewind() throws(FormatError) {
+        stopReadingAhead()
         _ = madvise(region, regionSize, MADV_DONTNEED)
-        filled = 0
+        decoded = 0
         released = 0
         consumed = 0
         ended = false
+        withLock {
+            published = 0
+            releaseMark = 0
+            wanted = 0
+            failure = nil
+        }
         if let zlib {
             guard inflateReset(zlib) == Z_OK else {
                 throw FormatError(.decompression, "zlib cannot restart on section \(sectionName)", offset: payloadOffset)
@@ -150,26 +217,120 @@ public final class SectionStream: @unchecked Sendable {
         }
     }
 
+    /// Starts a thread that decompresses ahead of the reader, keeping up to `lead` bytes ready past
+    /// the last `release(below:)` (and whatever `fill` waits for). Returns whether it started;
+    /// if not, `fill` decompresses on the reader's thread as before.
+    @discardableResult
+    public func startReadingAhead(lead: Int) -> Bool {
+        guard readAheadThread == nil else { return true }
+        let startable = withLock {
+            guard published < bytes.count && failure == nil else { return false }
+            self.lead = max(0, lead)
+            readingAhead = true
+            stopRequested = false
+            return true
+        }
+        guard startable else { return false }
+        var thread = pthread_t()
+        // Unretained: the thread is joined before the stream can go (`stopReadingAhead`, `deinit`).
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let status = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<SectionStream>.fromOpaque(context).takeUnretainedValue().readAhead()
+            return nil
+        }, context)
+        guard status == 0 else {
+            withLock { readingAhead = false }
+            return false
+        }
+        readAheadThread = thread
+        return true
+    }
+
+    /// Stops the read-ahead thread, if any, and waits for it; the reader decompresses from then on.
+    public func stopReadingAhead() {
+        guard let thread = readAheadThread else { return }
+        withLock {
+            stopRequested = true
+            pthread_cond_broadcast(changed)
+        }
+        pthread_join(thread, nil)
+        readAheadThread = nil
+    }
+
+    /// The read-ahead thread: decompresses a step at a time while it is within `lead` of the
+    /// reader's release mark or short of what the reader waits for, until the end, a failure or
+    /// a stop request.
+    private func readAhead() {
+        while true {
+            let go = withLock {
+                while !stopRequested && decoded - releaseMark >= lead && decoded >= wanted {
+                    pthread_cond_wait(changed, lock)
+                }
+                if stopRequested || decoded >= bytes.count {
+                    readingAhead = false
+                    pthread_cond_broadcast(changed)
+                    return false
+                }
+                return true
+            }
+            guard go else { return }
+            do {
+                try decompress(upTo: min(bytes.count, decoded + Self.step))
+                withLock {
+                    published = decoded
+                    pthread_cond_broadcast(changed)
+                }
+            } catch {
+                withLock {
+                    failure = error
+                    readingAhead = false
+                    pthread_cond_broadcast(changed)
+                }
+                return
+            }
+        }
+    }
+
+    /// Decompresses up to `end` (checking, at the declared size, that the stream ends there) and
+    /// gives back the compressed pages read.
+    private func decompress(upTo end: Int) throws(FormatError) {
+        while decoded < end {
+            try decompress(into: end)
+        }
+        if decoded == bytes.count {
+            try finish()
+        }
+        releaseConsumedInput()
+    }
+
+    /// Runs `body` holding `lock`.
+    private func withLock<Result>(_ body: () -> Result) -> Result {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return body()
+    }
+
     /// One call into the decompressor, writing at most up to `end`.
     private func decompress(into end: Int) throws(FormatError) {
         guard !ended else {
-            throw FormatError(.decompression, "section \(sectionName) decompressed to \(filled) bytes, declared \(bytes.count)",
+            throw FormatError(.decompression, "section \(sectionName) decompressed to \(decoded) bytes, declared \(bytes.count)",
                               offset: payloadOffset)
         }
-        let output = region + filled
+        let output = region + decoded
         let input = payload.baseAddress! + consumed
         let available = payload.count - consumed
         if let zlib {
             // zlib counts in 32-bit words: feed and take at most 1 GiB a call.
             let inputChunk = min(available, 1 << 30)
-            let outputChunk = min(end - filled, 1 << 30)
+            let outputChunk = min(end - decoded, 1 << 30)
             zlib.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: Bytef.self))
             zlib.pointee.avail_in = uInt(inputChunk)
             zlib.pointee.next_out = output.assumingMemoryBound(to: Bytef.self)
             zlib.pointee.avail_out = uInt(outputChunk)
             let status = inflate(zlib, Z_NO_FLUSH)
             consumed += inputChunk - Int(zlib.pointee.avail_in)
-            filled += outputChunk - Int(zlib.pointee.avail_out)
+            decoded += outputChunk - Int(zlib.pointee.avail_out)
             switch status {
             case Z_STREAM_END:
                 ended = true
@@ -177,17 +338,17 @@ public final class SectionStream: @unchecked Sendable {
                 break
             case Z_BUF_ERROR:
                 // No progress possible with output room left: the compressed data ran out.
-                throw FormatError(.decompression, "section \(sectionName) inflated to \(filled) bytes, declared \(bytes.count)",
+                throw FormatError(.decompression, "section \(sectionName) inflated to \(decoded) bytes, declared \(bytes.count)",
                                   offset: payloadOffset)
             default:
                 throw FormatError(.decompression, "zlib error \(status) in section \(sectionName)", offset: payloadOffset)
             }
         } else if let zstd {
             var inBuffer = ZSTD_inBuffer(src: input, size: available, pos: 0)
-            var outBuffer = ZSTD_outBuffer(dst: output, size: end - filled, pos: 0)
+            var outBuffer = ZSTD_outBuffer(dst: output, size: end - decoded, pos: 0)
             let status = ZSTD_decompressStream(zstd, &outBuffer, &inBuffer)
             consumed += inBuffer.pos
-            filled += outBuffer.pos
+            decoded += outBuffer.pos
             if ZSTD_isError(status) != 0 {
                 let reason = String(cString: ZSTD_getErrorName(status))
                 throw FormatError(.decompression, "zstd error in section \(sectionName): \(reason)", offset: payloadOffset)
@@ -196,7 +357,7 @@ public final class SectionStream: @unchecked Sendable {
             if status == 0 && consumed == payload.count {
                 ended = true
             } else if inBuffer.pos == 0 && outBuffer.pos == 0 {
-                throw FormatError(.decompression, "section \(sectionName) decompressed to \(filled) bytes, declared \(bytes.count)",
+                throw FormatError(.decompression, "section \(sectionName) decompressed to \(decoded) bytes, declared \(bytes.count)",
                                   offset: payloadOffset)
             }
         }

@@ -53,8 +53,8 @@ import Testing
     }
 
     @Test("streamed sections equal the decompressed ones, read in any steps, released and rewound",
-          arguments: Variant.allCases)
-    func streamedEqualsDecompressed(_ variant: Variant) throws {
+          arguments: Variant.allCases, [false, true])
+    func streamedEqualsDecompressed(_ variant: Variant, readingAhead: Bool) throws {
         let (_, compressedPath) = try variant.paths()
         let file = try ELFFile(path: compressedPath)
         var generator = SplitMix64(seed: 7)
@@ -62,14 +62,20 @@ import Testing
             let whole = try file.contents(of: section).copyBytes()
             let stream = try #require(try file.streamedContents(of: section))
             #expect(stream.bytes.count == whole.count, "\(section.name)")
-            // Small steps, each checked as it arrives; pages behind are given back now and then.
+            // A lead far below the steps asked for: the read-ahead thread goes past it to reach them.
+            if readingAhead { #expect(stream.startReadingAhead(lead: 1)) }
+            // Small steps and big ones, each checked as it arrives; pages behind are given back
+            // now and then.
             var checked = 0
             while checked < whole.count {
-                let next = min(whole.count, checked + Int.random(in: 1...9000, using: &generator))
+                let step = Bool.random(using: &generator) ? 9000 : 600_000
+                let next = min(whole.count, checked + Int.random(in: 1...step, using: &generator))
                 try stream.fill(upTo: next)
                 #expect(stream.filled >= next)
                 #expect(Array(stream.bytes[checked..<next]) == Array(whole[checked..<next]), "\(section.name) at \(checked)")
                 if Bool.random(using: &generator) { stream.release(below: checked) }
+                // Stopped half-way, the reader decompresses the rest itself.
+                if readingAhead && checked < whole.count / 2 && next >= whole.count / 2 { stream.stopReadingAhead() }
                 checked = next
             }
             #expect(stream.filled == whole.count)
@@ -80,12 +86,39 @@ import Testing
             }
             try stream.rewind()
             #expect(stream.filled == 0)
+            if readingAhead { stream.startReadingAhead(lead: 4096) }
             try stream.fill(upTo: whole.count)
             #expect(Array(stream.bytes) == whole, "\(section.name) after rewind")
         }
         // An uncompressed section has no stream: it is read where it lies.
         let plain = try #require(file.sections.first { !$0.isCompressed && $0.size > 0 && !$0.isNoBits })
         #expect(try file.streamedContents(of: plain) == nil)
+    }
+
+    @Test("reading ahead over libc's debug file: a reader far past the lead is not left waiting",
+          .timeLimit(.minutes(1)))
+    func readAheadPastTheLead() throws {
+        let file = try ELFFile(path: try SystemFile.libcDebug.path)
+        let section = try #require(file.section(named: ".debug_info"))
+        let whole = try file.contents(of: section).copyBytes()
+        #expect(whole.count > 4 * SectionStream.step)
+        let stream = try #require(try file.streamedContents(of: section))
+        // No lead at all: the thread decompresses only what the reader waits for, here all at once.
+        #expect(stream.startReadingAhead(lead: 0))
+        try stream.fill(upTo: whole.count)
+        #expect(Array(stream.bytes) == whole)
+        // Again in unit-sized steps, each released behind, with the lead `dump` uses.
+        try stream.rewind()
+        #expect(stream.startReadingAhead(lead: 256 << 10))
+        var offset = 0
+        while offset < whole.count {
+            let next = min(whole.count, offset + 3000)
+            try stream.fill(upTo: next)
+            #expect(stream.bytes[offset..<next].elementsEqual(whole[offset..<next]))
+            stream.release(below: offset)
+            offset = next
+        }
+        stream.stopReadingAhead()
     }
 
     @Test("the copies really use the algorithm under test", arguments: Variant.allCases)
