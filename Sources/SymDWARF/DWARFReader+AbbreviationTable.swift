@@ -1,8 +1,9 @@
 import SymBytes
 
 extension DWARFReader {
-    /// One abbreviation table of `.debug_abbrev` (DWARF 5 §7.5.3), decoded once into flat arrays for
-    /// one unit encoding, so walking a DIE costs an array lookup and no dictionary.
+    /// One abbreviation table of `.debug_abbrev` (DWARF 5 §7.5.3), decoded once for one unit
+    /// encoding into a map from codes to abbreviations of the file's `Abbreviations`, so walking
+    /// a DIE costs two array lookups and no dictionary.
     struct AbbreviationTable {
         /// What the DIE walk does with DIEs of an abbreviation.
         enum Action: UInt8 {
@@ -23,9 +24,8 @@ extension DWARFReader {
                  strOffsetsBase, addrBase, rnglistsBase, splitUnit
         }
 
-        /// One attribute specification: 8 bytes, as every unit's table lives for the whole walk
-        /// (libc's debug file has some 350,000 of them).
-        struct Spec {
+        /// One attribute specification (8 bytes).
+        struct Spec: Hashable {
             /// `DW_FORM_*`, or `Form.unknown`.
             var form: UInt16
             /// How the reader uses the attribute.
@@ -44,7 +44,7 @@ extension DWARFReader {
         }
 
         /// One abbreviation (16 bytes).
-        struct Entry {
+        struct Entry: Hashable {
             /// `DW_TAG_*`, saturated at `UInt32.max` (no tag the reader compares with is that large;
             /// `action` was decided from the full value).
             var tag: UInt32
@@ -63,22 +63,15 @@ extension DWARFReader {
             var hasSibling: Bool
         }
 
-        /// Abbreviations in table order.
-        var entries: [Entry] = []
-        /// Attribute specifications of all entries.
-        var specs: [Spec] = []
-        /// The implicit constants that do not fit in `Spec.constant` (rare: GCC's are small).
-        var largeConstants: [Int64] = []
-        /// Entry index by abbreviation code for dense codes (the usual 1…n), -1 when unused.
+        /// Index in `Abbreviations.entries` by abbreviation code for dense codes (the usual 1…n),
+        /// -1 when unused.
         var dense: [Int32] = []
-        /// Entry index by code when the codes are too sparse for `dense`.
+        /// Index in `Abbreviations.entries` by code when the codes are too sparse for `dense`.
         var sparse: [UInt64: Int32] = [:]
 
         /// Whether DIEs of this table may refer to DIEs of other units: a `DW_FORM_ref_addr`
         /// attribute, or `DW_FORM_indirect`, which may name that form.
-        var mayReferToOtherUnits: Bool {
-            specs.contains { $0.form == Form.refAddr || $0.form == Form.indirect }
-        }
+        private(set) var mayReferToOtherUnits = false
 
         /// Bytes of `.debug_abbrev` the table was decoded from.
         private(set) var byteCount = 0
@@ -94,9 +87,10 @@ extension DWARFReader {
             return Int(sparse[code] ?? -1)
         }
 
-        /// Decodes the table at `offset` for units of `encoding`; `budget` bounds the bytes decoded
-        /// over all tables (tables of hostile files may overlap).
-        init(_ abbrev: Bytes, at offset: Int, encoding: Encoding, budget: inout Int) throws(FormatError) {
+        /// Decodes the table at `offset` for units of `encoding` into `abbreviations`; `budget`
+        /// bounds the bytes decoded over all tables (tables of hostile files may overlap).
+        init(_ abbrev: Bytes, at offset: Int, encoding: Encoding, budget: inout Int,
+             into abbreviations: inout Abbreviations) throws(FormatError) {
             let limit = abbrev.count
             guard offset >= 0, offset < limit else {
                 throw FormatError(.truncated, "abbreviation table offset 0x\(String(offset, radix: 16)) is outside .debug_abbrev",
@@ -104,16 +98,19 @@ extension DWARFReader {
             }
             var cursor = offset
             var codes: [UInt64] = []
+            var indices: [Int32] = []
             var seen = Set<UInt64>()
+            var specs: [Spec] = []
             while true {
                 let codeOffset = cursor
                 let code = try abbrev.uleb(&cursor, limit)
                 if code == 0 { break }
                 let tag = try abbrev.uleb(&cursor, limit)
                 let children = try abbrev.u8(&cursor, limit)
-                var entry = Entry(tag: UInt32(clamping: tag), firstSpec: Int32(specs.count), specCount: 0, fixedSize: 0,
+                var entry = Entry(tag: UInt32(clamping: tag), firstSpec: 0, specCount: 0, fixedSize: 0,
                                   action: Self.action(for: tag), hasChildren: children != 0, hasSibling: false)
                 var fixed = 0
+                specs.removeAll(keepingCapacity: true)
                 while true {
                     let attribute = try abbrev.uleb(&cursor, limit)
                     let formCode = try abbrev.uleb(&cursor, limit)
@@ -130,8 +127,7 @@ extension DWARFReader {
                     if let small = Int32(exactly: constant) {
                         specs.append(Spec(form: form, role: role, isLargeConstant: false, constant: small))
                     } else {
-                        specs.append(Spec(form: form, role: role, isLargeConstant: true, constant: Int32(largeConstants.count)))
-                        largeConstants.append(constant)
+                        specs.append(abbreviations.largeConstantSpec(form: form, role: role, value: constant))
                     }
                     entry.specCount += 1
                     let size = encoding.fixedSize(of: form)
@@ -141,10 +137,10 @@ extension DWARFReader {
                 // A repeated code keeps its first definition, as consumers that stop at the first match do.
                 if seen.insert(code).inserted {
                     codes.append(code)
-                    entries.append(entry)
-                } else {
-                    // The dropped definition's large constants stay in `largeConstants`, unused.
-                    specs.removeLast(Int(entry.specCount))
+                    indices.append(abbreviations.intern(entry, specs: specs))
+                    if specs.contains(where: { $0.form == Form.refAddr || $0.form == Form.indirect }) {
+                        mayReferToOtherUnits = true
+                    }
                 }
             }
             byteCount = cursor - offset
@@ -155,21 +151,9 @@ extension DWARFReader {
             let maximum = codes.max() ?? 0
             if maximum < UInt64(2 * codes.count + 256) {
                 dense = [Int32](repeating: -1, count: Int(maximum) + 1)
-                for (index, code) in codes.enumerated() { dense[Int(code)] = Int32(index) }
+                for (code, index) in zip(codes, indices) { dense[Int(code)] = index }
             } else {
-                for (index, code) in codes.enumerated() { sparse[code] = Int32(index) }
-            }
-            // Every unit's table lives as long as the walk (gcc gives each unit its own: libc's
-            // debug file has 2,063): the room the arrays grew into is given back.
-            entries = Self.exactCopy(entries)
-            specs = Self.exactCopy(specs)
-        }
-
-        /// A copy of `array` in storage of its own size.
-        private static func exactCopy<Element>(_ array: [Element]) -> [Element] {
-            guard array.capacity > array.count else { return array }
-            return [Element](unsafeUninitializedCapacity: array.count) { buffer, count in
-                count = buffer.initialize(fromContentsOf: array)
+                for (code, index) in zip(codes, indices) { sparse[code] = index }
             }
         }
 

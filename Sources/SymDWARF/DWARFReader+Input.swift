@@ -33,6 +33,8 @@ extension DWARFReader {
         private(set) var units: [Unit] = []
         /// Decoded abbreviation tables, indexed by `Unit.table`.
         private(set) var tables: [AbbreviationTable] = []
+        /// The abbreviations the tables map codes to.
+        private(set) var abbreviations = Abbreviations()
         /// `.debug_info` when it is decompressed as it is read (see `SectionStream`); nil when the
         /// section is all in memory (mapped or decompressed whole).
         let infoStream: SectionStream?
@@ -95,7 +97,8 @@ extension DWARFReader {
                 if let existing = tableIndex[key] {
                     unit.table = existing
                 } else {
-                    let table = try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget)
+                    let table = try AbbreviationTable(abbrev, at: key.offset, encoding: key.encoding, budget: &budget,
+                                                      into: &abbreviations)
                     let bytes = UnsafeRawBufferPointer(start: abbrev.base + key.offset, count: table.byteCount)
                     let contentKey = ContentKey(hash: Self.hash(bytes), count: bytes.count, encoding: key.encoding)
                     let candidates = tablesByContent[contentKey, default: []]
@@ -120,6 +123,7 @@ extension DWARFReader {
                 }
                 if units.count % Self.unitsPerScanRelease == 0 { releaseScannedPages() }
             }
+            abbreviations.finish()
             releaseScannedPages()
             try checkLineTablesDoNotOverlap()
             releaseScannedPages()
@@ -175,8 +179,8 @@ extension DWARFReader {
             }
             let entryIndex = table.index(of: code)
             guard entryIndex >= 0 else { throw info.invalid(unit.dieOffset, "unknown abbreviation code \(code)") }
-            let entry = table.entries[entryIndex]
-            let attributes = try DIEAttributes(info, entry, table.specs, table.largeConstants, &cursor, unit)
+            let entry = abbreviations.entries[entryIndex]
+            let attributes = try DIEAttributes(info, entry, abbreviations.specs, abbreviations.largeConstants, &cursor, unit)
             unit.childrenOffset = cursor
             unit.hasChildren = entry.hasChildren
             let skipped = unit.unitType == UnitType.type || unit.unitType == UnitType.splitType

@@ -298,9 +298,9 @@ extension DWARFReader {
             guard unit.hasChildren else { return }
             let info = input.info
             let table = input.tables[unit.table]
-            let entries = table.entries
-            let specs = table.specs
-            let largeConstants = table.largeConstants
+            let entries = input.abbreviations.entries
+            let specs = input.abbreviations.specs
+            let largeConstants = input.abbreviations.largeConstants
             let limit = unit.end
             let encoding = unit.encoding
             var offset = unit.childrenOffset
@@ -393,10 +393,11 @@ extension DWARFReader {
         private func skipSubtree(_ entry: AbbreviationTable.Entry, _ table: AbbreviationTable, at dieOffset: Int,
                                  _ offset: inout Int, _ unit: Unit) throws(FormatError) {
             if entry.hasSibling {
-                let attributes = try DIEAttributes(input.info, entry, table.specs, table.largeConstants, &offset, unit)
+                let attributes = try DIEAttributes(input.info, entry, input.abbreviations.specs,
+                                                   input.abbreviations.largeConstants, &offset, unit)
                 try skipChildren(table, sibling: attributes.sibling, at: dieOffset, &offset, unit)
             } else {
-                try skipAttributes(entry, table.specs, &offset, unit.end, unit.encoding)
+                try skipAttributes(entry, input.abbreviations.specs, &offset, unit.end, unit.encoding)
                 try skipChildren(table, sibling: -1, at: dieOffset, &offset, unit)
             }
         }
@@ -422,11 +423,11 @@ extension DWARFReader {
                 }
                 let entryIndex = table.index(of: code)
                 guard entryIndex >= 0 else { throw info.invalid(childOffset, "unknown abbreviation code \(code)") }
-                let entry = table.entries[entryIndex]
+                let entry = input.abbreviations.entries[entryIndex]
                 if entry.fixedSize >= 0 {
                     offset &+= Int(entry.fixedSize)
                 } else {
-                    try skipAttributes(entry, table.specs, &offset, limit, encoding)
+                    try skipAttributes(entry, input.abbreviations.specs, &offset, limit, encoding)
                 }
                 if entry.hasChildren { level += 1 }
             }
@@ -517,7 +518,8 @@ extension DWARFReader {
             let code = try input.info.uleb(&cursor, target.end)
             let entryIndex = table.index(of: code)
             guard code != 0, entryIndex >= 0 else { return (0, 0) }
-            let attributes = try DIEAttributes(input.info, table.entries[entryIndex], table.specs, table.largeConstants, &cursor, target)
+            let attributes = try DIEAttributes(input.info, input.abbreviations.entries[entryIndex], input.abbreviations.specs,
+                                               input.abbreviations.largeConstants, &cursor, target)
             let found = try names(attributes, target, hops: hops)
             names[offset] = found
             return found

@@ -73,13 +73,13 @@ struct DWARFReaderForge {
     }
 
     /// A 32-bit DWARF 5 compile unit around `body`.
-    static func unit5(body: [UInt8]) -> [UInt8] {
+    static func unit5(abbreviationOffset: UInt32 = 0, body: [UInt8]) -> [UInt8] {
         var forge = DWARFReaderForge()
         forge.u32(UInt32(2 + 1 + 1 + 4 + body.count))
         forge.u16(5)
         forge.u8(1) // DW_UT_compile
         forge.u8(8)
-        forge.u32(0)
+        forge.u32(abbreviationOffset)
         forge.bytes(body)
         return forge.bytes
     }

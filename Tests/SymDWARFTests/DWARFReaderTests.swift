@@ -645,6 +645,46 @@ extension DWARFReaderTests {
                                  AddressRange(start: 0x10000, end: 0x10000 + UInt64(large))])
     }
 
+    @Test("abbreviations repeated across tables are stored once, each table keeping its own codes and implicit constants")
+    func abbreviationsSharedAcrossTables() throws {
+        // Three tables with different bytes: the second repeats the first's abbreviations under
+        // swapped codes and with another large constant, the third under other codes.
+        let large: Int64 = 0x1_0000_0040, other: Int64 = 0x2_0000_0080
+        func subprogram(_ code: UInt64, _ constant: Int64) -> (UInt64, UInt64, Bool, [(UInt64, UInt64, Int64?)]) {
+            (code, Code.subprogram, false, [(Code.name, Code.string, nil), (Code.lowPC, Code.addr, nil),
+                                            (Code.highPC, 0x21, constant)])
+        }
+        let tables = [
+            DWARFReaderForge.abbreviations([(1, Code.compileUnit, true, []), subprogram(2, 0x30), subprogram(3, large)]),
+            DWARFReaderForge.abbreviations([(1, Code.compileUnit, true, []), subprogram(2, other), subprogram(3, 0x30)]),
+            DWARFReaderForge.abbreviations([(5, Code.compileUnit, true, []), subprogram(7, large), subprogram(9, 0x30)]),
+        ]
+        let codes: [(UInt64, UInt64, UInt64)] = [(1, 2, 3), (1, 2, 3), (5, 7, 9)]
+        var info: [UInt8] = []
+        var offset = 0
+        for (index, table) in tables.enumerated() {
+            var body = DWARFReaderForge()
+            body.uleb(codes[index].0)
+            for (code, name, low) in [(codes[index].1, "a\(index)", UInt64(0x1000 * (2 * index + 1))),
+                                      (codes[index].2, "b\(index)", UInt64(0x1000 * (2 * index + 2)))] {
+                body.uleb(code)
+                body.string(name)
+                body.u64(low)
+            }
+            body.uleb(0)
+            info += DWARFReaderForge.unit5(abbreviationOffset: UInt32(offset), body: body.bytes)
+            offset += table.count
+        }
+        let model = try Self.outcome([".debug_info": info, ".debug_abbrev": tables.joined().map { $0 }]).get()
+        #expect(model.scopes.map { model.strings[Int($0.name)] } == ["a0", "b0", "a1", "b1", "a2", "b2"])
+        #expect(model.ranges == [AddressRange(start: 0x1000, end: 0x1030),
+                                 AddressRange(start: 0x2000, end: 0x2000 + UInt64(large)),
+                                 AddressRange(start: 0x3000, end: 0x3000 + UInt64(other)),
+                                 AddressRange(start: 0x4000, end: 0x4030),
+                                 AddressRange(start: 0x5000, end: 0x5000 + UInt64(large)),
+                                 AddressRange(start: 0x6000, end: 0x6030)])
+    }
+
     @Test("units whose abbreviation tables have the same bytes share one decoded table; equal-sized different ones do not")
     func sharedAbbreviationTables() throws {
         func table(highPCForm: UInt64) -> [UInt8] {
