@@ -35,9 +35,11 @@ extension DWARFReader {
         private(set) var tables: [AbbreviationTable] = []
         /// The abbreviations the tables map codes to.
         private(set) var abbreviations = Abbreviations()
-        /// `.debug_info` when it is decompressed as it is read (see `SectionStream`); nil when the
-        /// section is all in memory (mapped or decompressed whole).
-        let infoStream: SectionStream?
+        /// `.debug_info` when the walk decompresses it again as it goes (`SectionStream`): the scan
+        /// of the units read it once, giving it back behind itself. Nil when the section is all in
+        /// memory for the walk: stored uncompressed, or decompressed whole because several walkers
+        /// may split the units or because the units refer to each other.
+        private(set) var streamedInfo: SectionStream?
         /// Whether an extracted unit may refer to DIEs of other units (`DW_FORM_ref_addr`, or
         /// `DW_FORM_indirect` which may name it). Without such references a walk reads each unit's
         /// bytes only while it walks that unit, and a streamed section need only hold one.
@@ -48,8 +50,11 @@ extension DWARFReader {
             case str = 1, lineStr, info, line
         }
 
-        /// Reads all unit headers, abbreviation tables and unit DIEs.
-        init(_ sections: DWARFSections) throws(FormatError) {
+        /// Reads all unit headers, abbreviation tables and unit DIEs. A compressed `.debug_info`
+        /// given as a stream is kept streamed for the walk when `oneWalker` (the units will not be
+        /// split between threads) and no unit refers to another; otherwise it is decompressed whole
+        /// while the scan goes.
+        init(_ sections: DWARFSections, oneWalker: Bool) throws(FormatError) {
             let bigEndian = !sections.isLittleEndian
             info = Bytes(sections[".debug_info"], bigEndian: bigEndian, section: ".debug_info")
             // Read only here, while the tables are decoded: the walk drops the section afterwards.
@@ -63,7 +68,6 @@ extension DWARFReader {
             line = Bytes(sections[".debug_line"], bigEndian: bigEndian, section: ".debug_line")
             infoIsFileMapped = sections.fileMapped.contains(".debug_info")
             lineIsFileMapped = sections.fileMapped.contains(".debug_line")
-            infoStream = sections.streams[".debug_info"]
             var scattered: [Bytes] = []
             for (name, bytes) in [(".debug_str", str), (".debug_line_str", lineStr), (".debug_str_offsets", strOffsets),
                                   (".debug_addr", addr), (".debug_ranges", ranges), (".debug_rnglists", rnglists)]
@@ -87,12 +91,16 @@ extension DWARFReader {
             var tablesByContent: [ContentKey: [(offset: Int, table: Int)]] = [:]
             var released = 0
             var offset = 0
-            infoStream?.startReadingAhead(lead: DWARFReader.streamLead)
-            defer { infoStream?.stopReadingAhead() }
+            // The stream is decompressed on the other core as the scan goes: a unit or so ahead
+            // of it and given back behind it, or all of it when the walk will need it whole.
+            let stream = sections.streams[".debug_info"]
+            var streaming = oneWalker
+            stream?.startReadingAhead(lead: streaming ? DWARFReader.streamLead : info.count)
+            defer { stream?.stopReadingAhead() }
             while offset < info.count {
-                try infoStream?.fill(upTo: offset + Self.longestUnitHeader)
+                try stream?.fill(upTo: offset + Self.longestUnitHeader)
                 var unit = try Unit(info, at: offset)
-                try infoStream?.fill(upTo: unit.end)
+                try stream?.fill(upTo: unit.end)
                 let key = TableKey(offset: unit.abbreviationOffset, encoding: unit.encoding)
                 if let existing = tableIndex[key] {
                     unit.table = existing
@@ -114,16 +122,25 @@ extension DWARFReader {
                     tableIndex[key] = unit.table
                 }
                 try readUnitDIE(&unit)
-                if unit.isExtracted && tables[unit.table].mayReferToOtherUnits { unitsReferToOtherUnits = true }
+                if unit.isExtracted && tables[unit.table].mayReferToOtherUnits {
+                    unitsReferToOtherUnits = true
+                    // The walk will need the section whole: decompress it whole from here on.
+                    if let stream, streaming {
+                        streaming = false
+                        try stream.rewind()
+                        stream.startReadingAhead(lead: info.count)
+                    }
+                }
                 units.append(unit)
                 offset = unit.end
-                infoStream?.release(below: offset)
+                if streaming { stream?.release(below: offset) }
                 if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
                     released = FileMappedPages.release(of: info.base, count: info.count, released..<offset)
                 }
                 if units.count % Self.unitsPerScanRelease == 0 { releaseScannedPages() }
             }
             abbreviations.finish()
+            streamedInfo = streaming ? stream : nil
             releaseScannedPages()
             try checkLineTablesDoNotOverlap()
             releaseScannedPages()

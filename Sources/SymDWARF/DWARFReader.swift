@@ -52,7 +52,9 @@ public enum DWARFReader {
     /// work they took.
     private static func walk(_ sections: inout DWARFSections, threads: Int, minimumSplitBytes: Int,
                              workLimit: Int, codesLines: Bool) throws(FormatError) -> ([PartialModel], Int) {
-        let input = try Input(copy sections)
+        // Units are split between threads only when there are enough of them (`plan`).
+        let oneWalker = threads <= 1 || sections[".debug_info"].count + sections[".debug_line"].count < minimumSplitBytes
+        let input = try Input(copy sections, oneWalker: oneWalker)
         // The abbreviations are decoded into the input's tables and `.debug_aranges` is not read:
         // decompressed, they need not stay allocated through the walk (libc's: 1 MB).
         sections.drop(".debug_abbrev")
@@ -62,14 +64,13 @@ public enum DWARFReader {
         // behind themselves.
         sections.releaseFileMappedPages()
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
-        // A streamed `.debug_info` was read once by the scan of the units and given back behind
-        // it. One walker over units that refer only to themselves reads it again in order, a unit
-        // or so resident at a time; otherwise (several walkers, references across units) it is
-        // decompressed whole for the walk.
-        var stream = input.infoStream
+        // A streamed `.debug_info` is decompressed again for the one walker, as it goes (or whole,
+        // should the units be split after all: units sharing line tables can weigh more than the
+        // sections' size `oneWalker` went by).
+        var stream = input.streamedInfo
         if let infoStream = stream {
             try infoStream.rewind()
-            if chunks.count > 1 || input.unitsReferToOtherUnits {
+            if chunks.count > 1 {
                 try infoStream.fill(upTo: infoStream.bytes.count)
                 stream = nil
             }
