@@ -1,7 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import SymBytes
 import SymDWARF
 import SymELF
 import SymTable
+import TestSupport
 import Testing
 
 /// The DWARF reader gives back the pages of file-mapped sections as it walks them: what it
@@ -79,5 +83,40 @@ import Testing
             Self.expectSame(try Self.model(file, threads: 2, streaming: true, minimumSplitBytes: 1), reference,
                             "\(path) streamed, two threads")
         }
+    }
+
+    @Test("a streamed .debug_info with damaged units throws or yields a model, never traps or hangs",
+          .timeLimit(.minutes(3)))
+    func damagedStreamedInput() throws {
+        let original = "\(DecoderAgreementTests.root)/Fixtures/elf/gcc-cpp-O2-dwarf5"
+        let file = try MappedFile(path: original)
+        let section = try #require(try ELFFile(path: original).section(named: ".debug_info"))
+        let directory = try DWARFReaderShell.temporaryDirectory("page-release-damaged")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        var failures = 0
+        for seed in 0..<40 {
+            // Damage the DIEs (a few bytes, or a run of 0xff), then compress the copy.
+            var random = SplitMix64(seed: UInt64(seed))
+            var bytes = Array(file.bytes)
+            let start = Int(section.offset), count = Int(section.size)
+            if seed % 2 == 0 {
+                for _ in 0..<3 { bytes[start + Int.random(in: 0..<count, using: &random)] ^= UInt8.random(in: 1...255, using: &random) }
+            } else {
+                let offset = start + Int.random(in: 0..<(count - 16), using: &random)
+                for index in offset..<(offset + 16) { bytes[index] = 0xff }
+            }
+            let damaged = "\(directory)/damaged", compressed = "\(directory)/compressed-\(seed)"
+            let descriptor = open(damaged, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(descriptor >= 0)
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            try DWARFReaderShell.run("objcopy --compress-debug-sections=zlib \(damaged) \(compressed)")
+            do {
+                _ = try Self.model(try ELFFile(path: compressed), threads: 1, streaming: true)
+            } catch {
+                failures += 1
+            }
+        }
+        #expect(failures > 0, "some damage breaks the input")
     }
 }
