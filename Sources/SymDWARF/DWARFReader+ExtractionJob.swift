@@ -15,12 +15,14 @@ extension DWARFReader {
         private(set) var result: Result<PartialModel, FormatError>?
 
         let codesLines: Bool
-        /// `.debug_info` to decompress as the units are walked, when it is streamed (one job only).
-        let stream: SectionStream?
+        /// `.debug_info` and `.debug_line` to decompress as the units are walked, when they are
+        /// streamed (one job only).
+        let streams: (info: SectionStream?, line: SectionStream?)
 
-        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool, stream: SectionStream? = nil) {
+        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool,
+             streams: (info: SectionStream?, line: SectionStream?) = (nil, nil)) {
             self.input = input
-            self.stream = stream
+            self.streams = streams
             self.codesLines = codesLines
             self.units = units
             self.workLimit = workLimit
@@ -35,7 +37,7 @@ extension DWARFReader {
 
         /// Extracts the units.
         func run() {
-            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines, stream: stream)
+            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines, streams: streams)
             do throws(FormatError) {
                 try walker.extract(units: units, workLimit: workLimit)
                 result = .success(walker.output)

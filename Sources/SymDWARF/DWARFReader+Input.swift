@@ -40,6 +40,9 @@ extension DWARFReader {
         /// memory for the walk: stored uncompressed, or decompressed whole because several walkers
         /// may split the units or because the units refer to each other.
         private(set) var streamedInfo: SectionStream?
+        /// `.debug_line` when the walk decompresses it again as it goes, as `streamedInfo`; also
+        /// nil when the extracted units' line tables are not in section order.
+        private(set) var streamedLine: SectionStream?
         /// Whether an extracted unit may refer to DIEs of other units (`DW_FORM_ref_addr`, or
         /// `DW_FORM_indirect` which may name it). Without such references a walk reads each unit's
         /// bytes only while it walks that unit, and a streamed section need only hold one.
@@ -97,6 +100,12 @@ extension DWARFReader {
             var streaming = oneWalker
             stream?.startReadingAhead(lead: streaming ? DWARFReader.streamLead : info.count)
             defer { stream?.stopReadingAhead() }
+            // `.debug_line` likewise, as long as the tables come in section order.
+            let lineStream = sections.streams[".debug_line"]
+            var lineStreaming = oneWalker
+            var lastLineTable = 0
+            lineStream?.startReadingAhead(lead: lineStreaming ? DWARFReader.streamLead : line.count)
+            defer { lineStream?.stopReadingAhead() }
             while offset < info.count {
                 try stream?.fill(upTo: offset + Self.longestUnitHeader)
                 var unit = try Unit(info, at: offset)
@@ -131,6 +140,21 @@ extension DWARFReader {
                         stream.startReadingAhead(lead: info.count)
                     }
                 }
+                if unit.isExtracted && unit.lineTableOffset >= 0 && unit.lineTableOffset < line.count {
+                    if let lineStream, lineStreaming {
+                        if unit.lineTableOffset < lastLineTable {
+                            // Out of order: the walk will need the section whole.
+                            lineStreaming = false
+                            try lineStream.rewind()
+                            lineStream.startReadingAhead(lead: line.count)
+                        } else {
+                            lineStream.release(below: unit.lineTableOffset)
+                            lastLineTable = unit.lineTableOffset
+                        }
+                    }
+                    try lineStream?.fill(upTo: unit.lineTableOffset + Self.longestLineTableLength)
+                    unit.lineTableSize = lineTableSize(at: unit.lineTableOffset)
+                }
                 units.append(unit)
                 offset = unit.end
                 if streaming { stream?.release(below: offset) }
@@ -141,13 +165,20 @@ extension DWARFReader {
             }
             abbreviations.finish()
             streamedInfo = streaming ? stream : nil
+            // The rest of `.debug_line` is decompressed too, so that a corrupt stream is found here.
+            if let lineStream {
+                try lineStream.fill(upTo: line.count)
+                if lineStreaming { lineStream.release(below: line.count) }
+            }
+            streamedLine = lineStreaming ? lineStream : nil
             releaseScannedPages()
             try checkLineTablesDoNotOverlap()
-            releaseScannedPages()
         }
 
         /// The longest unit header (DWARF 5 §7.5.1.3, 64-bit type unit: 12 + 2 + 1 + 1 + 8 + 8 + 8 bytes).
         static let longestUnitHeader = 40
+        /// The longest line table length field (DWARF 5 §6.2.4: 64-bit DWARF, 4 + 8 bytes).
+        static let longestLineTableLength = 12
         /// Bytes of unit headers scanned between two releases of `.debug_info`'s pages.
         static let scanReleaseInterval = 1 << 20
         /// Unit DIEs (and line table headers) read between two releases of the sections' pages.
@@ -225,23 +256,26 @@ extension DWARFReader {
             }
         }
 
+        /// The bytes the line table at `offset` (inside `.debug_line`) takes by its length field,
+        /// cut at the section's end; 0 when the length cannot be read (the walker reports it).
+        private func lineTableSize(at offset: Int) -> Int {
+            var cursor = offset
+            guard let length = try? line.u32(&cursor, line.count) else { return 0 }
+            var extent = UInt64(length) + 4
+            if length == 0xffff_ffff, let long = try? line.u64(&cursor, line.count) {
+                extent = long.addingReportingOverflow(12).overflow ? .max : long + 12
+            }
+            return Int(min(extent, UInt64(line.count - offset)))
+        }
+
         /// Line tables are decoded once per offset; distinct offsets must not overlap, or a small
         /// hostile file could make the decoder go over the same bytes once per unit.
         private func checkLineTablesDoNotOverlap() throws(FormatError) {
             var offsets = Set<Int>()
             var total = 0
-            for (index, unit) in units.enumerated() where unit.isExtracted && unit.lineTableOffset >= 0 {
-                if index % Self.unitsPerScanRelease == Self.unitsPerScanRelease - 1 { releaseScannedPages() }
+            for unit in units where unit.isExtracted && unit.lineTableOffset >= 0 {
                 guard offsets.insert(unit.lineTableOffset).inserted else { continue }
-                var cursor = unit.lineTableOffset
-                // Unreadable and truncated tables are reported when the unit is walked; here only
-                // the part of each table inside the section counts.
-                guard cursor < line.count, let length = try? line.u32(&cursor, line.count) else { continue }
-                var extent = UInt64(length) + 4
-                if length == 0xffff_ffff, let long = try? line.u64(&cursor, line.count) {
-                    extent = long.addingReportingOverflow(12).overflow ? .max : long + 12
-                }
-                total += Int(min(extent, UInt64(line.count - unit.lineTableOffset)))
+                total += unit.lineTableSize
                 guard total <= line.count else {
                     throw FormatError(.limitExceeded, "line tables referenced by the units overlap in .debug_line",
                                       offset: UInt64(unit.lineTableOffset))

@@ -39,6 +39,9 @@ extension DWARFReader {
         var compilationDirectory: UInt64 = 0
         /// `DW_AT_stmt_list`, or -1.
         var lineTableOffset = -1
+        /// Bytes of `.debug_line` the unit's table takes by its length field, cut at the section's
+        /// end (0 without a table, or for a table outside the section); set by the unit scan.
+        var lineTableSize = 0
 
         /// Reads the unit header at `offset`.
         init(_ info: Bytes, at offset: Int) throws(FormatError) {

@@ -69,12 +69,17 @@ extension DWARFReader {
         /// each unit before it is walked and given back behind it. The walk then reads no other
         /// unit's DIEs (`Input.unitsReferToOtherUnits` is false; a unit-relative reference leading
         /// outside its unit, which only broken DWARF has, names nothing).
-        let stream: SectionStream?
+        let infoStream: SectionStream?
+        /// `.debug_line` decompressed as the walk goes: filled to the end of each unit's line table
+        /// and given back below it (the extracted units' tables are in section order).
+        let lineStream: SectionStream?
 
         /// Creates a walker allowed `workLimit` units of work.
-        init(_ input: Input, workLimit: Int, codesLines: Bool, stream: SectionStream? = nil) {
+        init(_ input: Input, workLimit: Int, codesLines: Bool,
+             streams: (info: SectionStream?, line: SectionStream?) = (nil, nil)) {
             self.input = input
-            self.stream = stream
+            infoStream = streams.info
+            lineStream = streams.line
             self.codesLines = codesLines
             budget = workLimit
             stack = [UInt32](repeating: Scope.noParent, count: Self.maximumDepth + 1)
@@ -93,10 +98,14 @@ extension DWARFReader {
             for index in range {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
-                try stream?.fill(upTo: unit.end)
+                try infoStream?.fill(upTo: unit.end)
+                if let lineStream, unit.lineTableOffset >= 0 {
+                    lineStream.release(below: unit.lineTableOffset)
+                    try lineStream.fill(upTo: unit.lineTableOffset + unit.lineTableSize)
+                }
                 let files = try readLineTable(of: unit)
                 try walkDIEs(of: unit, files: files)
-                stream?.release(below: unit.end)
+                infoStream?.release(below: unit.end)
                 if input.infoIsFileMapped && unit.end > infoWatermark {
                     infoWatermark = FileMappedPages.release(of: input.info.base, count: input.info.count,
                                                                infoWatermark..<unit.end)
@@ -129,11 +138,7 @@ extension DWARFReader {
             var lineBytes = 0
             for unit in input.units[range] where unit.isExtracted {
                 dieBytes += unit.end - unit.offset
-                if unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
-                    var cursor = unit.lineTableOffset
-                    let length = (try? input.line.u32(&cursor, input.line.count)).map(Int.init) ?? 0
-                    lineBytes += min(length, input.line.count)
-                }
+                lineBytes += unit.lineTableSize
             }
             if codesLines {
                 // Coded rows take about as many bytes as the line programs they come from.
@@ -508,7 +513,7 @@ extension DWARFReader {
             let target: Unit
             if unit.contains(die: offset) {
                 target = unit
-            } else if stream == nil, let index = input.unitIndex(containing: offset) {
+            } else if infoStream == nil, let index = input.unitIndex(containing: offset) {
                 target = input.units[index]
             } else {
                 return (0, 0)

@@ -64,25 +64,25 @@ public enum DWARFReader {
         // behind themselves.
         sections.releaseFileMappedPages()
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
-        // A streamed `.debug_info` is decompressed again for the one walker, as it goes (or whole,
+        // Streamed sections are decompressed again for the one walker, as it goes (or whole,
         // should the units be split after all: units sharing line tables can weigh more than the
         // sections' size `oneWalker` went by).
-        var stream = input.streamedInfo
-        if let infoStream = stream {
-            try infoStream.rewind()
-            if chunks.count > 1 {
-                try infoStream.fill(upTo: infoStream.bytes.count)
-                stream = nil
-            }
+        var streams = (info: input.streamedInfo, line: input.streamedLine)
+        for stream in [streams.info, streams.line].compactMap({ $0 }) {
+            try stream.rewind()
+            if chunks.count > 1 { try stream.fill(upTo: stream.bytes.count) }
         }
+        if chunks.count > 1 { streams = (nil, nil) }
         let jobs = chunks.map {
-            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines, stream: stream)
+            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines, streams: streams)
         }
-        // The first job runs on this thread, the others on threads of their own; a streamed
-        // section is decompressed on the other core as the walk goes.
-        stream?.startReadingAhead(lead: streamLead)
+        // The first job runs on this thread, the others on threads of their own; streamed
+        // sections are decompressed on the other core as the walk goes.
+        streams.info?.startReadingAhead(lead: streamLead)
+        streams.line?.startReadingAhead(lead: streamLead)
         ConcurrentWork.run(jobs.map { job in { job.run() } })
-        stream?.stopReadingAhead()
+        streams.info?.stopReadingAhead()
+        streams.line?.stopReadingAhead()
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)
         var work = 0
@@ -100,8 +100,8 @@ public enum DWARFReader {
         return (parts, work)
     }
 
-    /// Bytes of a streamed `.debug_info` kept decompressed ahead of the walk: the decompressor is
-    /// the faster of the two, so a little suffices (libc: no slower than decompressing whole).
+    /// Bytes of a streamed section kept decompressed ahead of the walk: the decompressor is the
+    /// faster of the two, so a little suffices (libc: no slower than decompressing whole).
     static let streamLead = 256 << 10
 
     /// Unit and line program bytes below which `extract` uses one thread.
@@ -121,14 +121,7 @@ public enum DWARFReader {
         let units = input.units
         func weight(_ unit: Unit) -> Int {
             guard unit.isExtracted else { return 0 }
-            var size = unit.end - unit.offset
-            if unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
-                var cursor = unit.lineTableOffset
-                // A rough share for the line program; errors are reported by the walker.
-                let length = (try? input.line.u32(&cursor, input.line.count)).map(Int.init) ?? 0
-                size += min(length, input.line.count)
-            }
-            return size
+            return unit.end - unit.offset + unit.lineTableSize
         }
         let weights = units.map(weight)
         let total = weights.reduce(0, +)

@@ -78,7 +78,14 @@ public final class SectionStream: @unchecked Sendable {
     private var lead = 0
     /// What stopped the read-ahead thread, for the reader to throw.
     private var failure: FormatError?
+    /// Which thread waits on `changed`: the other wakes it only then, and only when it can go
+    /// on (a reader releasing every unit would otherwise wake the read-ahead thread thousands of
+    /// times for nothing).
+    private var readerWaits = false
+    private var readAheadWaits = false
 
+    /// Fewest bytes given back at a time (see `release(below:)`).
+    static let releaseBatch = 256 << 10
     /// Smallest step of decompression: fewer, larger calls into the decompressor.
     public static let step = 128 << 10
 
@@ -160,8 +167,10 @@ public final class SectionStream: @unchecked Sendable {
         let outcome: Result<Bool, FormatError> = withLock {
             if readingAhead && published < target {
                 wanted = max(wanted, target)
-                pthread_cond_broadcast(changed)
+                if readAheadWaits { pthread_cond_broadcast(changed) }
+                readerWaits = true
                 while readingAhead && published < target { pthread_cond_wait(changed, lock) }
+                readerWaits = false
             }
             if published >= target { return .success(true) }
             // The read-ahead thread stopped short: on a failure, or when asked to (the reader
@@ -175,17 +184,20 @@ public final class SectionStream: @unchecked Sendable {
         withLock { published = decoded }
     }
 
-    /// Gives back the pages wholly below `offset`; reading them again yields zeros until the
-    /// stream is rewound and filled again.
+    /// Gives back the pages wholly below `offset` (once there are `releaseBatch` bytes of them,
+    /// or `offset` is the end); reading them again yields zeros until the stream is rewound and
+    /// filled again.
     public func release(below offset: Int) {
         let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
         let readable = withLock {
             releaseMark = max(releaseMark, offset)
-            pthread_cond_broadcast(changed)
+            if readAheadWaits && published - releaseMark < lead { pthread_cond_broadcast(changed) }
             return published
         }
         let end = min(max(offset, 0), readable) / pageSize * pageSize
-        guard end > released else { return }
+        // In batches: each call interrupts the other core to flush its TLB (the read-ahead thread
+        // runs in this address space), and a reader releasing every unit made thousands of calls.
+        guard end - released >= Self.releaseBatch || (end > released && offset >= bytes.count) else { return }
         _ = madvise(region + released, end - released, MADV_DONTNEED)
         released = end
     }
@@ -264,12 +276,14 @@ public final class SectionStream: @unchecked Sendable {
     private func readAhead() {
         while true {
             let go = withLock {
+                readAheadWaits = true
                 while !stopRequested && decoded - releaseMark >= lead && decoded >= wanted {
                     pthread_cond_wait(changed, lock)
                 }
+                readAheadWaits = false
                 if stopRequested || decoded >= bytes.count {
                     readingAhead = false
-                    pthread_cond_broadcast(changed)
+                    if readerWaits { pthread_cond_broadcast(changed) }
                     return false
                 }
                 return true
@@ -279,13 +293,13 @@ public final class SectionStream: @unchecked Sendable {
                 try decompress(upTo: min(bytes.count, decoded + Self.step))
                 withLock {
                     published = decoded
-                    pthread_cond_broadcast(changed)
+                    if readerWaits { pthread_cond_broadcast(changed) }
                 }
             } catch {
                 withLock {
                     failure = error
                     readingAhead = false
-                    pthread_cond_broadcast(changed)
+                    if readerWaits { pthread_cond_broadcast(changed) }
                 }
                 return
             }

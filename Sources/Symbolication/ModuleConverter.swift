@@ -71,9 +71,10 @@ public enum ModuleConverter {
         var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {
-            // Our decoder reads a compressed `.debug_info` as a stream, a unit or so resident at
-            // a time (libc's debug file: 5.8 MB decompressed); libdwarf needs it whole.
-            let sections = try DWARFSections(elf: dwarfFile, streaming: decoder == .builtin ? [".debug_info"] : [])
+            // Our decoder reads a compressed `.debug_info` and `.debug_line` as streams, a unit or
+            // so resident at a time (libc's debug file: 7.1 MB decompressed); libdwarf needs them whole.
+            let sections = try DWARFSections(elf: dwarfFile,
+                                             streaming: decoder == .builtin ? [".debug_info", ".debug_line"] : [])
             switch decoder {
             // The last copy: the reader frees decompressed sections before the model grows.
             case .builtin: try DWARFReader.extract(consume sections, into: &builder, threads: threads)

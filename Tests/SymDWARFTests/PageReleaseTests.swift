@@ -19,7 +19,7 @@ import Testing
     static func model(_ elf: ELFFile, threads: Int, streaming: Bool = false,
                       minimumSplitBytes: Int = 1 << 20) throws -> SymbolModel {
         var builder = ModelBuilder(module: ModuleIdentity(buildID: [], machine: 62, is64Bit: true, name: "m"))
-        let sections = try DWARFSections(elf: elf, streaming: streaming ? [".debug_info"] : [])
+        let sections = try DWARFSections(elf: elf, streaming: streaming ? [".debug_info", ".debug_line"] : [])
         try DWARFReader.extract(sections, into: &builder, threads: threads, minimumSplitBytes: minimumSplitBytes)
         return builder.model
     }
@@ -118,5 +118,62 @@ import Testing
             }
         }
         #expect(failures > 0, "some damage breaks the input")
+    }
+
+    @Test("line tables out of section order: a streamed .debug_line is read whole, the model unchanged",
+          .timeLimit(.minutes(2)))
+    func streamedLineTablesOutOfOrder() throws {
+        // Three units, each with a line table of one sequence; `.debug_line` holds the tables in
+        // unit order, or the first unit's last. The first and last tables are bigger than a
+        // stream gives back at a time, so that streaming the tables as if they were in section
+        // order would give back the first unit's before it is read.
+        let standard: [UInt8] = [0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]
+        func table(_ address: UInt64, _ file: String, rows: Int) -> [UInt8] {
+            var program = DWARFReaderForge()
+            program.bytes([0, 9, 2]); program.u64(address)  // DW_LNE_set_address
+            for _ in 0..<rows { program.u8(31) }            // special opcodes: a row each
+            program.bytes([2, 4])                           // DW_LNS_advance_pc 4
+            program.bytes([0, 1, 1])                        // DW_LNE_end_sequence
+            return DWARFReaderTests.legacyLineTable(version: 4, minimumInstructionLength: 1, lineBase: -3, lineRange: 12,
+                                                    standardLengths: standard, directories: [], files: [(file, 0)],
+                                                    program: program.bytes)
+        }
+        let first = table(0x100000, "/a.c", rows: 400_000), second = table(0x200000, "/b.c", rows: 1),
+            third = table(0x300000, "/c.c", rows: 400_000)
+        #expect(first.count > 384 << 10 && third.count > 384 << 10)
+        let abbreviations = DWARFReaderForge.abbreviations([
+            (1, DWARFReaderTests.Code.compileUnit, false, [(DWARFReaderTests.Code.stmtList, DWARFReaderTests.Code.secOffset, nil)]),
+        ])
+        let directory = try DWARFReaderShell.temporaryDirectory("page-release-line-order")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        let (second0, third0) = (first.count, first.count + second.count)
+        for (name, offsets) in [("in-order", [0, second0, third0]), ("out-of-order", [second0, third0, 0])] {
+            var info: [UInt8] = []
+            for offset in offsets {
+                var body = DWARFReaderForge()
+                body.uleb(1)
+                body.u32(UInt32(offset))
+                info += DWARFReaderForge.unit(version: 4, body: body.bytes)
+            }
+            let sections = [".debug_info": info, ".debug_abbrev": abbreviations, ".debug_line": first + second + third]
+            let reference = try DWARFReaderTests.outcome(sections).get()
+            #expect(reference.lines.count > 800_000)
+            // The same sections, zlib-compressed in an ELF file.
+            var arguments = ""
+            for (section, bytes) in sections {
+                let path = "\(directory)/\(name)\(section)"
+                let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                try #require(descriptor >= 0)
+                _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                close(descriptor)
+                arguments += " --add-section \(section)=\(path)"
+            }
+            let host = "\(DecoderAgreementTests.root)/Fixtures/elf/gcc-c-O2-dwarf5-strip-all"
+            let elf = "\(directory)/\(name).elf"
+            try DWARFReaderShell.run("objcopy\(arguments) \(host) \(elf).plain && objcopy --compress-debug-sections=zlib \(elf).plain \(elf)")
+            let file = try ELFFile(path: elf)
+            try #require(file.section(named: ".debug_line")?.isCompressed == true)
+            Self.expectSame(try Self.model(file, threads: 1, streaming: true), reference, "\(name), streamed")
+        }
     }
 }
