@@ -17,10 +17,10 @@ extension DWARFReader {
         let codesLines: Bool
         /// `.debug_info` and `.debug_line` to decompress as the units are walked, when they are
         /// streamed (one job only).
-        let streams: (info: SectionStream?, line: SectionStream?)
+        let streams: Streams
 
         init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool,
-             streams: (info: SectionStream?, line: SectionStream?) = (nil, nil)) {
+             streams: Streams = (nil, nil)) {
             self.input = input
             self.streams = streams
             self.codesLines = codesLines

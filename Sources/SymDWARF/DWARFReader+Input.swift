@@ -53,10 +53,11 @@ extension DWARFReader {
             case str = 1, lineStr, info, line
         }
 
-        /// Reads all unit headers, abbreviation tables and unit DIEs. A compressed `.debug_info`
-        /// given as a stream is kept streamed for the walk when `oneWalker` (the units will not be
-        /// split between threads) and no unit refers to another; otherwise it is decompressed whole
-        /// while the scan goes.
+        /// Reads all unit headers, abbreviation tables and unit DIEs, and notes the size of each
+        /// unit's line table. A compressed `.debug_info` given as a stream is kept streamed for the
+        /// walk when `oneWalker` (the units will not be split between threads) and no unit refers
+        /// to another, a compressed `.debug_line` when `oneWalker` and the tables come in section
+        /// order; otherwise they are decompressed whole while the scan goes.
         init(_ sections: DWARFSections, oneWalker: Bool) throws(FormatError) {
             let bigEndian = !sections.isLittleEndian
             info = Bytes(sections[".debug_info"], bigEndian: bigEndian, section: ".debug_info")

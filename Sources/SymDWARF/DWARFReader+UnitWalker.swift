@@ -76,7 +76,7 @@ extension DWARFReader {
 
         /// Creates a walker allowed `workLimit` units of work.
         init(_ input: Input, workLimit: Int, codesLines: Bool,
-             streams: (info: SectionStream?, line: SectionStream?) = (nil, nil)) {
+             streams: Streams = (nil, nil)) {
             self.input = input
             infoStream = streams.info
             lineStream = streams.line
@@ -99,7 +99,7 @@ extension DWARFReader {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
                 try infoStream?.fill(upTo: unit.end)
-                if let lineStream, unit.lineTableOffset >= 0 {
+                if let lineStream, unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
                     lineStream.release(below: unit.lineTableOffset)
                     try lineStream.fill(upTo: unit.lineTableOffset + unit.lineTableSize)
                 }

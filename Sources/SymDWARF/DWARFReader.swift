@@ -67,7 +67,7 @@ public enum DWARFReader {
         // Streamed sections are decompressed again for the one walker, as it goes (or whole,
         // should the units be split after all: units sharing line tables can weigh more than the
         // sections' size `oneWalker` went by).
-        var streams = (info: input.streamedInfo, line: input.streamedLine)
+        var streams: Streams = (input.streamedInfo, input.streamedLine)
         for stream in [streams.info, streams.line].compactMap({ $0 }) {
             try stream.rewind()
             if chunks.count > 1 { try stream.fill(upTo: stream.bytes.count) }
@@ -99,6 +99,9 @@ public enum DWARFReader {
         }
         return (parts, work)
     }
+
+    /// `.debug_info` and `.debug_line` when the walk decompresses them as it goes (`SectionStream`).
+    typealias Streams = (info: SectionStream?, line: SectionStream?)
 
     /// Bytes of a streamed section kept decompressed ahead of the walk: the decompressor is the
     /// faster of the two, so a little suffices (libc: no slower than decompressing whole).

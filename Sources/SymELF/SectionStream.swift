@@ -16,7 +16,7 @@ import SymBytes
 /// is streamed; only the bytes between the release mark and the fill mark are resident. A reader
 /// that walks the section in order (`fill(upTo:)` before reading, `release(below:)` after) keeps
 /// a window of a unit or two instead of the whole section: libc's `.debug_info` is 5.8 MB
-/// decompressed, its largest unit 0.2 MB. Bytes read outside the window are zeros (fresh or given
+/// decompressed, its largest unit 84 KB. Bytes read outside the window are zeros (fresh or given
 /// back anonymous pages), never out of bounds, so a reader that strays gets wrong values it must
 /// be ready for anyway (it reads untrusted input), not a crash.
 ///
