@@ -293,6 +293,20 @@ class Bench:
                 "before": remove(gsym), "after": lambda: {"size": os.path.getsize(gsym)}}
         result["convert"] = self.rounds(name, "convert", convert)
         have = lambda tool: tool in result["convert"] and "error" not in result["convert"][tool]  # noqa: E731
+        # The process floor: the same `dump` of a small binary with no DWARF (/bin/true), whose
+        # peak RSS is nearly all the process's own (its code, the runtime): what no reader of the
+        # DWARF can save, beside the DWARF size the memory target scales with.
+        floor_file = "/bin/true"
+        if ok("crashsym") and os.path.exists(floor_file):
+            floor_dir = os.path.join(here, "floor")
+
+            def fresh_floor():
+                shutil.rmtree(floor_dir, ignore_errors=True)
+                os.makedirs(floor_dir)
+            floor = self.rounds(name, "dump floor", {"crashsym": {
+                "argv": [self.crashsym, "dump", floor_file, "-o", floor_dir], "before": fresh_floor}})
+            if "error" not in floor["crashsym"]:
+                result["dump_floor"] = {"file": floor_file, "rss": floor["crashsym"]["rss"]}
 
         # -- lookup, all addresses in one process
         gsym_input = os.path.join(here, "addresses-gsym.txt")
