@@ -54,11 +54,13 @@ extension DWARFReader {
         }
 
         /// Reads all unit headers, abbreviation tables and unit DIEs, and notes the size of each
-        /// unit's line table. A compressed `.debug_info` given as a stream is kept streamed for the
-        /// walk when `oneWalker` (the units will not be split between threads) and no unit refers
-        /// to another, a compressed `.debug_line` when `oneWalker` and the tables come in section
-        /// order; otherwise they are decompressed whole while the scan goes.
-        init(_ sections: DWARFSections, oneWalker: Bool) throws(FormatError) {
+        /// unit's line table. Compressed sections given as streams are decompressed as the scan
+        /// goes, on a thread of their own when there is a `spareCore`. With `streaming` (one
+        /// walker will take all units, and there is a spare core for the second decompression)
+        /// `.debug_info` stays streamed for the walk unless a unit refers to another, and
+        /// `.debug_line` unless the tables are out of section order; otherwise they are
+        /// decompressed whole.
+        init(_ sections: DWARFSections, streaming: Bool, spareCore: Bool) throws(FormatError) {
             let bigEndian = !sections.isLittleEndian
             info = Bytes(sections[".debug_info"], bigEndian: bigEndian, section: ".debug_info")
             // Read only here, while the tables are decoded: the walk drops the section afterwards.
@@ -98,14 +100,14 @@ extension DWARFReader {
             // The stream is decompressed on the other core as the scan goes: a unit or so ahead
             // of it and given back behind it, or all of it when the walk will need it whole.
             let stream = sections.streams[".debug_info"]
-            var streaming = oneWalker
-            stream?.startReadingAhead(lead: streaming ? DWARFReader.streamLead : info.count)
+            var infoStreaming = streaming
+            if spareCore { stream?.startReadingAhead(lead: infoStreaming ? DWARFReader.streamLead : info.count) }
             defer { stream?.stopReadingAhead() }
             // `.debug_line` likewise, as long as the tables come in section order.
             let lineStream = sections.streams[".debug_line"]
-            var lineStreaming = oneWalker
+            var lineStreaming = streaming
             var lastLineTable = 0
-            lineStream?.startReadingAhead(lead: lineStreaming ? DWARFReader.streamLead : line.count)
+            if spareCore { lineStream?.startReadingAhead(lead: lineStreaming ? DWARFReader.streamLead : line.count) }
             defer { lineStream?.stopReadingAhead() }
             while offset < info.count {
                 try stream?.fill(upTo: offset + Self.longestUnitHeader)
@@ -135,8 +137,8 @@ extension DWARFReader {
                 if unit.isExtracted && tables[unit.table].mayReferToOtherUnits {
                     unitsReferToOtherUnits = true
                     // The walk will need the section whole: decompress it whole from here on.
-                    if let stream, streaming {
-                        streaming = false
+                    if let stream, infoStreaming {
+                        infoStreaming = false
                         try stream.rewind()
                         stream.startReadingAhead(lead: info.count)
                     }
@@ -158,14 +160,14 @@ extension DWARFReader {
                 }
                 units.append(unit)
                 offset = unit.end
-                if streaming { stream?.release(below: offset) }
+                if infoStreaming { stream?.release(below: offset) }
                 if infoIsFileMapped && offset - released >= Self.scanReleaseInterval {
                     released = FileMappedPages.release(of: info.base, count: info.count, released..<offset)
                 }
                 if units.count % Self.unitsPerScanRelease == 0 { releaseScannedPages() }
             }
             abbreviations.finish()
-            streamedInfo = streaming ? stream : nil
+            streamedInfo = infoStreaming ? stream : nil
             // The rest of `.debug_line` is decompressed too, so that a corrupt stream is found here.
             if let lineStream {
                 try lineStream.fill(upTo: line.count)

@@ -52,9 +52,12 @@ public enum DWARFReader {
     /// work they took.
     private static func walk(_ sections: inout DWARFSections, threads: Int, minimumSplitBytes: Int,
                              workLimit: Int, codesLines: Bool) throws(FormatError) -> ([PartialModel], Int) {
-        // Units are split between threads only when there are enough of them (`plan`).
-        let oneWalker = threads <= 1 || sections[".debug_info"].count + sections[".debug_line"].count < minimumSplitBytes
-        let input = try Input(copy sections, oneWalker: oneWalker)
+        // Streamed sections are decompressed twice (by the scan, then by the walk), the second
+        // time on a core the walk leaves free: only when there is one (a file converted beside
+        // others gets one thread) and one walker takes all units (`plan` splits them only when
+        // there are enough).
+        let oneWalker = sections[".debug_info"].count + sections[".debug_line"].count < minimumSplitBytes
+        let input = try Input(copy sections, streaming: threads > 1 && oneWalker, spareCore: threads > 1)
         // The abbreviations are decoded into the input's tables and `.debug_aranges` is not read:
         // decompressed, they need not stay allocated through the walk (libc's: 1 MB).
         sections.drop(".debug_abbrev")
@@ -66,7 +69,7 @@ public enum DWARFReader {
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
         // Streamed sections are decompressed again for the one walker, as it goes (or whole,
         // should the units be split after all: units sharing line tables can weigh more than the
-        // sections' size `oneWalker` went by).
+        // sections' size the choice to stream went by).
         var streams: Streams = (input.streamedInfo, input.streamedLine)
         for stream in [streams.info, streams.line].compactMap({ $0 }) {
             try stream.rewind()
