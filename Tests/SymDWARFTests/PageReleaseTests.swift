@@ -129,6 +129,56 @@ import Testing
         #expect(failures > 0, "some damage breaks the input")
     }
 
+    /// A line table of one sequence at `address`: `rows` rows in `file`.
+    static func lineTable(_ address: UInt64, _ file: String, rows: Int) -> [UInt8] {
+        let standard: [UInt8] = [0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]
+        var program = DWARFReaderForge()
+        program.bytes([0, 9, 2]); program.u64(address)  // DW_LNE_set_address
+        for _ in 0..<rows { program.u8(31) }            // special opcodes: a row each
+        program.bytes([2, 4])                           // DW_LNS_advance_pc 4
+        program.bytes([0, 1, 1])                        // DW_LNE_end_sequence
+        return DWARFReaderTests.legacyLineTable(version: 4, minimumInstructionLength: 1, lineBase: -3, lineRange: 12,
+                                                standardLengths: standard, directories: [], files: [(file, 0)],
+                                                program: program.bytes)
+    }
+
+    /// Units (DWARF 4, one DIE each) whose line tables are at `offsets` of `.debug_line`.
+    static func unitsWithLineTables(at offsets: [Int]) -> (info: [UInt8], abbreviations: [UInt8]) {
+        let abbreviations = DWARFReaderForge.abbreviations([
+            (1, DWARFReaderTests.Code.compileUnit, false, [(DWARFReaderTests.Code.stmtList, DWARFReaderTests.Code.secOffset, nil)]),
+        ])
+        var info: [UInt8] = []
+        for offset in offsets {
+            var body = DWARFReaderForge()
+            body.uleb(1)
+            body.u32(UInt32(offset))
+            info += DWARFReaderForge.unit(version: 4, body: body.bytes)
+        }
+        return (info, abbreviations)
+    }
+
+    /// An ELF file (a DWARF-less fixture) holding `sections`, zlib-compressed where that makes
+    /// them smaller, written as `directory/name.elf`.
+    static func compressedELF(_ sections: [String: [UInt8]], named name: String, in directory: String) throws -> ELFFile {
+        var arguments = ""
+        for (section, bytes) in sections {
+            let path = "\(directory)/\(name)\(section)"
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(descriptor >= 0)
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            arguments += " --add-section \(section)=\(path)"
+        }
+        let host = "\(DecoderAgreementTests.root)/Fixtures/elf/gcc-c-O2-dwarf5-strip-all"
+        let elf = "\(directory)/\(name).elf"
+        try DWARFReaderShell.run("objcopy\(arguments) \(host) \(elf).plain && objcopy --compress-debug-sections=zlib \(elf).plain \(elf)")
+        let file = try ELFFile(path: elf)
+        // (objcopy leaves a section uncompressed when compressing would not shrink it: the tiny
+        // `.debug_info` here.)
+        try #require(file.section(named: ".debug_line")?.isCompressed == true)
+        return file
+    }
+
     @Test("line tables out of section order: a streamed .debug_line is read whole, the model unchanged",
           .timeLimit(.minutes(2)))
     func streamedLineTablesOutOfOrder() throws {
@@ -136,53 +186,41 @@ import Testing
         // unit order, or the first unit's last. The first and last tables are bigger than a
         // stream gives back at a time, so that streaming the tables as if they were in section
         // order would give back the first unit's before it is read.
-        let standard: [UInt8] = [0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]
-        func table(_ address: UInt64, _ file: String, rows: Int) -> [UInt8] {
-            var program = DWARFReaderForge()
-            program.bytes([0, 9, 2]); program.u64(address)  // DW_LNE_set_address
-            for _ in 0..<rows { program.u8(31) }            // special opcodes: a row each
-            program.bytes([2, 4])                           // DW_LNS_advance_pc 4
-            program.bytes([0, 1, 1])                        // DW_LNE_end_sequence
-            return DWARFReaderTests.legacyLineTable(version: 4, minimumInstructionLength: 1, lineBase: -3, lineRange: 12,
-                                                    standardLengths: standard, directories: [], files: [(file, 0)],
-                                                    program: program.bytes)
-        }
-        let first = table(0x100000, "/a.c", rows: 400_000), second = table(0x200000, "/b.c", rows: 1),
-            third = table(0x300000, "/c.c", rows: 400_000)
+        let first = Self.lineTable(0x100000, "/a.c", rows: 400_000), second = Self.lineTable(0x200000, "/b.c", rows: 1),
+            third = Self.lineTable(0x300000, "/c.c", rows: 400_000)
         #expect(first.count > 384 << 10 && third.count > 384 << 10)
-        let abbreviations = DWARFReaderForge.abbreviations([
-            (1, DWARFReaderTests.Code.compileUnit, false, [(DWARFReaderTests.Code.stmtList, DWARFReaderTests.Code.secOffset, nil)]),
-        ])
         let directory = try DWARFReaderShell.temporaryDirectory("page-release-line-order")
         defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
         let (second0, third0) = (first.count, first.count + second.count)
         for (name, offsets) in [("in-order", [0, second0, third0]), ("out-of-order", [second0, third0, 0])] {
-            var info: [UInt8] = []
-            for offset in offsets {
-                var body = DWARFReaderForge()
-                body.uleb(1)
-                body.u32(UInt32(offset))
-                info += DWARFReaderForge.unit(version: 4, body: body.bytes)
-            }
+            let (info, abbreviations) = Self.unitsWithLineTables(at: offsets)
             let sections = [".debug_info": info, ".debug_abbrev": abbreviations, ".debug_line": first + second + third]
             let reference = try DWARFReaderTests.outcome(sections).get()
             #expect(reference.lines.count > 800_000)
-            // The same sections, zlib-compressed in an ELF file.
-            var arguments = ""
-            for (section, bytes) in sections {
-                let path = "\(directory)/\(name)\(section)"
-                let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-                try #require(descriptor >= 0)
-                _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                close(descriptor)
-                arguments += " --add-section \(section)=\(path)"
-            }
-            let host = "\(DecoderAgreementTests.root)/Fixtures/elf/gcc-c-O2-dwarf5-strip-all"
-            let elf = "\(directory)/\(name).elf"
-            try DWARFReaderShell.run("objcopy\(arguments) \(host) \(elf).plain && objcopy --compress-debug-sections=zlib \(elf).plain \(elf)")
-            let file = try ELFFile(path: elf)
-            try #require(file.section(named: ".debug_line")?.isCompressed == true)
+            let file = try Self.compressedELF(sections, named: name, in: directory)
             Self.expectSame(try Self.streamedModel(file), reference, "\(name), streamed")
         }
+    }
+
+    @Test("units the walk splits after all (they share a big line table) read the streamed sections whole",
+          .timeLimit(.minutes(2)))
+    func streamedButSplit() throws {
+        // Three units on two big line tables, the last two sharing one: their weights (unit and
+        // table bytes each) add up to more than the sections hold, so a split threshold just
+        // above the sections' size chooses to stream, and `plan` then splits the units between
+        // two walkers anyway (the first two, the last). Streamed, the second walker would give
+        // back the first table while the first walker reads it.
+        let first = Self.lineTable(0x100000, "/a.c", rows: 400_000), second = Self.lineTable(0x200000, "/b.c", rows: 400_000)
+        let table = first + second
+        let (info, abbreviations) = Self.unitsWithLineTables(at: [0, first.count, first.count])
+        let sections = [".debug_info": info, ".debug_abbrev": abbreviations, ".debug_line": table]
+        let reference = try DWARFReaderTests.outcome(sections).get()
+        #expect(reference.lines.count > 800_000)
+        let directory = try DWARFReaderShell.temporaryDirectory("page-release-split")
+        defer { _ = try? DWARFReaderShell.run("rm -rf \(directory)") }
+        let file = try Self.compressedELF(sections, named: "shared", in: directory)
+        let threshold = info.count + table.count + 1
+        Self.expectSame(try Self.model(file, threads: 2, streaming: true, minimumSplitBytes: threshold), reference,
+                        "split after all")
     }
 }
