@@ -1,5 +1,4 @@
 import SymBytes
-import SymELF
 
 extension DWARFReader {
     /// One run of units to extract and, once run, its result.
@@ -15,14 +14,9 @@ extension DWARFReader {
         private(set) var result: Result<PartialModel, FormatError>?
 
         let codesLines: Bool
-        /// `.debug_info` and `.debug_line` to decompress as the units are walked, when they are
-        /// streamed (one job only).
-        let streams: Streams
 
-        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool,
-             streams: Streams = (nil, nil)) {
+        init(input: Input, units: Range<Int>, workLimit: Int, codesLines: Bool) {
             self.input = input
-            self.streams = streams
             self.codesLines = codesLines
             self.units = units
             self.workLimit = workLimit
@@ -37,7 +31,7 @@ extension DWARFReader {
 
         /// Extracts the units.
         func run() {
-            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines, streams: streams)
+            var walker = UnitWalker(input, workLimit: workLimit, codesLines: codesLines)
             do throws(FormatError) {
                 try walker.extract(units: units, workLimit: workLimit)
                 result = .success(walker.output)

@@ -139,8 +139,7 @@ extension DWARFReader {
                     // The walk will need the section whole: decompress it whole from here on.
                     if let stream, infoStreaming {
                         infoStreaming = false
-                        try stream.rewind()
-                        stream.startReadingAhead(lead: info.count)
+                        try stream.restartWhole()
                     }
                 }
                 if unit.isExtracted && unit.lineTableOffset >= 0 && unit.lineTableOffset < line.count {
@@ -148,8 +147,7 @@ extension DWARFReader {
                         if unit.lineTableOffset < lastLineTable {
                             // Out of order: the walk will need the section whole.
                             lineStreaming = false
-                            try lineStream.rewind()
-                            lineStream.startReadingAhead(lead: line.count)
+                            try lineStream.restartWhole()
                         } else {
                             lineStream.release(below: unit.lineTableOffset)
                             lastLineTable = unit.lineTableOffset
@@ -176,6 +174,17 @@ extension DWARFReader {
             streamedLine = lineStreaming ? lineStream : nil
             releaseScannedPages()
             try checkLineTablesDoNotOverlap()
+        }
+
+        /// Decompresses the streamed sections whole and keeps them for the walk, no longer
+        /// streamed (for units split between walkers after all).
+        mutating func decompressStreamsWhole() throws(FormatError) {
+            for stream in [streamedInfo, streamedLine].compactMap({ $0 }) {
+                try stream.rewind()
+                try stream.fill(upTo: stream.bytes.count)
+            }
+            streamedInfo = nil
+            streamedLine = nil
         }
 
         /// The longest unit header (DWARF 5 §7.5.1.3, 64-bit type unit: 12 + 2 + 1 + 1 + 8 + 8 + 8 bytes).

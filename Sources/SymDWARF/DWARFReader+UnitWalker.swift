@@ -65,21 +65,9 @@ extension DWARFReader {
         /// Bytes of units walked between two releases of the scattered sections' pages.
         static let scatteredReleaseInterval = 4 << 20
 
-        /// `.debug_info` decompressed as the walk goes (see `SectionStream`): filled to the end of
-        /// each unit before it is walked and given back behind it. The walk then reads no other
-        /// unit's DIEs (`Input.unitsReferToOtherUnits` is false; a unit-relative reference leading
-        /// outside its unit, which only broken DWARF has, names nothing).
-        let infoStream: SectionStream?
-        /// `.debug_line` decompressed as the walk goes: filled to the end of each unit's line table
-        /// and given back below it (the extracted units' tables are in section order).
-        let lineStream: SectionStream?
-
         /// Creates a walker allowed `workLimit` units of work.
-        init(_ input: Input, workLimit: Int, codesLines: Bool,
-             streams: Streams = (nil, nil)) {
+        init(_ input: Input, workLimit: Int, codesLines: Bool) {
             self.input = input
-            infoStream = streams.info
-            lineStream = streams.line
             self.codesLines = codesLines
             budget = workLimit
             stack = [UInt32](repeating: Scope.noParent, count: Self.maximumDepth + 1)
@@ -98,14 +86,16 @@ extension DWARFReader {
             for index in range {
                 let unit = input.units[index]
                 guard unit.isExtracted else { continue }
-                try infoStream?.fill(upTo: unit.end)
-                if let lineStream, unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
+                // Streamed sections (`Input.streamedInfo`, `streamedLine`) are filled to the end of
+                // the unit and of its line table before they are read, and given back behind.
+                try input.streamedInfo?.fill(upTo: unit.end)
+                if let lineStream = input.streamedLine, unit.lineTableOffset >= 0 && unit.lineTableOffset < input.line.count {
                     lineStream.release(below: unit.lineTableOffset)
                     try lineStream.fill(upTo: unit.lineTableOffset + unit.lineTableSize)
                 }
                 let files = try readLineTable(of: unit)
                 try walkDIEs(of: unit, files: files)
-                infoStream?.release(below: unit.end)
+                input.streamedInfo?.release(below: unit.end)
                 if input.infoIsFileMapped && unit.end > infoWatermark {
                     infoWatermark = FileMappedPages.release(of: input.info.base, count: input.info.count,
                                                                infoWatermark..<unit.end)
@@ -513,7 +503,10 @@ extension DWARFReader {
             let target: Unit
             if unit.contains(die: offset) {
                 target = unit
-            } else if infoStream == nil, let index = input.unitIndex(containing: offset) {
+            } else if input.streamedInfo == nil, let index = input.unitIndex(containing: offset) {
+                // (Streamed, the walk reads no other unit's DIEs: `Input.unitsReferToOtherUnits` is
+                // false, and a unit-relative reference leading outside its unit, which only broken
+                // DWARF has, names nothing.)
                 target = input.units[index]
             } else {
                 return (0, 0)

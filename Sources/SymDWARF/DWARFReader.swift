@@ -57,7 +57,7 @@ public enum DWARFReader {
         // others gets one thread) and one walker takes all units (`plan` splits them only when
         // there are enough).
         let oneWalker = sections[".debug_info"].count + sections[".debug_line"].count < minimumSplitBytes
-        let input = try Input(copy sections, streaming: threads > 1 && oneWalker, spareCore: threads > 1)
+        var input = try Input(copy sections, streaming: threads > 1 && oneWalker, spareCore: threads > 1)
         // The abbreviations are decoded into the input's tables and `.debug_aranges` is not read:
         // decompressed, they need not stay allocated through the walk (libc's: 1 MB).
         sections.drop(".debug_abbrev")
@@ -67,25 +67,21 @@ public enum DWARFReader {
         // behind themselves.
         sections.releaseFileMappedPages()
         let chunks = plan(input, threads: threads, minimumSplitBytes: minimumSplitBytes)
-        // Streamed sections are decompressed again for the one walker, as it goes (or whole,
-        // should the units be split after all: units sharing line tables can weigh more than the
-        // sections' size the choice to stream went by).
-        var streams: Streams = (input.streamedInfo, input.streamedLine)
-        for stream in [streams.info, streams.line].compactMap({ $0 }) {
+        // Streamed sections are decompressed again for the one walker, as it goes, on the other
+        // core; or whole, should the units be split after all (units sharing line tables can
+        // weigh more than the sections' size the choice to stream went by).
+        if chunks.count > 1 {
+            try input.decompressStreamsWhole()
+        }
+        let streams = [input.streamedInfo, input.streamedLine].compactMap { $0 }
+        for stream in streams {
             try stream.rewind()
-            if chunks.count > 1 { try stream.fill(upTo: stream.bytes.count) }
+            stream.startReadingAhead(lead: streamLead)
         }
-        if chunks.count > 1 { streams = (nil, nil) }
-        let jobs = chunks.map {
-            ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines, streams: streams)
-        }
-        // The first job runs on this thread, the others on threads of their own; streamed
-        // sections are decompressed on the other core as the walk goes.
-        streams.info?.startReadingAhead(lead: streamLead)
-        streams.line?.startReadingAhead(lead: streamLead)
+        let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines) }
+        // The first job runs on this thread, the others on threads of their own.
         ConcurrentWork.run(jobs.map { job in { job.run() } })
-        streams.info?.stopReadingAhead()
-        streams.line?.stopReadingAhead()
+        for stream in streams { stream.stopReadingAhead() }
         var parts: [PartialModel] = []
         parts.reserveCapacity(jobs.count)
         var work = 0
@@ -103,8 +99,9 @@ public enum DWARFReader {
         return (parts, work)
     }
 
-    /// `.debug_info` and `.debug_line` when the walk decompresses them as it goes (`SectionStream`).
-    typealias Streams = (info: SectionStream?, line: SectionStream?)
+    /// The compressed sections the reader can take as streams (`DWARFSections(elf:streaming:)`),
+    /// decompressed as they are read instead of whole beforehand.
+    public static let streamableSections: Set<String> = [".debug_info", ".debug_line"]
 
     /// Bytes of a streamed section kept decompressed ahead of the walk: the decompressor is the
     /// faster of the two, so a little suffices (libc: no slower than decompressing whole).

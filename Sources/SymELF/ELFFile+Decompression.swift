@@ -20,7 +20,8 @@ extension ELFFile {
 
     /// Reads a compressed section's header, either `SHF_COMPRESSED` (gABI "Section Compression":
     /// an `ElfN_Chdr` then the stream) or GNU `.zdebug` ("ZLIB", a big-endian 64-bit size, then a
-    /// zlib stream).
+    /// zlib stream). Throws when the declared size is over the limits, there is no payload, or the
+    /// algorithm is neither zlib nor zstd.
     func compressedPayload(of section: ELFSection, raw: UnsafeRawBufferPointer) throws(FormatError) -> CompressedPayload {
         let reader = ByteReader(raw, littleEndian: header.isLittleEndian, baseOffset: section.offset)
         let algorithm: UInt32
@@ -56,6 +57,13 @@ extension ELFFile {
         let payloadOffset = section.offset &+ UInt64(payloadStart)
         try Self.checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: payloadOffset,
                                    sectionName: section.name)
+        guard payload.count > 0 else {
+            throw FormatError(.decompression, "section \(section.name) has no compressed data", offset: payloadOffset)
+        }
+        guard algorithm == ELF.ELFCOMPRESS_ZLIB || algorithm == ELF.ELFCOMPRESS_ZSTD else {
+            throw FormatError(.unsupported, "section \(section.name) uses compression type \(algorithm)",
+                              offset: payloadOffset)
+        }
         return CompressedPayload(algorithm: algorithm, declaredSize: declaredSize, bytes: payload, offset: payloadOffset)
     }
 
@@ -79,7 +87,7 @@ extension ELFFile {
             let raw = try section.fileBytes(in: reader)
             let payload = try compressedPayload(of: section, raw: raw)
             guard payload.declaredSize > 0 else { return nil }
-            return try SectionStream(payload: payload.bytes, owner: storage, algorithm: payload.algorithm,
+            return try SectionStream(payload: payload.bytes, owner: storage, isZstd: payload.algorithm == ELF.ELFCOMPRESS_ZSTD,
                                      declaredSize: Int(payload.declaredSize), payloadOffset: payload.offset,
                                      sectionName: section.name)
         } catch {
@@ -104,14 +112,11 @@ extension ELFFile {
         }
     }
 
-    /// Inflates `payload` into a buffer of exactly `declaredSize` bytes after checking the size
-    /// against the limits.
+    /// Inflates `payload` (checked by `compressedPayload`) into a buffer of exactly
+    /// `declaredSize` bytes.
     static func decompress(_ payload: UnsafeRawBufferPointer, algorithm: UInt32, declaredSize: UInt64,
                            offset: UInt64, sectionName: String) throws(FormatError) -> OwnedBuffer {
-        try checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: offset, sectionName: sectionName)
-        guard let source = payload.baseAddress, payload.count > 0 else {
-            throw FormatError(.decompression, "section \(sectionName) has no compressed data", offset: offset)
-        }
+        let source = payload.baseAddress!
         let size = Int(declaredSize)
         return try OwnedBuffer(count: size) { (destination) throws(FormatError) in
             let target = destination.baseAddress!
@@ -142,8 +147,7 @@ extension ELFFile {
                                       offset: offset)
                 }
             default:
-                throw FormatError(.unsupported, "section \(sectionName) uses compression type \(algorithm)",
-                                  offset: offset)
+                preconditionFailure("compressedPayload accepts zlib and zstd only")
             }
         }
     }

@@ -34,10 +34,10 @@ public final class SectionStream: @unchecked Sendable {
 
     private let region: UnsafeMutableRawPointer
     private let regionSize: Int
+    private let pageSize: Int
     private let payload: UnsafeRawBufferPointer
     /// Keeps `payload` valid; whether its pages may be given back once read.
     private let payloadOwner: ByteStorage
-    private let algorithm: UInt32
     private let sectionName: String
     private let payloadOffset: UInt64
     private let zlib: UnsafeMutablePointer<z_stream>?
@@ -89,19 +89,14 @@ public final class SectionStream: @unchecked Sendable {
     /// Smallest step of decompression: fewer, larger calls into the decompressor.
     public static let step = 128 << 10
 
-    /// Prepares to decompress `payload` (`declaredSize` bytes once decompressed, already checked
-    /// against the limits) with `algorithm`.
-    init(payload: UnsafeRawBufferPointer, owner: ByteStorage, algorithm: UInt32, declaredSize: Int,
+    /// Prepares to decompress `payload` (`declaredSize` bytes once decompressed; checked by
+    /// `ELFFile.compressedPayload`) with zstd, or else zlib.
+    init(payload: UnsafeRawBufferPointer, owner: ByteStorage, isZstd: Bool, declaredSize: Int,
          payloadOffset: UInt64, sectionName: String) throws(FormatError) {
-        guard algorithm == ELF.ELFCOMPRESS_ZLIB || algorithm == ELF.ELFCOMPRESS_ZSTD else {
-            throw FormatError(.unsupported, "section \(sectionName) uses compression type \(algorithm)",
-                              offset: payloadOffset)
-        }
-        guard payload.baseAddress != nil, payload.count > 0 else {
-            throw FormatError(.decompression, "section \(sectionName) has no compressed data", offset: payloadOffset)
-        }
-        let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
-        regionSize = max(pageSize, (declaredSize + pageSize - 1) / pageSize * pageSize)
+        pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
+        // One byte more than the section: `finish` offers the decompressor that much room to see
+        // whether the stream ends at the declared size.
+        regionSize = (declaredSize + 1 + pageSize - 1) / pageSize * pageSize
         // Reserved, not committed: pages cost memory only once written.
         let mapping = mmap(nil, regionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         guard let mapping, mapping != MAP_FAILED else {
@@ -111,10 +106,9 @@ public final class SectionStream: @unchecked Sendable {
         bytes = UnsafeRawBufferPointer(start: mapping, count: declaredSize)
         self.payload = payload
         payloadOwner = owner
-        self.algorithm = algorithm
         self.sectionName = sectionName
         self.payloadOffset = payloadOffset
-        if algorithm == ELF.ELFCOMPRESS_ZLIB {
+        if !isZstd {
             // zlib keeps a pointer to the stream in its state: the stream must not move.
             let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
             stream.initialize(to: z_stream())
@@ -188,7 +182,6 @@ public final class SectionStream: @unchecked Sendable {
     /// or `offset` is the end); reading them again yields zeros until the stream is rewound and
     /// filled again.
     public func release(below offset: Int) {
-        let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
         let readable = withLock {
             releaseMark = max(releaseMark, offset)
             if readAheadWaits && published - releaseMark < lead { pthread_cond_broadcast(changed) }
@@ -227,6 +220,13 @@ public final class SectionStream: @unchecked Sendable {
                 throw FormatError(.decompression, "zstd cannot restart on section \(sectionName)", offset: payloadOffset)
             }
         }
+    }
+
+    /// Starts again from the first compressed byte and decompresses the whole section on a
+    /// thread of its own, giving nothing back (a reader that turns out to need it all).
+    public func restartWhole() throws(FormatError) {
+        try rewind()
+        startReadingAhead(lead: bytes.count)
     }
 
     /// Starts a thread that decompresses ahead of the reader, keeping up to `lead` bytes ready past
@@ -377,44 +377,22 @@ public final class SectionStream: @unchecked Sendable {
         }
     }
 
-    /// At the declared size: the stream must end there.
+    /// At the declared size: the stream must end there. Offered one byte more of room (the
+    /// region has it), the decompressor must end without writing it.
     private func finish() throws(FormatError) {
         guard !ended else { return }
-        // Output space is full; one more call tells whether the stream ends or has more.
-        if let zlib {
-            var spare: UInt8 = 0
-            let inputChunk = min(payload.count - consumed, 1 << 30)
-            zlib.pointee.next_in = UnsafeMutablePointer(mutating: (payload.baseAddress! + consumed).assumingMemoryBound(to: Bytef.self))
-            zlib.pointee.avail_in = uInt(inputChunk)
-            let status = withUnsafeMutablePointer(to: &spare) { pointer in
-                zlib.pointee.next_out = pointer
-                zlib.pointee.avail_out = 1
-                return inflate(zlib, Z_NO_FLUSH)
-            }
-            consumed += inputChunk - Int(zlib.pointee.avail_in)
-            if status == Z_STREAM_END && zlib.pointee.avail_out == 1 {
-                ended = true
-                return
-            }
-        } else if let zstd {
-            var spare: UInt8 = 0
-            let status = withUnsafeMutablePointer(to: &spare) { pointer in
-                var inBuffer = ZSTD_inBuffer(src: payload.baseAddress! + consumed, size: payload.count - consumed, pos: 0)
-                var outBuffer = ZSTD_outBuffer(dst: pointer, size: 1, pos: 0)
-                let status = ZSTD_decompressStream(zstd, &outBuffer, &inBuffer)
-                consumed += inBuffer.pos
-                return (status, outBuffer.pos)
-            }
-            if ZSTD_isError(status.0) == 0 && status.1 == 0 && status.0 == 0 && consumed == payload.count {
-                ended = true
-                return
-            }
+        try decompress(into: bytes.count + 1)
+        guard ended && decoded == bytes.count else {
+            throw FormatError(.decompression, "section \(sectionName) does not end at its declared \(bytes.count) bytes",
+                              offset: payloadOffset)
         }
-        throw FormatError(.decompression, "section \(sectionName) does not end at its declared \(bytes.count) bytes",
-                          offset: payloadOffset)
     }
 
     /// Gives back the compressed bytes' file pages behind the decompressor (file mappings only).
+    ///
+    /// The whole prefix each time, not from where the last call stopped: reading a page maps its
+    /// neighbours too (fault-around, 64 KB-aligned), those behind the reader included (libc: 0.5 MB
+    /// more at the peak with a watermark).
     private func releaseConsumedInput() {
         guard case .mapped = payloadOwner, let base = payload.baseAddress else { return }
         FileMappedPages.release(of: base, count: payload.count, 0..<consumed)

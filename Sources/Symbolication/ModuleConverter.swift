@@ -74,7 +74,7 @@ public enum ModuleConverter {
             // Our decoder reads a compressed `.debug_info` and `.debug_line` as streams, a unit or
             // so resident at a time (libc's debug file: 7.1 MB decompressed); libdwarf needs them whole.
             let sections = try DWARFSections(elf: dwarfFile,
-                                             streaming: decoder == .builtin ? [".debug_info", ".debug_line"] : [])
+                                             streaming: decoder == .builtin ? DWARFReader.streamableSections : [])
             switch decoder {
             // The last copy: the reader frees decompressed sections before the model grows.
             case .builtin: try DWARFReader.extract(consume sections, into: &builder, threads: threads)

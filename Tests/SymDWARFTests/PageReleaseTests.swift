@@ -19,7 +19,7 @@ import Testing
     static func model(_ elf: ELFFile, threads: Int, streaming: Bool = false,
                       minimumSplitBytes: Int = 1 << 20) throws -> SymbolModel {
         var builder = ModelBuilder(module: ModuleIdentity(buildID: [], machine: 62, is64Bit: true, name: "m"))
-        let sections = try DWARFSections(elf: elf, streaming: streaming ? [".debug_info", ".debug_line"] : [])
+        let sections = try DWARFSections(elf: elf, streaming: streaming ? DWARFReader.streamableSections : [])
         try DWARFReader.extract(sections, into: &builder, threads: threads, minimumSplitBytes: minimumSplitBytes)
         return builder.model
     }
