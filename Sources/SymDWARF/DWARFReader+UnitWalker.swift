@@ -31,12 +31,11 @@ extension DWARFReader {
         /// Index in `output.texts`, by string reference (a text's length is charged again on
         /// every use).
         private var textIndex: [UInt64: UInt32] = [:]
-        /// Index in `output.texts`, by path (names and paths are interned apart).
-        private var pathIndex: [String: UInt32] = [:]
+        /// The paths of `output.texts`, deduplicated (names and paths are interned apart; no
+        /// `String` is held per path: libc's 4,700 paths took 0.5 MB as a dictionary of them).
+        private var paths = StringInterner()
         /// Path position by (compilation directory, directory, name) string references.
         private var fileIndex: [FileKey: UInt32] = [:]
-        /// Decoded path components by string reference.
-        private var components: [UInt64: String] = [:]
         /// (linkage name, name) string references by DIE offset.
         private var names: [Int: (linkage: UInt64, name: UInt64)] = [:]
         /// Line tables already decoded by this walker.
@@ -218,26 +217,23 @@ extension DWARFReader {
                                              directoryIsCompilationDirectory: file.directoryIsCompilationDirectory)
             }
             try charge(Self.fileNameCost + path.utf8.count, at: offset)
-            let index: UInt32
-            if let existing = pathIndex[path] {
-                index = existing
-            } else {
-                index = try append(path, isPath: true, at: offset)
-                pathIndex[path] = index
+            let index = try Self.withUTF8(of: path) { (bytes) throws(FormatError) -> UInt32 in
+                if let existing = paths.find(bytes, in: output.texts) { return existing }
+                let index = try append(bytes, isPath: true, at: offset)
+                paths.add(index, in: output.texts)
+                return index
             }
             fileIndex[key] = index
             return index
         }
 
-        /// A path component by string reference ("" for 0).
-        private mutating func component(_ reference: UInt64) throws(FormatError) -> String {
+        /// A path component by string reference ("" for 0). Read again for each file it is part
+        /// of (a new file only: `fileIndex` holds the paths made), and paid for by the path's charge.
+        private func component(_ reference: UInt64) throws(FormatError) -> String {
             if reference == 0 { return "" }
-            if let text = components[reference] { return text }
             let (bytes, offset) = input.bytes(of: reference)
             let length = try bytes.stringLength(at: offset, maximum: budget)
-            let text = bytes.string(at: offset, length: length)
-            components[reference] = text
-            return text
+            return bytes.string(at: offset, length: length)
         }
 
         /// Appends a text (valid UTF-8) to the output, returning its index; the empty text is 0.
@@ -253,13 +249,18 @@ extension DWARFReader {
 
         /// Appends a text given as a String to the output, returning its index; the empty text is 0.
         private mutating func append(_ text: String, isPath: Bool, at offset: Int) throws(FormatError) -> UInt32 {
+            try Self.withUTF8(of: text) { (bytes) throws(FormatError) -> UInt32 in
+                try append(bytes, isPath: isPath, at: offset)
+            }
+        }
+
+        /// Calls `body` with the UTF-8 bytes of `text`, passing its typed error on (`withUTF8`
+        /// rethrows untyped errors only: the typed one goes through a Result).
+        private static func withUTF8(of text: String,
+                                     _ body: (UnsafeRawBufferPointer) throws(FormatError) -> UInt32) throws(FormatError) -> UInt32 {
             var text = text
-            if text.isEmpty { return 0 }
             return try text.withUTF8 { utf8 in
-                // `withUTF8` rethrows untyped errors only: the typed one goes through a Result.
-                Result { () throws(FormatError) -> UInt32 in
-                    try append(UnsafeRawBufferPointer(utf8), isPath: isPath, at: offset)
-                }
+                Result { () throws(FormatError) -> UInt32 in try body(UnsafeRawBufferPointer(utf8)) }
             }.get()
         }
 

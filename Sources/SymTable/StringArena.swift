@@ -122,17 +122,29 @@ public struct StringInterner: Sendable {
     public init() {}
 
     /// The index of `text` in `arena`, appended when it is not there yet. Every string of the
-    /// arena must have been added through this interner.
+    /// arena must have been added through this interner (or `add`), or it may be held twice.
     public mutating func intern(_ text: UnsafeRawBufferPointer, in arena: inout StringArena) -> UInt32 {
         if text.isEmpty { return 0 }
-        let hash = IDTable.hash(text)
-        let found = table.find(hash: hash) { index in
+        if let found = find(text, in: arena) { return found }
+        let index = arena.append(text)
+        add(index, in: arena)
+        return index
+    }
+
+    /// The index of a string of `arena` equal to `text` that this interner added, if any (0 for
+    /// the empty text).
+    public func find(_ text: UnsafeRawBufferPointer, in arena: StringArena) -> UInt32? {
+        if text.isEmpty { return 0 }
+        return table.find(hash: IDTable.hash(text)) { index in
             arena.withBytes(of: Int(index)) { $0.elementsEqual(text) }
         }
-        if let found { return found }
-        let index = arena.append(text)
-        table.insert(index, hash: hash) { [arena] index in arena.withBytes(of: Int(index)) { IDTable.hash($0) } }
-        return index
+    }
+
+    /// Adds string `index` of `arena`, appended by the caller, to the strings `find` finds. For
+    /// an arena that holds strings of several kinds, of which only one is deduplicated.
+    public mutating func add(_ index: UInt32, in arena: StringArena) {
+        let hash = arena.withBytes(of: Int(index)) { IDTable.hash($0) }
+        table.insert(index, hash: hash) { index in arena.withBytes(of: Int(index)) { IDTable.hash($0) } }
     }
 
     /// The index of `text` in `arena`, appended when it is not there yet.

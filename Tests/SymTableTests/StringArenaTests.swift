@@ -90,4 +90,30 @@ import Testing
         #expect(interner.intern("caf\u{E9}", in: &arena) == interner.intern("caf\u{E9}", in: &arena))
         #expect(interner.intern("caf\u{E9}", in: &arena) != interner.intern("cafe\u{301}", in: &arena))
     }
+
+    /// One kind of string deduplicated in an arena that holds others too (the DWARF walker's paths
+    /// beside its names): `find` finds only what `add` added, through the table's growth.
+    @Test func internerFindsOnlyWhatItAdded() {
+        var arena = StringArena()
+        var paths = StringInterner()
+        var added: [String: UInt32] = [:]
+        for number in 0..<3000 {
+            let name = "name\(number % 700)"
+            let nameIndex = arena.append(name)
+            let path = "/src/dir\(number % 50)/file\(number % 900).c"
+            let found = path.utf8.withContiguousStorageIfAvailable { paths.find(UnsafeRawBufferPointer($0), in: arena) }!
+            #expect(found == added[path], "\(path)")
+            if found == nil {
+                let index = arena.append(path)
+                paths.add(index, in: arena)
+                added[path] = index
+            }
+            // Names were appended apart: never found, even when a path is spelled alike.
+            let nameFound = name.utf8.withContiguousStorageIfAvailable { paths.find(UnsafeRawBufferPointer($0), in: arena) }!
+            #expect(nameFound == nil && nameIndex > 0)
+        }
+        #expect(added.count == 900)
+        #expect(arena.count == 1 + 3000 + 900)
+        #expect(paths.find(UnsafeRawBufferPointer(start: nil, count: 0), in: arena) == 0)
+    }
 }
