@@ -10,27 +10,43 @@ import Glibc
 //   SymBundle (zip + manifest) -> SymClient (libcurl), SymServer (Hummingbird, GRDB) -> crashsym
 // The symbolication core (everything up to Symbolication and SymReport) has no Foundation, NIO or
 // Hummingbird in it, so its tests build in seconds.
-// The release link of `crashsym` on Linux uses lld to place the functions that its common jobs run
-// side by side (scripts/link-order.txt, made by scripts/gen-link-order) and to pack the relative
-// relocations (DT_RELR) when the C library can read them (glibc 2.36, Debian 12). A run then maps
-// about 3 MB less of the binary; see "The process floor" in docs/BENCHMARKS.md.
+// The release link of `crashsym` on Linux (files in scripts/link) uses lld to place the functions
+// that its common jobs run side by side (order.txt, made by scripts/gen-link-order), packs the
+// relative relocations (DT_RELR) when the C library can read them (glibc 2.36, Debian 12), and
+// links libstdc++ statically when its archive is there (see scripts/link/libstdc++.so). A run then
+// maps about 3.5 MB less; see "Process floor" in docs/BENCHMARKS.md.
 let releaseLink: [LinkerSetting] = {
+    let directory = "\(Context.packageDirectory)/scripts/link"
     var flags = [
         "-use-ld=lld",
-        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/link-order.txt",
+        "-Xlinker", "--symbol-ordering-file=\(directory)/order.txt",
         "-Xlinker", "--no-warn-symbol-ordering",
     ]
     if glibcReadsPackedRelocations() {
         flags += ["-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]
     }
+    if staticLibstdcxxIsInstalled() {
+        flags += ["-L", directory]
+    }
     return [.unsafeFlags(flags, .when(platforms: [.linux], configuration: .release))]
 }()
+
+func staticLibstdcxxIsInstalled() -> Bool {
+    #if canImport(Glibc)
+    var found = glob_t()
+    defer { globfree(&found) }
+    return glob("/usr/lib/gcc/*/*/libstdc++.a", 0, nil, &found) == 0 && found.gl_pathc > 0
+    #else
+    return false
+    #endif
+}
 
 func glibcReadsPackedRelocations() -> Bool {
     #if canImport(Glibc)
     var text = [CChar](repeating: 0, count: 64)  // "glibc 2.36"
     guard confstr(Int32(_CS_GNU_LIBC_VERSION), &text, text.count) > 0,
-          let number = String(cString: text).split(separator: " ").last else { return false }
+          let number = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+              .split(separator: " ").last else { return false }
     let version = number.split(separator: ".").compactMap { Int($0) }
     return version.count >= 2 && (version[0], version[1]) >= (2, 36)
     #else
