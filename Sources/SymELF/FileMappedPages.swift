@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SymBytes
 
 /// Gives back resident pages of read-only private file mappings (`MappedFile`) once a pass is done
 /// with them: reading them again faults them in from the page cache, so this lowers resident
@@ -18,14 +19,10 @@ public enum FileMappedPages {
     /// pages straddling two ranges are released too.
     @discardableResult
     public static func release(of base: UnsafeRawPointer, count: Int, _ range: Range<Int>) -> Int {
-        guard range.lowerBound >= 0, range.upperBound <= count else { return range.lowerBound }
-        let pageSize = UInt(max(1, sysconf(Int32(_SC_PAGESIZE))))
-        let address = UInt(bitPattern: base)
-        let start = (address + UInt(range.lowerBound) + pageSize - 1) / pageSize * pageSize
-        let end = (address + UInt(range.upperBound)) / pageSize * pageSize
-        guard start < end, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return range.lowerBound }
-        _ = madvise(pointer, Int(end - start), MADV_DONTNEED)
-        return Int(end - address)
+        guard range.lowerBound >= 0, range.upperBound <= count,
+              let end = Pages.advise(MADV_DONTNEED, whollyInside: base + range.lowerBound, count: range.count)
+        else { return range.lowerBound }
+        return end - base
     }
 
     /// Releases the pages lying wholly inside `bytes`.

@@ -34,7 +34,6 @@ public final class SectionStream: @unchecked Sendable {
 
     private let region: UnsafeMutableRawPointer
     private let regionSize: Int
-    private let pageSize: Int
     private let payload: UnsafeRawBufferPointer
     /// Keeps `payload` valid; whether its pages may be given back once read.
     private let payloadOwner: ByteStorage
@@ -87,16 +86,15 @@ public final class SectionStream: @unchecked Sendable {
     /// Fewest bytes given back at a time (see `release(below:)`).
     static let releaseBatch = 256 << 10
     /// Smallest step of decompression: fewer, larger calls into the decompressor.
-    public static let step = 128 << 10
+    static let step = 128 << 10
 
     /// Prepares to decompress `payload` (`declaredSize` bytes once decompressed; checked by
     /// `ELFFile.compressedPayload`) with zstd, or else zlib.
     init(payload: UnsafeRawBufferPointer, owner: ByteStorage, isZstd: Bool, declaredSize: Int,
          payloadOffset: UInt64, sectionName: String) throws(FormatError) {
-        pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
         // One byte more than the section: `finish` offers the decompressor that much room to see
         // whether the stream ends at the declared size.
-        regionSize = (declaredSize + 1 + pageSize - 1) / pageSize * pageSize
+        regionSize = (declaredSize + 1 + Pages.size - 1) / Pages.size * Pages.size
         // Reserved, not committed: pages cost memory only once written.
         let mapping = mmap(nil, regionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         guard let mapping, mapping != MAP_FAILED else {
@@ -149,7 +147,7 @@ public final class SectionStream: @unchecked Sendable {
     }
 
     /// How many leading bytes have been decompressed (and may be read) since the last rewind.
-    public var filled: Int {
+    var filled: Int {
         withLock { published }
     }
 
@@ -187,18 +185,18 @@ public final class SectionStream: @unchecked Sendable {
             if readAheadWaits && published - releaseMark < lead { pthread_cond_broadcast(changed) }
             return published
         }
-        let end = min(max(offset, 0), readable) / pageSize * pageSize
+        let end = min(max(offset, 0), readable) / Pages.size * Pages.size
         // In batches: each call interrupts the other core to flush its TLB (the read-ahead thread
         // runs in this address space), and a reader releasing every unit made thousands of calls.
         guard end - released >= Self.releaseBatch || (end > released && offset >= bytes.count) else { return }
-        _ = madvise(region + released, end - released, MADV_DONTNEED)
+        Pages.advise(MADV_DONTNEED, whollyInside: region + released, count: end - released)
         released = end
     }
 
     /// Gives back every page and starts again from the first compressed byte.
     public func rewind() throws(FormatError) {
         stopReadingAhead()
-        _ = madvise(region, regionSize, MADV_DONTNEED)
+        Pages.advise(MADV_DONTNEED, whollyInside: region, count: regionSize)
         decoded = 0
         released = 0
         consumed = 0

@@ -1,5 +1,5 @@
 import SymBytes
-import SymELF
+@testable import SymELF
 import TestSupport
 import Testing
 
