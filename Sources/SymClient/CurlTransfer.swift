@@ -88,8 +88,9 @@ final class CurlTransfer {
 
         var headerList: UnsafeMutablePointer<curl_slist>?
         // An empty `Expect:` stops libcurl from sending `Expect: 100-continue` with bodies over
-        // 1 MiB: crashsym serve (Hummingbird) never answers `100 Continue`, so each upload would
-        // wait libcurl's one-second timeout first. Auth and limits are checked on the final answer anyway.
+        // 1 MiB: a server or proxy that does not answer `100 Continue` would make each upload wait
+        // libcurl's one-second timeout first. crashsym serve answers it at once, before it checks
+        // the key, so asking would save nothing there. Auth and limits come with the final answer.
         for header in request.headers + ["Content-Type: \(request.contentType)", "Accept: application/json", "Expect:"] {
             headerList = curl_slist_append(headerList, header)
         }

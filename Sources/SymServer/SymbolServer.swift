@@ -35,7 +35,9 @@ public struct SymbolServer: Sendable {
         let idle = TimeAmount.nanoseconds(Int64(configuration.requestTimeout * 1e9))
         let application = Application(
             router: makeRouter(),
-            server: .http1(configuration: .init(idleTimeout: idle)),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ContinueHandler(maxBodyBytes: configuration.maxBodyBytes)],
+                idleTimeout: idle)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "crashsym"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
