@@ -14,7 +14,7 @@ import Glibc
 // that its common jobs run side by side (order.txt, made by scripts/gen-link-order), packs the
 // relative relocations (DT_RELR) when the C library can read them (glibc 2.36, Debian 12), and
 // links libstdc++ statically when its archive is there (see scripts/link/libstdc++.so). A run then
-// maps about 3.5 MB less; see "Process floor" in docs/BENCHMARKS.md.
+// maps about 3.3 MB less; see "Process floor" in docs/BENCHMARKS.md.
 let releaseLink: [LinkerSetting] = {
     let directory = "\(Context.packageDirectory)/scripts/link"
     var flags = [

@@ -46,7 +46,16 @@ extension DWARFReader {
         /// Whether the DIE names a split-DWARF object (`DW_AT_dwo_name`, `DW_AT_GNU_dwo_name/id`).
         var isSplitUnit = false
 
-        /// Reads the attributes of a DIE of abbreviation `entry`, starting after its code.
+        /// Reads the attributes of a DIE of abbreviation `entry` of `abbreviations`, starting after
+        /// its code.
+        @inline(__always)
+        init(_ info: Bytes, _ entry: AbbreviationTable.Entry, _ abbreviations: Abbreviations,
+             _ offset: inout Int, _ unit: Unit) throws(FormatError) {
+            try self.init(info, entry, abbreviations.specs, abbreviations.largeConstants, &offset, unit)
+        }
+
+        /// Reads the attributes of a DIE of abbreviation `entry`, starting after its code (the
+        /// walk's loop passes the arrays of `Abbreviations` it holds).
         @inline(__always)
         init(_ info: Bytes, _ entry: AbbreviationTable.Entry, _ specs: [AbbreviationTable.Spec],
              _ largeConstants: [Int64], _ offset: inout Int, _ unit: Unit) throws(FormatError) {

@@ -99,16 +99,16 @@ extension DWARFReader {
             var offset = 0
             // The stream is decompressed on the other core as the scan goes: a unit or so ahead
             // of it and given back behind it, or all of it when the walk will need it whole.
-            let stream = sections.streams[".debug_info"]
-            var infoStreaming = streaming
-            if spareCore { stream?.startReadingAhead(lead: infoStreaming ? DWARFReader.streamLead : info.count) }
-            defer { stream?.stopReadingAhead() }
             // `.debug_line` likewise, as long as the tables come in section order.
+            let stream = sections.streams[".debug_info"]
             let lineStream = sections.streams[".debug_line"]
+            var infoStreaming = streaming
             var lineStreaming = streaming
             var lastLineTable = 0
-            if spareCore { lineStream?.startReadingAhead(lead: lineStreaming ? DWARFReader.streamLead : line.count) }
-            defer { lineStream?.stopReadingAhead() }
+            for started in [stream, lineStream].compactMap({ $0 }) where spareCore {
+                started.startReadingAhead(lead: streaming ? DWARFReader.streamLead : started.bytes.count)
+            }
+            defer { for started in [stream, lineStream] { started?.stopReadingAhead() } }
             while offset < info.count {
                 try stream?.fill(upTo: offset + Self.longestUnitHeader)
                 var unit = try Unit(info, at: offset)
@@ -176,10 +176,13 @@ extension DWARFReader {
             try checkLineTablesDoNotOverlap()
         }
 
+        /// The sections the walk decompresses again as it goes (`streamedInfo`, `streamedLine`).
+        var streams: [SectionStream] { [streamedInfo, streamedLine].compactMap { $0 } }
+
         /// Decompresses the streamed sections whole and keeps them for the walk, no longer
         /// streamed (for units split between walkers after all).
         mutating func decompressStreamsWhole() throws(FormatError) {
-            for stream in [streamedInfo, streamedLine].compactMap({ $0 }) {
+            for stream in streams {
                 try stream.rewind()
                 try stream.fill(upTo: stream.bytes.count)
             }
@@ -240,7 +243,7 @@ extension DWARFReader {
             let entryIndex = table.index(of: code)
             guard entryIndex >= 0 else { throw info.invalid(unit.dieOffset, "unknown abbreviation code \(code)") }
             let entry = abbreviations.entries[entryIndex]
-            let attributes = try DIEAttributes(info, entry, abbreviations.specs, abbreviations.largeConstants, &cursor, unit)
+            let attributes = try DIEAttributes(info, entry, abbreviations, &cursor, unit)
             unit.childrenOffset = cursor
             unit.hasChildren = entry.hasChildren
             let skipped = unit.unitType == UnitType.type || unit.unitType == UnitType.splitType

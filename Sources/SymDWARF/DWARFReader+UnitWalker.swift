@@ -389,8 +389,7 @@ extension DWARFReader {
         private func skipSubtree(_ entry: AbbreviationTable.Entry, _ table: AbbreviationTable, at dieOffset: Int,
                                  _ offset: inout Int, _ unit: Unit) throws(FormatError) {
             if entry.hasSibling {
-                let attributes = try DIEAttributes(input.info, entry, input.abbreviations.specs,
-                                                   input.abbreviations.largeConstants, &offset, unit)
+                let attributes = try DIEAttributes(input.info, entry, input.abbreviations, &offset, unit)
                 try skipChildren(table, sibling: attributes.sibling, at: dieOffset, &offset, unit)
             } else {
                 try skipAttributes(entry, input.abbreviations.specs, &offset, unit.end, unit.encoding)
@@ -517,8 +516,8 @@ extension DWARFReader {
             let code = try input.info.uleb(&cursor, target.end)
             let entryIndex = table.index(of: code)
             guard code != 0, entryIndex >= 0 else { return (0, 0) }
-            let attributes = try DIEAttributes(input.info, input.abbreviations.entries[entryIndex], input.abbreviations.specs,
-                                               input.abbreviations.largeConstants, &cursor, target)
+            let attributes = try DIEAttributes(input.info, input.abbreviations.entries[entryIndex], input.abbreviations,
+                                               &cursor, target)
             let found = try names(attributes, target, hops: hops)
             names[offset] = found
             return found

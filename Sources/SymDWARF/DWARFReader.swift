@@ -73,11 +73,8 @@ public enum DWARFReader {
         if chunks.count > 1 {
             try input.decompressStreamsWhole()
         }
-        let streams = [input.streamedInfo, input.streamedLine].compactMap { $0 }
-        for stream in streams {
-            try stream.rewind()
-            stream.startReadingAhead(lead: streamLead)
-        }
+        let streams = input.streams
+        for stream in streams { try stream.restart(lead: streamLead) }
         let jobs = chunks.map { ExtractionJob(input: input, units: $0, workLimit: workLimit, codesLines: codesLines) }
         // The first job runs on this thread, the others on threads of their own.
         ConcurrentWork.run(jobs.map { job in { job.run() } })

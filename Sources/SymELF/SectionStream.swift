@@ -220,11 +220,17 @@ public final class SectionStream: @unchecked Sendable {
         }
     }
 
-    /// Starts again from the first compressed byte and decompresses the whole section on a
-    /// thread of its own, giving nothing back (a reader that turns out to need it all).
-    public func restartWhole() throws(FormatError) {
+    /// Starts again from the first compressed byte, decompressing on a thread of its own up to
+    /// `lead` bytes ahead of the reader (see `startReadingAhead`).
+    public func restart(lead: Int) throws(FormatError) {
         try rewind()
-        startReadingAhead(lead: bytes.count)
+        startReadingAhead(lead: lead)
+    }
+
+    /// Starts again and decompresses the whole section on a thread of its own, giving nothing
+    /// back (a reader that turns out to need it all).
+    public func restartWhole() throws(FormatError) {
+        try restart(lead: bytes.count)
     }
 
     /// Starts a thread that decompresses ahead of the reader, keeping up to `lead` bytes ready past

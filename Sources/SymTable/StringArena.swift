@@ -125,9 +125,10 @@ public struct StringInterner: Sendable {
     /// arena must have been added through this interner (or `add`), or it may be held twice.
     public mutating func intern(_ text: UnsafeRawBufferPointer, in arena: inout StringArena) -> UInt32 {
         if text.isEmpty { return 0 }
-        if let found = find(text, in: arena) { return found }
+        let hash = IDTable.hash(text)
+        if let found = find(text, hash: hash, in: arena) { return found }
         let index = arena.append(text)
-        add(index, in: arena)
+        insert(index, hash: hash, in: arena)
         return index
     }
 
@@ -135,15 +136,20 @@ public struct StringInterner: Sendable {
     /// the empty text).
     public func find(_ text: UnsafeRawBufferPointer, in arena: StringArena) -> UInt32? {
         if text.isEmpty { return 0 }
-        return table.find(hash: IDTable.hash(text)) { index in
-            arena.withBytes(of: Int(index)) { $0.elementsEqual(text) }
-        }
+        return find(text, hash: IDTable.hash(text), in: arena)
     }
 
     /// Adds string `index` of `arena`, appended by the caller, to the strings `find` finds. For
     /// an arena that holds strings of several kinds, of which only one is deduplicated.
     public mutating func add(_ index: UInt32, in arena: StringArena) {
-        let hash = arena.withBytes(of: Int(index)) { IDTable.hash($0) }
+        insert(index, hash: arena.withBytes(of: Int(index)) { IDTable.hash($0) }, in: arena)
+    }
+
+    private func find(_ text: UnsafeRawBufferPointer, hash: UInt64, in arena: StringArena) -> UInt32? {
+        table.find(hash: hash) { index in arena.withBytes(of: Int(index)) { $0.elementsEqual(text) } }
+    }
+
+    private mutating func insert(_ index: UInt32, hash: UInt64, in arena: StringArena) {
         table.insert(index, hash: hash) { index in arena.withBytes(of: Int(index)) { IDTable.hash($0) } }
     }
 

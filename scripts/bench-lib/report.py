@@ -340,7 +340,7 @@ METHOD = """\
   each page touched, and the runtime), so the row beside it shows how the rest of the peak compares
   with the DWARF size. The release link (Package.swift, `scripts/link`) orders the functions that
   common jobs run so that they share pages, packs the relative relocations and links libstdc++
-  statically: the floor fell from about 11.7 to 8.5 MB.
+  statically: the floor fell from about 11.7 to about 8.4 MB.
 """
 
 
