@@ -108,9 +108,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The libcurl transport (no Foundation): the upload client, the crash client and the
+        // symbol sources over HTTP (debuginfod, a crashsym server) of the lean `crashsym`.
+        .target(name: "SymHTTP", dependencies: ["CCurl", "SymBytes"]),
         .target(
             name: "SymClient",
-            dependencies: ["CCurl", "SymBundle", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SymHTTP", "SymBundle", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "SymServer",

@@ -50,14 +50,3 @@ public struct ClientConfiguration: Sendable {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds, rounded up, at least 1 (0 would mean "no limit" to libcurl).
-    var curlMilliseconds: Int {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 1 }
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        let (total, carry) = product.addingReportingOverflow((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
-        if overflow || carry { return Int.max }
-        return max(1, Int(total))
-    }
-}

@@ -1,3 +1,4 @@
+import SymHTTP
 /// A failed request, as a value: a stable code, a one-line message, and what the server said.
 ///
 /// Messages never contain the app key.
@@ -46,5 +47,17 @@ public struct ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         text += message
         if attempts > 1 { text += " (after \(attempts) attempts)" }
         return text
+    }
+}
+
+extension ClientError.Code {
+    /// The class of a transport failure.
+    init(_ kind: TransferFailure.Kind) {
+        switch kind {
+        case .connection: self = .connection
+        case .configuration: self = .configuration
+        case .transfer, .tooLarge: self = .transfer
+        case .io: self = .io
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SymBundle
+import SymHTTP
 
 /// Client of the crashsym symbol API (`docs/http-api.md`) over libcurl.
 ///
@@ -25,7 +26,11 @@ public final class SymbolClient {
         guard !configuration.appID.isEmpty else { throw ClientError(.configuration, "no app id") }
         self.configuration = configuration
         self.logger = logger
-        transfer = try CurlTransfer()
+        do {
+            transfer = try CurlTransfer()
+        } catch {
+            throw ClientError(.configuration, error.message)
+        }
     }
 
     /// Asks which of the modules the server lacks (and links the present ones to the version).
@@ -37,7 +42,7 @@ public final class SymbolClient {
             throw ClientError(.configuration, "cannot encode the request: \(error)")
         }
         let response = try send(HTTPRequest(url: url("symbols/missing"), body: .bytes(Array(body)),
-                                            contentType: "application/json", headers: [authorization]),
+                                            contentType: "application/json", headers: apiHeaders),
                                 progress: nil)
         return try decode(MissingSymbolsResponse.self, from: response)
     }
@@ -45,12 +50,12 @@ public final class SymbolClient {
     /// Uploads the bundle at `path`, streamed from disk; `progress(sent, total)` follows each attempt.
     public func uploadBundle(at path: String, progress: ((UInt64, UInt64) -> Void)? = nil) throws(ClientError) -> UploadResponse {
         let response = try send(HTTPRequest(url: url("symbols"), body: .file(path: path),
-                                            contentType: "application/zip", headers: [authorization]),
+                                            contentType: "application/zip", headers: apiHeaders),
                                 progress: progress)
         return try decode(UploadResponse.self, from: response)
     }
 
-    private var authorization: String { "Authorization: Bearer \(configuration.appKey)" }
+    private var apiHeaders: [String] { ["Authorization: Bearer \(configuration.appKey)", "Accept: application/json"] }
 
     /// `<server>/api/v1/apps/<app id>/<endpoint>`, the app id percent-encoded.
     func url(_ endpoint: String) -> String {
@@ -86,7 +91,7 @@ public final class SymbolClient {
                 retryAfter = response.retryAfter
             case .failure(let failure):
                 let expired = clock.now >= configuration.deadline
-                error = ClientError(expired ? .deadline : failure.code,
+                error = ClientError(expired ? .deadline : ClientError.Code(failure.kind),
                                     expired ? "deadline reached: \(failure.message)" : failure.message, attempts: attempt)
                 retryable = failure.retryable && !expired
             }
