@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "CMalloc", "CPrefetch"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymHTTP", "CMalloc", "CPrefetch"]
         ),
 
         // Upload pipeline and server.

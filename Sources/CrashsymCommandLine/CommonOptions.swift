@@ -14,14 +14,27 @@ public struct DebugOptions: ParsableArguments {
                                valueName: "dir"))
     public var debugDirectories: [String] = []
 
+    @Option(name: .customLong("debuginfod"),
+            help: ArgumentHelp("debuginfod server asked by build-id for debug files that no local source has, before those of $DEBUGINFOD_URLS (repeatable). Downloads are cached as elfutils caches them ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client); $DEBUGINFOD_TIMEOUT and $DEBUGINFOD_MAXSIZE are honoured.",
+                               valueName: "url"))
+    public var debuginfodServers: [String] = []
+
     @Option(help: "DWARF decoder: builtin (fast) or libdwarf.")
     public var decoder: DWARFDecoder = .builtin
 
     /// Creates the defaults.
     public init() {}
 
-    /// The debug-file locator these options describe.
-    public var locator: DebugFileLocator { DebugFileLocator(debugDirectories: debugDirectories) }
+    /// The debug-file locator these options describe: the debug directories, then the debuginfod
+    /// servers of `--debuginfod` and `$DEBUGINFOD_URLS`.
+    public var locator: DebugFileLocator {
+        var locator = DebugFileLocator(debugDirectories: debugDirectories)
+        locator.debuginfod = DebuginfodProvider.Configuration.fromEnvironment(extraServers: debuginfodServers)
+        if FileOutput.standardErrorIsTerminal {
+            locator.debuginfod?.progress = { @Sendable line in FileOutput.standardError("crashsym: \(line)\n") }
+        }
+        return locator
+    }
 }
 
 extension DWARFDecoder: ExpressibleByArgument {}

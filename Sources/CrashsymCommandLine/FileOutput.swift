@@ -1,3 +1,4 @@
+import SymBytes
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,17 +43,7 @@ public enum FileOutput {
 
     /// Writes all of `bytes` to `descriptor`, retrying interrupted writes.
     public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
+        _ = bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
     }
 
     /// Whether standard error is a terminal (progress bars go there).

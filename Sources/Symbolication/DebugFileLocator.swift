@@ -5,6 +5,7 @@ import Musl
 #endif
 import SymBytes
 import SymELF
+import SymReport
 
 /// Finds the separate debug file of a stripped binary, the way gdb and elfutils do: by build-id
 /// under `.build-id/xx/rest.debug`, then by `.gnu_debuglink` next to the binary, in its `.debug/`
@@ -13,6 +14,9 @@ import SymELF
 public struct DebugFileLocator: Sendable {
     /// Directories searched, in order (each may hold a `.build-id/` tree or be one).
     public var debugDirectories: [String]
+
+    /// debuginfod servers asked for a debug file no directory has (nil: none).
+    public var debuginfod: DebuginfodProvider.Configuration?
 
     /// The system's default debug directory.
     public static let systemDirectory = "/usr/lib/debug"
@@ -56,6 +60,12 @@ public struct DebugFileLocator: Sendable {
             guard access(path, R_OK) == 0, Self.realPath(path) != ownPath,
                   let candidate = try? ELFFile(path: path) else { continue }
             if matches(candidate, binary) { return candidate }
+        }
+        if let debuginfod, let id = binary.buildIDHex,
+           let fetched = DebuginfodProvider(configuration: debuginfod).debugFile(
+               buildID: id, name: ReportModule.fileName(of: binary.path), path: binary.path),
+           matches(fetched, binary) {
+            return fetched
         }
         return nil
     }

@@ -38,6 +38,7 @@ public struct SymbolSources: Sendable {
         var providers: [any SymbolProvider] = searchPaths.map(SymbolPathProvider.init(path:))
         if useModulePaths { providers.append(ModulePathProvider()) }
         providers.append(DebugDirectoryProvider(locator: locator))
+        if let debuginfod = locator.debuginfod { providers.append(DebuginfodProvider(configuration: debuginfod)) }
         return providers
     }
 

@@ -55,7 +55,10 @@ extension Crashsym {
                 FileOutput.standardOutput("crashsym \(Crashsym.configuration.version) (llvm-symbolizer protocol)\n")
                 return 0
             }
-            let cache = ModuleCache(locator: DebugFileLocator(debugDirectories: options.debugDirectories))
+            var locator = DebugFileLocator(debugDirectories: options.debugDirectories)
+            // As llvm-symbolizer does: debuginfod servers from $DEBUGINFOD_URLS.
+            locator.debuginfod = DebuginfodProvider.Configuration.fromEnvironment()
+            let cache = ModuleCache(locator: locator)
             var renderer = SymbolizerRenderer(options: options)
             var output: [UInt8] = []
             output.reserveCapacity(1 << 16)
