@@ -97,7 +97,7 @@ extension Crashsym {
             do {
                 server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry)
             } catch {
-                FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
+                FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
             }
             do {
@@ -106,7 +106,7 @@ extension Crashsym {
                     FileOutput.standardOutput("listening on http://\(configuration.host):\(port)\n")
                 }
             } catch {
-                FileOutput.standardError("crashsym: serving on \(configuration.host):\(configuration.port) failed: \(error)\n")
+                FileOutput.standardError("crashsym: \(SymbolServer.startupFailure(error, host: configuration.host, port: configuration.port))\n")
                 throw ExitCode.failure
             }
         }
