@@ -56,10 +56,14 @@ import TestSupport
         #expect(asked["version"] as? String == "1.4.2")
         #expect(asked["package"] as? String == "com.example.app")
         #expect(asked["platform"] as? String == "linux")
-        #expect((asked["modules"] as? [[String: String]]) == [
+        let modules = try #require(asked["modules"] as? [[String: Any]])
+        #expect(modules.map { $0.filter { $0.value is String } as? [String: String] } == [
             ["build_id": library, "name": "libgreet.so", "arch": "x86_64"],
             ["build_id": app, "name": "greet-app", "arch": "x86_64"],
         ])
+        // Both carry DWARF; no debug file goes up without --include-debug (docs/http-api.md: improvable modules).
+        #expect(modules.map { $0["has_dwarf"] as? Bool } == [true, true])
+        #expect(modules.map { $0["has_debug_file"] as? Bool } == [false, false])
         #expect(requests[1].path == "/api/v1/apps/demo/symbols")
         #expect(requests[1].headers["content-type"] == "application/zip")
         #expect(requests[1].entries == ["manifest.json", "symbols/\(library).csym", "symbols/\(app).csym"])
