@@ -97,7 +97,8 @@ extension Crashsym {
             do {
                 server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry)
             } catch {
-                FileOutput.standardError("crashsym: \(error)\n")
+                let reason = (error as? SymbolStore.OpenError)?.message ?? "cannot open the data directory \(configuration.dataDirectory): \(error)"
+                FileOutput.standardError("crashsym: \(reason)\n")
                 throw ExitCode.failure
             }
             do {
