@@ -24,6 +24,15 @@ extension BundleManifest {
         }
     }
 
+    /// Whether `text` is a package identifier: at most 255 bytes (may be empty), no control
+    /// characters (line breaks, NUL, escapes), so it prints on one line and stores as it is.
+    public static func isPackage(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        return utf8.count <= 255 && !utf8.contains { $0 < 0x20 || $0 == 0x7f } && !text.unicodeScalars.contains {
+            $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" || $0 == "\u{85}"
+        }
+    }
+
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))

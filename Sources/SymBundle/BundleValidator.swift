@@ -168,7 +168,7 @@ public struct BundleValidator: Sendable {
         }
         guard BundleManifest.isIdentifier(manifest.appID) else { throw fail("app_id is empty or has characters outside [A-Za-z0-9._-]") }
         guard BundleManifest.isVersion(manifest.version) else { throw fail("version is empty, longer than 128 bytes or has characters outside [A-Za-z0-9._+-]") }
-        guard manifest.package.utf8.count <= 255, !manifest.package.contains(where: { $0.isNewline }) else { throw fail("package is longer than 255 bytes or has a line break") }
+        guard BundleManifest.isPackage(manifest.package) else { throw fail("package is longer than 255 bytes or has a control character") }
         guard ["linux", "android"].contains(manifest.platform) else { throw fail("platform must be linux or android, not \"\(manifest.platform)\"") }
         guard !manifest.modules.isEmpty else { throw fail("no modules") }
         var ids = Set<String>()

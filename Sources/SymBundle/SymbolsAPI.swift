@@ -11,16 +11,22 @@ public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
         public var name: String
         /// Architecture name.
         public var arch: String
+        /// Whether the client's files carry DWARF (nil: not said, as by clients before 0.2).
+        public var hasDWARF: Bool?
+        /// Whether the client's upload would include the debug file (nil: not said).
+        public var hasDebugFile: Bool?
 
         /// Creates a module entry.
-        public init(buildID: String, name: String, arch: String) {
+        public init(buildID: String, name: String, arch: String, hasDWARF: Bool? = nil, hasDebugFile: Bool? = nil) {
             self.buildID = buildID
             self.name = name
             self.arch = arch
+            self.hasDWARF = hasDWARF
+            self.hasDebugFile = hasDebugFile
         }
 
         enum CodingKeys: String, CodingKey {
-            case buildID = "build_id", name, arch
+            case buildID = "build_id", name, arch, hasDWARF = "has_dwarf", hasDebugFile = "has_debug_file"
         }
 
         /// Decodes a module entry; only `build_id` is required (`name` and `arch` default to "").
@@ -29,6 +35,8 @@ public struct MissingSymbolsRequest: Codable, Sendable, Equatable {
             buildID = try container.decode(String.self, forKey: .buildID)
             name = try container.decodeIfPresent(String.self, forKey: .name) ?? ""
             arch = try container.decodeIfPresent(String.self, forKey: .arch) ?? ""
+            hasDWARF = try container.decodeIfPresent(Bool.self, forKey: .hasDWARF)
+            hasDebugFile = try container.decodeIfPresent(Bool.self, forKey: .hasDebugFile)
         }
     }
 
@@ -69,11 +77,28 @@ public struct MissingSymbolsResponse: Codable, Sendable, Equatable {
     public var missing: [String]
     /// Build-ids it has (now linked to the version).
     public var present: [String]
+    /// Build-ids among `present` whose stored symbols the client's would improve (its modules
+    /// said `has_dwarf` where the stored table has no DWARF, or `has_debug_file` where no debug
+    /// file is stored): upload these too. Absent from older servers' answers (decoded as empty).
+    public var improvable: [String]
 
     /// Creates an answer.
-    public init(missing: [String], present: [String]) {
+    public init(missing: [String], present: [String], improvable: [String] = []) {
         self.missing = missing
         self.present = present
+        self.improvable = improvable
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case missing, present, improvable
+    }
+
+    /// Decodes an answer; `improvable` defaults to empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        missing = try container.decode([String].self, forKey: .missing)
+        present = try container.decode([String].self, forKey: .present)
+        improvable = try container.decodeIfPresent([String].self, forKey: .improvable) ?? []
     }
 }
 
@@ -81,20 +106,34 @@ public struct MissingSymbolsResponse: Codable, Sendable, Equatable {
 public struct UploadResponse: Codable, Sendable, Equatable {
     /// The version the bundle was stored under.
     public var version: String
-    /// Build-ids stored by this upload.
+    /// Build-ids stored by this upload: new ones, and those in `improved`.
     public var stored: [String]
-    /// Build-ids the server had already (not stored again).
+    /// Build-ids the server had, whose table this upload replaced with a richer one or to which
+    /// it added the missing debug file (a subset of `stored`, so older clients count them as
+    /// stored). Absent from older servers' answers (decoded as empty).
+    public var improved: [String]
+    /// Build-ids the server had already, left as they were.
     public var alreadyPresent: [String]
 
     /// Creates an answer.
-    public init(version: String, stored: [String], alreadyPresent: [String]) {
+    public init(version: String, stored: [String], improved: [String] = [], alreadyPresent: [String]) {
         self.version = version
         self.stored = stored
+        self.improved = improved
         self.alreadyPresent = alreadyPresent
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, stored, alreadyPresent = "already_present"
+        case version, stored, improved, alreadyPresent = "already_present"
+    }
+
+    /// Decodes an answer; `improved` defaults to empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(String.self, forKey: .version)
+        stored = try container.decode([String].self, forKey: .stored)
+        improved = try container.decodeIfPresent([String].self, forKey: .improved) ?? []
+        alreadyPresent = try container.decode([String].self, forKey: .alreadyPresent)
     }
 }
 

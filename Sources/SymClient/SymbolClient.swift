@@ -20,7 +20,7 @@ public final class SymbolClient {
     public init(configuration: ClientConfiguration, logger: Logger) throws(ClientError) {
         let server = configuration.server.lowercased()
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
-            throw ClientError(.configuration, "server URL must start with http:// or https://: '\(configuration.server)'")
+            throw ClientError(.configuration, "server URL must start with http:// or https://: '\(ClientConfiguration.redacting(configuration.server))'")
         }
         guard !configuration.appKey.isEmpty else { throw ClientError(.configuration, "no app key") }
         guard !configuration.appID.isEmpty else { throw ClientError(.configuration, "no app id") }
@@ -110,7 +110,7 @@ public final class SymbolClient {
     }
 
     private func describe(_ request: HTTPRequest) -> String {
-        "POST \(request.url)"
+        "POST \(ClientConfiguration.redacting(request.url))"
     }
 
     /// The error of a non-2xx answer, with the server's code and message when its body has them.

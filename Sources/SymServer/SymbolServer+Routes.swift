@@ -26,18 +26,19 @@ extension SymbolServer {
             throw ServerError(.badRequest, "malformed request: \(Self.describe(error))")
         }
         guard BundleManifest.isVersion(query.version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+        // The same rule as a bundle's manifest: the package is stored with the version either way.
+        guard BundleManifest.isPackage(query.package) else { throw ServerError(.badRequest, "package must be at most 255 bytes without control characters") }
         let platform = query.platform
         guard ["linux", "android"].contains(platform) else { throw ServerError(.badRequest, "platform must be linux or android") }
-        var ids: [String] = []
+        var modules: [MissingSymbolsRequest.Module] = []
         var seen = Set<String>()
-        for module in query.modules {
-            let id = module.buildID.lowercased()
-            guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id \"\(id.prefix(140))\"") }
-            if seen.insert(id).inserted { ids.append(id) }
+        for var module in query.modules {
+            module.buildID = module.buildID.lowercased()
+            guard BundleManifest.isBuildID(module.buildID) else { throw ServerError(.badRequest, "invalid build-id \"\(module.buildID.prefix(140))\"") }
+            if seen.insert(module.buildID).inserted { modules.append(module) }
         }
-        let (missing, present) = try await store.missing(appID: appID, version: query.version, package: query.package,
-                                                        platform: platform, buildIDs: ids)
-        return Self.json(MissingSymbolsResponse(missing: missing, present: present))
+        return Self.json(try await store.missing(appID: appID, version: query.version, package: query.package,
+                                                 platform: platform, modules: modules))
     }
 
     /// Receives a bundle: streamed to disk, validated, files made durable, metadata committed,
@@ -81,30 +82,42 @@ extension SymbolServer {
             throw ServerError(.invalidBundle, "manifest.json: app_id \(bundle.manifest.appID) is not the app of the URL (\(appID))")
         }
 
-        let present = try await store.present(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
+        let states = try await store.states(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
         let objects = store.objects
         let modules = try await NIOThreadPool.singleton.runIfActive {
             try bundle.modules.map { module -> SymbolStore.StoredModule in
                 let entry = module.manifest
-                if !present.contains(entry.buildID) {
-                    try objects.insert(fileAt: module.symbolsPath, sha256: entry.symbols.sha256)
-                    if let debugPath = module.debugPath, let debug = entry.debug {
-                        try objects.insert(fileAt: debugPath, sha256: debug.sha256)
-                    }
+                var change = SymbolStore.Change.insert
+                var keepsTable = false, addsDebug = module.debugPath != nil
+                if let state = states[entry.buildID] {
+                    // A stored table that cannot be read is improved by any valid one.
+                    let stored = (try? TableContent(tableAt: objects.path(sha256: state.symbolsSHA256)))
+                        ?? TableContent(functions: 0, lineRows: 0, symbols: 0)
+                    let betterTable = TableContent(module.statistics).improves(on: stored)
+                    keepsTable = !betterTable
+                    addsDebug = addsDebug && !state.hasDebugFile
+                    change = betterTable || addsDebug
+                        ? .improve(table: betterTable, debug: addsDebug, expectedSymbols: state.symbolsSHA256) : .keep
+                }
+                if !keepsTable && change != .keep { try objects.insert(fileAt: module.symbolsPath, sha256: entry.symbols.sha256) }
+                if addsDebug, let debugPath = module.debugPath, let debug = entry.debug {
+                    try objects.insert(fileAt: debugPath, sha256: debug.sha256)
                 }
                 return SymbolStore.StoredModule(
                     buildID: entry.buildID, name: entry.name, arch: entry.arch, hasDWARF: entry.hasDWARF,
                     symbolsSHA256: entry.symbols.sha256, symbolsSize: entry.symbols.size,
-                    debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size)
+                    debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size, change: change)
             }
         }
-        let (stored, alreadyPresent) = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
-        metrics.uploaded(stored: stored.count, alreadyPresent: alreadyPresent.count)
+        let result = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
+        metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
         context.logger.info("bundle stored", metadata: [
             "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
-            "crashsym.stored": "\(stored.count)", "crashsym.already_present": "\(alreadyPresent.count)",
+            "crashsym.stored": "\(result.stored.count)", "crashsym.improved": "\(result.improved.count)",
+            "crashsym.already_present": "\(result.alreadyPresent.count)",
         ])
-        return Self.json(UploadResponse(version: bundle.manifest.version, stored: stored, alreadyPresent: alreadyPresent),
+        return Self.json(UploadResponse(version: bundle.manifest.version, stored: result.stored, improved: result.improved,
+                                        alreadyPresent: result.alreadyPresent),
                          status: .created)
     }
 

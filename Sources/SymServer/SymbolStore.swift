@@ -1,6 +1,9 @@
 import Foundation
 import GRDB
 import SymBundle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Metadata of apps, versions and modules in SQLite (GRDB, WAL, synchronous=FULL) next to the
 /// content-addressed file store, all under one data directory.
@@ -54,18 +57,78 @@ public final class SymbolStore: Sendable {
         var symbolsSize: UInt64
         var debugSHA256: String?
         var debugSize: UInt64?
+        /// What to do with it when the app has the build-id already.
+        var change: Change = .insert
     }
 
-    /// Opens (creating and migrating as needed) the store in `dataDirectory`.
-    public init(dataDirectory: String) throws {
-        objects = try ObjectStore(root: dataDirectory)
+    /// What an upload does to a module row.
+    enum Change: Sendable, Equatable {
+        /// A new build-id: insert the row (a row that appeared meanwhile is left as it is).
+        case insert
+        /// A build-id the app has: replace its table (when `table`) and add the debug file it
+        /// lacks (when `debug`), provided the stored table is still `expectedSymbols`.
+        case improve(table: Bool, debug: Bool, expectedSymbols: String)
+        /// A build-id the app has, and nothing better in this upload.
+        case keep
+    }
+
+    /// The stored facts about a module that decide whether an upload improves it.
+    struct ModuleState: Sendable {
+        var hasDWARF: Bool
+        var symbolsSHA256: String
+        var hasDebugFile: Bool
+    }
+
+    /// What an upload did to each module of its bundle.
+    struct CommitResult: Sendable, Equatable {
+        /// New build-ids, and stored ones whose table or debug file this upload improved.
+        var stored: [String] = []
+        /// The improved ones (a subset of `stored`).
+        var improved: [String] = []
+        /// Build-ids left as they were.
+        var alreadyPresent: [String] = []
+    }
+
+    /// Why a data directory cannot be used, in one line that says what to do.
+    public struct OpenError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The line.
+        public var message: String
+
+        init(_ message: String) {
+            self.message = message
+        }
+
+        public var description: String { message }
+    }
+
+    /// Opens the store in `dataDirectory`, migrating it as needed. With `create` (`serve`, `apps
+    /// create`) a missing directory or store is created; without it (commands that only read or
+    /// change an existing store) a directory that holds no store is an error, so a mistyped
+    /// `--data-dir` is not taken for an empty store. Errors are `OpenError`s.
+    public init(dataDirectory: String, create: Bool = true) throws {
+        let databasePath = dataDirectory + "/metadata.sqlite"
+        try Self.checkDirectory(dataDirectory, create: create)
+        if !create && access(databasePath, F_OK) != 0 {
+            throw OpenError("\(dataDirectory) holds no crashsym store (no metadata.sqlite): check --data-dir; "
+                + "only `crashsym serve` and `crashsym apps create` create one")
+        }
+        do {
+            objects = try ObjectStore(root: dataDirectory)
+        } catch {
+            throw OpenError("cannot prepare the object store in \(dataDirectory): \((error as? ServerError)?.message ?? "\(error)"); "
+                + "check its permissions or choose another --data-dir")
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // FULL: a committed transaction survives power loss, not only a process crash.
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        database = try DatabasePool(path: dataDirectory + "/metadata.sqlite", configuration: configuration)
+        do {
+            database = try DatabasePool(path: databasePath, configuration: configuration)
+        } catch {
+            throw Self.openError(databasePath, error)
+        }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
@@ -85,7 +148,45 @@ public final class SymbolStore: Sendable {
                     PRIMARY KEY (app_id, version, build_id));
                 """)
         }
-        try migrator.migrate(database)
+        do {
+            try migrator.migrate(database)
+        } catch {
+            throw Self.openError(databasePath, error)
+        }
+    }
+
+    private static func openError(_ databasePath: String, _ error: any Error) -> OpenError {
+        let reason = (error as? DatabaseError)?.message ?? "\(error)"
+        return OpenError("\(databasePath) cannot be opened as crashsym's database (SQLite: \(reason)): "
+            + "check the file and its permissions, or choose another --data-dir")
+    }
+
+    /// Checks that `path` is a writable directory, creating it (and its parents) when `create`.
+    private static func checkDirectory(_ path: String, create: Bool) throws {
+        var status = stat()
+        if stat(path, &status) != 0 {
+            let reason = String(cString: strerror(errno))
+            guard errno == ENOENT else { throw OpenError("cannot use the data directory \(path): \(reason); choose another --data-dir") }
+            guard create else {
+                throw OpenError("no data directory \(path): check --data-dir; only `crashsym serve` and `crashsym apps create` create one")
+            }
+            // mkdir -p, one component at a time, so the failing component and errno are known.
+            var prefix = path.hasPrefix("/") ? "" : "."
+            for component in path.split(separator: "/") {
+                prefix += "/" + component
+                if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                    throw OpenError("cannot create the data directory \(path) (\(prefix): \(String(cString: strerror(errno)))): "
+                        + "choose a writable --data-dir")
+                }
+            }
+            guard stat(path, &status) == 0 else { throw OpenError("cannot create the data directory \(path): choose another --data-dir") }
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw OpenError("the data directory \(path) is not a directory: choose another --data-dir")
+        }
+        guard access(path, R_OK | W_OK | X_OK) == 0 else {
+            throw OpenError("the data directory \(path) is not writable by this user: fix its permissions or choose another --data-dir")
+        }
     }
 
     // MARK: Apps
@@ -134,59 +235,102 @@ public final class SymbolStore: Sendable {
 
     // MARK: Symbols
 
-    /// Splits `buildIDs` into those the app lacks and those it has, linking the present ones to
-    /// the version (created when needed).
+    /// Splits `modules` into those the app lacks and those it has, linking the present ones to
+    /// the version (created when needed); `improvable` lists the present ones that the client's
+    /// claims say it can improve (DWARF where the stored table has none, a debug file where none
+    /// is stored).
     func missing(appID: String, version: String, package: String, platform: String,
-                 buildIDs: [String]) async throws -> (missing: [String], present: [String]) {
+                 modules: [MissingSymbolsRequest.Module]) async throws -> MissingSymbolsResponse {
         let now = timestamp()
         return try await database.write { db in
-            var missing: [String] = []
-            var present: [String] = []
-            let exists = try db.cachedStatement(sql: "SELECT 1 FROM module WHERE app_id = ? AND build_id = ?")
-            for id in buildIDs {
-                if try Bool.fetchOne(exists, arguments: [appID, id]) == true { present.append(id) } else { missing.append(id) }
+            var answer = MissingSymbolsResponse(missing: [], present: [])
+            let row = try db.cachedStatement(sql: """
+                SELECT has_dwarf, debug_sha256 IS NOT NULL AS has_debug FROM module WHERE app_id = ? AND build_id = ?
+                """)
+            for module in modules {
+                guard let stored = try Row.fetchOne(row, arguments: [appID, module.buildID]) else {
+                    answer.missing.append(module.buildID)
+                    continue
+                }
+                answer.present.append(module.buildID)
+                let storedDWARF: Bool = stored["has_dwarf"], storedDebug: Bool = stored["has_debug"]
+                if (module.hasDWARF == true && !storedDWARF) || (module.hasDebugFile == true && !storedDebug) {
+                    answer.improvable.append(module.buildID)
+                }
             }
-            if !present.isEmpty {
+            if !answer.present.isEmpty {
                 try Self.ensureVersion(db, appID: appID, version: version, package: package, platform: platform, now: now)
-                try Self.link(db, appID: appID, version: version, buildIDs: present)
+                try Self.link(db, appID: appID, version: version, buildIDs: answer.present)
             }
-            return (missing, present)
+            return answer
         }
     }
 
     /// Records `modules` (whose files are already durable in the object store) for the version,
-    /// in one transaction; modules the app already had are left as they are.
-    func commit(appID: String, manifest: BundleManifest, modules: [StoredModule]) async throws -> (stored: [String], alreadyPresent: [String]) {
+    /// in one transaction: new build-ids are inserted, stored ones improved as each module's
+    /// `change` says (only if no other upload changed their table meanwhile), others left as
+    /// they are.
+    func commit(appID: String, manifest: BundleManifest, modules: [StoredModule]) async throws -> CommitResult {
         let now = timestamp()
         return try await database.write { db in
             try Self.ensureVersion(db, appID: appID, version: manifest.version, package: manifest.package,
                                    platform: manifest.platform, now: now)
-            var stored: [String] = []
-            var alreadyPresent: [String] = []
+            var result = CommitResult()
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO module (app_id, build_id, name, arch, has_dwarf, symbols_sha256, symbols_size,
                                     debug_sha256, debug_size, created)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app_id, build_id) DO NOTHING
                 """)
+            let replaceTable = try db.cachedStatement(sql: """
+                UPDATE module SET has_dwarf = ?, symbols_sha256 = ?, symbols_size = ?
+                WHERE app_id = ? AND build_id = ? AND symbols_sha256 = ?
+                """)
+            let addDebug = try db.cachedStatement(sql: """
+                UPDATE module SET debug_sha256 = ?, debug_size = ? WHERE app_id = ? AND build_id = ? AND debug_sha256 IS NULL
+                """)
             for module in modules {
-                try insert.execute(arguments: [
-                    appID, module.buildID, module.name, module.arch, module.hasDWARF, module.symbolsSHA256,
-                    Int64(module.symbolsSize), module.debugSHA256, module.debugSize.map { Int64($0) }, now,
-                ])
-                if db.changesCount == 1 { stored.append(module.buildID) } else { alreadyPresent.append(module.buildID) }
+                var changed = false
+                switch module.change {
+                case .insert:
+                    try insert.execute(arguments: [
+                        appID, module.buildID, module.name, module.arch, module.hasDWARF, module.symbolsSHA256,
+                        Int64(module.symbolsSize), module.debugSHA256, module.debugSize.map { Int64($0) }, now,
+                    ])
+                    changed = db.changesCount == 1
+                case .improve(let table, let debug, let expected):
+                    if table {
+                        try replaceTable.execute(arguments: [module.hasDWARF, module.symbolsSHA256, Int64(module.symbolsSize),
+                                                             appID, module.buildID, expected])
+                        changed = db.changesCount == 1
+                    }
+                    if debug, let sha256 = module.debugSHA256, let size = module.debugSize {
+                        try addDebug.execute(arguments: [sha256, Int64(size), appID, module.buildID])
+                        changed = changed || db.changesCount == 1
+                    }
+                    if changed { result.improved.append(module.buildID) }
+                case .keep:
+                    break
+                }
+                if changed { result.stored.append(module.buildID) } else { result.alreadyPresent.append(module.buildID) }
             }
             try Self.link(db, appID: appID, version: manifest.version, buildIDs: modules.map(\.buildID))
-            return (stored, alreadyPresent)
+            return result
         }
     }
 
-    /// Which of `buildIDs` the app already has (read only).
-    func present(appID: String, buildIDs: [String]) async throws -> Set<String> {
+    /// What the app has stored of each of `buildIDs` it has (read only).
+    func states(appID: String, buildIDs: [String]) async throws -> [String: ModuleState] {
         try await database.read { db in
-            let exists = try db.cachedStatement(sql: "SELECT 1 FROM module WHERE app_id = ? AND build_id = ?")
-            var present = Set<String>()
-            for id in buildIDs where try Bool.fetchOne(exists, arguments: [appID, id]) == true { present.insert(id) }
-            return present
+            let row = try db.cachedStatement(sql: """
+                SELECT has_dwarf, symbols_sha256, debug_sha256 IS NOT NULL AS has_debug FROM module WHERE app_id = ? AND build_id = ?
+                """)
+            var states: [String: ModuleState] = [:]
+            for id in buildIDs {
+                guard let stored = try Row.fetchOne(row, arguments: [appID, id]) else { continue }
+                states[id] = ModuleState(hasDWARF: stored["has_dwarf"], symbolsSHA256: stored["symbols_sha256"],
+                                         hasDebugFile: stored["has_debug"])
+            }
+            return states
         }
     }
 

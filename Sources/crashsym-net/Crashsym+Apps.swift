@@ -13,14 +13,19 @@ extension Crashsym {
                 printed once, when created or rotated; the server keeps only its SHA-256.
 
                 Example:
-                  crashsym apps create demo --data-dir /var/lib/crashsym
+                  crashsym apps create demo --id demo --data-dir /var/lib/crashsym
                   crashsym apps list --data-dir /var/lib/crashsym
-                  crashsym apps rotate-key 3f9a0c1d2e4b5a69 --data-dir /var/lib/crashsym
+                  crashsym apps rotate-key demo --data-dir /var/lib/crashsym
+
+                `list` and `rotate-key` refuse a directory that holds no store (a mistyped --data-dir); \
+                `create` and `serve` create it.
                 """,
             subcommands: [Create.self, List.self, RotateKey.self]
         )
 
-        static func openStore(_ location: ServerLocationOptions) throws -> SymbolStore {
+        /// The store of the data directory; only `create` makes a new one (a mistyped `--data-dir`
+        /// of `list` or `rotate-key` is an error, not an empty store).
+        static func openStore(_ location: ServerLocationOptions, create: Bool = false) throws -> SymbolStore {
             let configuration: ServerConfiguration
             do {
                 configuration = try ServerConfiguration.resolve(flags: ["data-dir": location.dataDirectory].compactMapValues { $0 },
@@ -29,9 +34,9 @@ extension Crashsym {
                 throw ValidationError("\(error)")
             }
             do {
-                return try SymbolStore(dataDirectory: configuration.dataDirectory)
+                return try SymbolStore(dataDirectory: configuration.dataDirectory, create: create)
             } catch {
-                FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
+                FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
             }
         }
@@ -57,7 +62,7 @@ extension Crashsym {
             @OptionGroup var location: ServerLocationOptions
 
             func run() throws {
-                let store = try Apps.openStore(location)
+                let store = try Apps.openStore(location, create: true)
                 let (app, key): (SymbolStore.App, String)
                 do {
                     (app, key) = try store.createApp(name: name, id: id)

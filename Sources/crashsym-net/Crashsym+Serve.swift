@@ -97,7 +97,8 @@ extension Crashsym {
             do {
                 server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry)
             } catch {
-                FileOutput.standardError("crashsym: cannot open the data directory \(configuration.dataDirectory): \(error)\n")
+                let reason = (error as? SymbolStore.OpenError)?.message ?? "cannot open the data directory \(configuration.dataDirectory): \(error)"
+                FileOutput.standardError("crashsym: \(reason)\n")
                 throw ExitCode.failure
             }
             do {
@@ -106,7 +107,7 @@ extension Crashsym {
                     FileOutput.standardOutput("listening on http://\(configuration.host):\(port)\n")
                 }
             } catch {
-                FileOutput.standardError("crashsym: serving on \(configuration.host):\(configuration.port) failed: \(error)\n")
+                FileOutput.standardError("crashsym: \(SymbolServer.startupFailure(error, host: configuration.host, port: configuration.port))\n")
                 throw ExitCode.failure
             }
         }

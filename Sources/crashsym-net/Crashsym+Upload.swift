@@ -12,6 +12,11 @@ import Symbolication
 enum UploadPlatform: String, ExpressibleByArgument, CaseIterable {
     case linux
     case android
+
+    /// Any case: Bugly's uploader spells it `Android`.
+    init?(argument: String) {
+        self.init(rawValue: argument.lowercased())
+    }
 }
 
 extension Crashsym {
@@ -33,10 +38,19 @@ extension Crashsym {
 
                 App id, app key and server: a flag wins over the environment (CRASHSYM_APP_ID, CRASHSYM_APP_KEY, \
                 CRASHSYM_SERVER), which wins over the config file (--config FILE, default \
-                $XDG_CONFIG_HOME/crashsym/config.json holding {"server": …, "app_id": …, "app_key": …}), which \
-                wins over the default server \(defaultServer). The key is never printed.
+                $XDG_CONFIG_HOME/crashsym/config.json holding {"server": …, "app-id": …, "app-key": …}: the flag \
+                names, as in `crashsym serve`'s config file; the older "app_id" and "app_key" are still read, with a \
+                note), which wins over the default server \(defaultServer). The key is never printed; a password in \
+                the server URL is shown as ***. The app id is the id `crashsym apps create` printed (not the app's name).
 
-                Bugly's spelling is accepted: -i PATH -u -id ID -key KEY -package P -version V -o out.zip -symbol.
+                A module the server has is uploaded again when these files would improve it (DWARF where the stored \
+                table has none, a debug file where none is stored); it is then reported `improved`. Modules whose \
+                table has no DWARF (names only) or no symbols at all are warned about; --strict makes them fail.
+
+                Bugly's spellings are accepted: the legacy jar's -i PATH -u -id ID -key KEY -package P -version V \
+                -o out.zip -symbol, and the current uploader's -appid ID -appkey KEY -bundleid P -version V \
+                -platform Android -inputSymbol PATH (-inputMapping, for Java mapping files, is accepted and ignored \
+                with a warning).
 
                 Exit status: 0 when every module arrived (or the bundle was written), 1 when any failed, 2 usage.
 
@@ -44,32 +58,41 @@ extension Crashsym {
                   crashsym upload build/out --app-id demo --app-key "$KEY" --version 1.4.2
                   crashsym upload build/out --app-id demo --version 1.4.2 -o syms.zip
                   crashsym upload -i libs -u -id demo -key "$KEY" -version 1.4.2 -symbol
+                  crashsym upload -appid demo -appkey "$KEY" -bundleid com.example.app -version 1.4.2 -platform Android -inputSymbol libs
                 """
         )
 
         @Argument(help: ArgumentHelp("ELF files or directories (searched recursively).", valueName: "path"))
         var paths: [String] = []
 
-        @Option(name: .customShort("i"), help: ArgumentHelp("An ELF file or directory (Bugly spelling; repeatable).", valueName: "path"))
+        @Option(name: [.customShort("i"), .customLong("inputSymbol", withSingleDash: true)],
+                help: ArgumentHelp("An ELF file or directory (Bugly spellings; repeatable).", valueName: "path"))
         var inputs: [String] = []
 
-        @Option(name: [.customLong("app-id"), .customLong("id", withSingleDash: true)],
-                help: ArgumentHelp("Application id (else CRASHSYM_APP_ID, else the config file).", valueName: "id"))
+        @Option(name: .customLong("inputMapping", withSingleDash: true),
+                help: ArgumentHelp("Accepted for Bugly compatibility and ignored with a warning (Java mapping files are not native symbols).",
+                                   valueName: "file"))
+        var inputMapping: [String] = []
+
+        @Option(name: [.customLong("app-id"), .customLong("id", withSingleDash: true), .customLong("appid", withSingleDash: true)],
+                help: ArgumentHelp("Application id, as printed by `crashsym apps create` (else CRASHSYM_APP_ID, else the config file).",
+                                   valueName: "id"))
         var appID: String?
 
-        @Option(name: [.customLong("app-key"), .customLong("key", withSingleDash: true)],
+        @Option(name: [.customLong("app-key"), .customLong("key", withSingleDash: true), .customLong("appkey", withSingleDash: true)],
                 help: ArgumentHelp("Application key (else CRASHSYM_APP_KEY, else the config file).", valueName: "key"))
         var appKey: String?
 
         @Option(name: [.customLong("version"), .customLong("version", withSingleDash: true)],
-                help: ArgumentHelp("Application version the symbols belong to.", valueName: "version"))
+                help: ArgumentHelp("Application version the symbols belong to ([A-Za-z0-9._+-]; with --bundle, checked against the bundle's).",
+                                   valueName: "version"))
         var version: String?
 
-        @Option(name: [.customLong("package"), .customLong("package", withSingleDash: true)],
-                help: ArgumentHelp("Package / bundle identifier.", valueName: "package"))
+        @Option(name: [.customLong("package"), .customLong("package", withSingleDash: true), .customLong("bundleid", withSingleDash: true)],
+                help: ArgumentHelp("Package / bundle identifier (at most 255 bytes, no control characters).", valueName: "package"))
         var package: String = ""
 
-        @Option(help: "Platform: linux or android.")
+        @Option(name: [.customLong("platform"), .customLong("platform", withSingleDash: true)], help: "Platform: linux or android (any case).")
         var platform: UploadPlatform = .linux
 
         @Option(help: ArgumentHelp("Server base URL (else CRASHSYM_SERVER, else the config file, else \(defaultServer)).",
@@ -91,6 +114,9 @@ extension Crashsym {
 
         @Flag(name: .customLong("include-debug"), help: "Also put each module's original debug file into the bundle (for debuginfod).")
         var includeDebug = false
+
+        @Flag(help: "Fail modules whose table has no DWARF (function names only) or no symbols at all, instead of warning.")
+        var strict = false
 
         @Option(help: ArgumentHelp("JSON config file (default $XDG_CONFIG_HOME/crashsym/config.json).", valueName: "file"))
         var config: String?
@@ -124,12 +150,25 @@ extension Crashsym {
             if !bundles.isEmpty {
                 if !paths.isEmpty || !inputs.isEmpty { throw ValidationError("--bundle uploads bundles as they are: give no paths") }
                 if output != nil || noUpload { throw ValidationError("--bundle cannot be combined with -o or --no-upload") }
+                if let version { try Self.check(version: version) }
                 return
             }
             if paths.isEmpty && inputs.isEmpty { throw ValidationError("no input: give paths or -i PATH") }
             if noUpload && upload { throw ValidationError("--no-upload and -u contradict each other") }
             if noUpload && output == nil { throw ValidationError("--no-upload needs -o bundle.zip") }
             guard let version, !version.isEmpty else { throw ValidationError("--version is required") }
+            try Self.check(version: version)
+            guard BundleManifest.isPackage(package) else {
+                throw ValidationError("--package must be at most 255 bytes without control characters")
+            }
+        }
+
+        /// The version rule of the server, applied before any work.
+        static func check(version: String) throws {
+            guard BundleManifest.isVersion(version) else {
+                throw ValidationError("--version '\(InputPreview.quote(version))' must be 1 to 128 characters of [A-Za-z0-9._+-], "
+                    + "not starting with a dot")
+            }
         }
 
         func run() throws {
@@ -143,15 +182,24 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: \(error.message)\n")
                 throw ExitCode.failure
             }
+            for note in file.notes { FileOutput.standardError("crashsym: \(note)\n") }
+            for mapping in inputMapping {
+                FileOutput.standardError("crashsym: warning: -inputMapping \(mapping) ignored: crashsym uploads native (ELF) symbols, "
+                    + "not Java mapping files\n")
+            }
             let settings = UploadSettings(
                 appID: appID ?? environment["CRASHSYM_APP_ID"] ?? file.appID,
                 appKey: appKey ?? environment["CRASHSYM_APP_KEY"] ?? file.appKey,
                 server: server ?? environment["CRASHSYM_SERVER"] ?? file.server ?? Self.defaultServer)
             guard let resolvedAppID = settings.appID, !resolvedAppID.isEmpty else {
-                throw ValidationError("no app id: give --app-id, CRASHSYM_APP_ID or app_id in the config file")
+                throw ValidationError("no app id: give --app-id, CRASHSYM_APP_ID or app-id in the config file")
+            }
+            guard BundleManifest.isIdentifier(resolvedAppID) else {
+                throw ValidationError("app id '\(InputPreview.quote(resolvedAppID))' must be 1 to 128 characters of [A-Za-z0-9._-] "
+                    + "(the id printed by `crashsym apps create`)")
             }
             if uploads && (settings.appKey ?? "").isEmpty {
-                throw ValidationError("no app key: give --app-key, CRASHSYM_APP_KEY or app_key in the config file")
+                throw ValidationError("no app key: give --app-key, CRASHSYM_APP_KEY or app-key in the config file")
             }
             LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
             var dumpConfiguration = DumpConfiguration(outputDirectory: "", locator: debug.locator, decoder: debug.decoder)
@@ -160,10 +208,12 @@ extension Crashsym {
                 inputs: paths + inputs, appID: resolvedAppID, appKey: settings.appKey ?? "", server: settings.server,
                 metadata: BundleMetadata(appID: resolvedAppID, package: package, version: version ?? "",
                                          platform: platform.rawValue, tool: "crashsym \(CrashsymVersion.current)"),
-                output: output, uploads: uploads, includeDebug: includeDebug,
+                output: output, uploads: uploads, includeDebug: includeDebug, strict: strict,
                 maximumBundleSize: UInt64(maxBundleSize) << 20, deadline: start + .seconds(timeout),
                 dump: dumpConfiguration, logger: Logger(label: "crashsym.upload"))
-            let summary = bundles.isEmpty ? flow.run() : flow.upload(bundles: bundles)
+            let summary = bundles.isEmpty ? flow.run() : flow.upload(bundles: bundles, version: version)
+            for warning in summary.warnings { FileOutput.standardError("crashsym: warning: \(warning)\n") }
+            for error in summary.errors { FileOutput.standardError("crashsym: \(error)\n") }
             FileOutput.standardOutput(format == .json ? summary.json() : summary.text(uploads: uploads))
             if !summary.succeeded { throw ExitCode.failure }
         }
@@ -177,15 +227,19 @@ struct UploadSettings {
     var server: String
 }
 
-/// `config.json`: `{"server": …, "app_id": …, "app_key": …}`, every field optional.
-struct UploadConfigFile: Decodable {
+/// `config.json`: `{"server": …, "app-id": …, "app-key": …}`, every field optional. The keys are the
+/// flag names, as in `crashsym serve`'s config file; `app_id` and `app_key` (the spelling before
+/// 0.2) are still read, with a deprecation note.
+struct UploadConfigFile {
     var server: String?
     var appID: String?
     var appKey: String?
+    /// Deprecation notes to print.
+    var notes: [String] = []
 
-    enum CodingKeys: String, CodingKey {
-        case server, appID = "app_id", appKey = "app_key"
-    }
+    /// The keys, and the deprecated spelling of each.
+    static let keys = ["server", "app-id", "app-key"]
+    static let deprecatedKeys = ["app_id": "app-id", "app_key": "app-key"]
 
     struct LoadError: Error {
         var message: String
@@ -206,12 +260,30 @@ struct UploadConfigFile: Decodable {
         guard let data = FileManager.default.contents(atPath: path) else {
             return .failure(LoadError(message: "\(path): cannot read the config file"))
         }
-        do {
-            return .success(try JSONDecoder().decode(UploadConfigFile.self, from: data))
-        } catch {
-            return .failure(LoadError(message: "\(path): not a valid config file (expected {\"server\": …, \"app_id\": …, \"app_key\": …})"))
+        let expected = "expected {\"server\": …, \"app-id\": …, \"app-key\": …}"
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            return .failure(LoadError(message: "\(path): not a JSON object (\(expected))"))
         }
+        var file = UploadConfigFile()
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+            let name: String
+            if let current = deprecatedKeys[key] {
+                name = current
+                file.notes.append("\(path): \"\(key)\" is deprecated, write \"\(current)\" (the flag's name)")
+            } else if keys.contains(key) {
+                name = key
+            } else {
+                return .failure(LoadError(message: "\(path): unknown setting \"\(key)\" (\(expected))"))
+            }
+            guard let text = value as? String else {
+                return .failure(LoadError(message: "\(path): \"\(key)\" must be a string"))
+            }
+            switch name {
+            case "server": file.server = text
+            case "app-id": if file.appID == nil || key == name { file.appID = text }
+            default: if file.appKey == nil || key == name { file.appKey = text }
+            }
+        }
+        return .success(file)
     }
-
-    init() {}
 }

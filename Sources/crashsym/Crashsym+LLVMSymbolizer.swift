@@ -73,8 +73,7 @@ extension Crashsym {
                 let request: SymbolizerRequest
                 switch parsed {
                 case .failure(let problem):
-                    let line = String(decoding: bytes.filter { $0 != 0x0d && $0 != 0x0a }, as: UTF8.self)
-                    FileOutput.standardError("\(programName): error: '\(line)': \(problem.message)\n")
+                    FileOutput.standardError("\(programName): error: '\(InputPreview.quote(bytes))': \(problem.message)\n")
                     // llvm-symbolizer answers a line it cannot parse as CODE, whatever its command.
                     renderer.renderUnknown(.code, address: nil, moduleName: problem.module, into: &output)
                     return

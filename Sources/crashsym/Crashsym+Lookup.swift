@@ -48,7 +48,7 @@ extension Crashsym {
         func validate() throws {
             if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
             for address in addresses where Self.parse(address) == nil {
-                throw ValidationError("not a hex address: '\(address)'")
+                throw ValidationError("not a hex address: '\(InputPreview.quote(address))'")
             }
         }
 

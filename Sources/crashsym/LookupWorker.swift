@@ -115,7 +115,7 @@ final class LookupWorker: Sendable {
             }
             if FrameRenderer.isBlank(line) { return }
             finishBatch()
-            notes.append((output.count, "crashsym: not a hex address: '\(String(decoding: line, as: UTF8.self))'\n"))
+            notes.append((output.count, "crashsym: not a hex address: '\(InputPreview.quote(line))'\n"))
             failed = true
         }
 
