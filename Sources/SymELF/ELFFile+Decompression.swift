@@ -2,12 +2,33 @@ import CLibz
 import CZstd
 import SymBytes
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension ELFFile {
     /// Largest decompressed section accepted, whatever the file declares.
     public static let maximumDecompressedSize: UInt64 = 8 << 30
     /// Largest accepted ratio of declared decompressed size to compressed size. zlib cannot exceed
     /// about 1032:1; debug sections stay far below this, bombs do not.
     public static let maximumCompressionRatio: UInt64 = 1000
+    /// Largest accepted ratio of what all compressed sections together declare to the whole
+    /// file's size. Debug files on Debian 12 stay under 13:1 (zlib or zstd, whole file; one
+    /// section reaches 83:1), so a file declaring more is a bomb, not debug information: a 1.1 MB
+    /// file may declare 110 MB, not the gigabyte a single section's 1000:1 would let through.
+    public static let maximumFileExpansion: UInt64 = 100
+    /// What compressed sections may declare in all whatever the file's size (small objects).
+    public static let minimumDecompressionAllowance: UInt64 = 16 << 20
+
+    /// What the compressed sections of this file may declare in all: `maximumFileExpansion`
+    /// times the file's size, at least `minimumDecompressionAllowance`.
+    public var decompressionAllowance: UInt64 {
+        max(Self.minimumDecompressionAllowance, UInt64(storage.bytes.count) * Self.maximumFileExpansion)
+    }
 
     /// A compressed section's payload and what its header declares.
     struct CompressedPayload {
@@ -55,8 +76,8 @@ extension ELFFile {
         }
         let payload = try reader.slice(payloadStart, raw.count - payloadStart)
         let payloadOffset = section.offset &+ UInt64(payloadStart)
-        try Self.checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: payloadOffset,
-                                   sectionName: section.name)
+        try checkDeclaredSize(declaredSize, payloadCount: payload.count, offset: payloadOffset,
+                              sectionName: section.name)
         guard payload.count > 0 else {
             throw FormatError(.decompression, "section \(section.name) has no compressed data", offset: payloadOffset)
         }
@@ -96,58 +117,193 @@ extension ELFFile {
     }
 
     /// Refuses a declared decompressed size over the limits, so that a forged header cannot make
-    /// us allocate.
-    static func checkDeclaredSize(_ declaredSize: UInt64, payloadCount: Int, offset: UInt64,
-                                  sectionName: String) throws(FormatError) {
-        guard declaredSize <= maximumDecompressedSize else {
+    /// us allocate: the section's own (size, ratio to its compressed bytes) and the file's (all
+    /// compressed sections together against the file's size).
+    func checkDeclaredSize(_ declaredSize: UInt64, payloadCount: Int, offset: UInt64,
+                           sectionName: String) throws(FormatError) {
+        guard declaredSize <= Self.maximumDecompressedSize else {
             throw FormatError(.limitExceeded,
-                              "section \(sectionName) declares \(declaredSize) decompressed bytes (limit \(maximumDecompressedSize))",
+                              "section \(sectionName) declares \(declaredSize) decompressed bytes (limit \(Self.maximumDecompressedSize))",
                               offset: offset)
         }
         // payloadCount <= the file size, so the product fits in 64 bits.
-        guard declaredSize <= UInt64(payloadCount) * maximumCompressionRatio else {
+        guard declaredSize <= UInt64(payloadCount) * Self.maximumCompressionRatio else {
             throw FormatError(.limitExceeded,
-                              "section \(sectionName) declares \(declaredSize) bytes from \(payloadCount) compressed bytes (ratio limit \(maximumCompressionRatio))",
+                              "section \(sectionName) declares \(declaredSize) bytes from \(payloadCount) compressed bytes (ratio limit \(Self.maximumCompressionRatio))",
+                              offset: offset)
+        }
+        guard declaredDecompressedBytes <= decompressionAllowance else {
+            throw FormatError(.limitExceeded,
+                              "the compressed sections declare \(declaredDecompressedBytes) bytes in all, over \(Self.maximumFileExpansion) times the file's \(storage.bytes.count) bytes (limit \(decompressionAllowance)): not decompressing \(sectionName)",
                               offset: offset)
         }
     }
 
-    /// Inflates `payload` (checked by `compressedPayload`) into a buffer of exactly
-    /// `declaredSize` bytes.
+    /// The sum of the sizes the compressed sections' headers declare (saturating). Headers that
+    /// cannot be read count nothing here: they throw when their section is read.
+    static func declaredDecompressedBytes(reader: ByteReader, header: ELFHeader, sections: [ELFSection]) -> UInt64 {
+        var total: UInt64 = 0
+        for section in sections where section.isCompressed && !section.isNoBits {
+            guard let start = try? ByteReader.int(section.offset, "section offset") else { continue }
+            let declared: UInt64?
+            if section.flags & ELF.SHF_COMPRESSED != 0 {
+                declared = header.is64Bit ? try? reader.u64(at: start &+ 8) : (try? reader.u32(at: start &+ 4)).map(UInt64.init)
+            } else {
+                var bigEndian = reader
+                bigEndian.littleEndian = false
+                declared = try? bigEndian.u64(at: start &+ 4)
+            }
+            let (sum, overflow) = total.addingReportingOverflow(declared ?? 0)
+            total = overflow ? .max : sum
+        }
+        return total
+    }
+
+    /// Decompresses `payload` (checked by `compressedPayload`), which must yield exactly
+    /// `declaredSize` bytes. The buffer grows with what the stream yields (doubling from about
+    /// four times the payload), so a size the data does not bear out is never allocated.
     static func decompress(_ payload: UnsafeRawBufferPointer, algorithm: UInt32, declaredSize: UInt64,
                            offset: UInt64, sectionName: String) throws(FormatError) -> OwnedBuffer {
-        let source = payload.baseAddress!
         let size = Int(declaredSize)
-        return try OwnedBuffer(count: size) { (destination) throws(FormatError) in
-            let target = destination.baseAddress!
+        var output = try GrowingOutput(declaredSize: size, initialCapacity: payload.count.multipliedReportingOverflow(by: 4).partialValue,
+                                       offset: offset, sectionName: sectionName)
+        do throws(FormatError) {
             switch algorithm {
             case ELF.ELFCOMPRESS_ZLIB:
-                var produced = uLongf(size)
-                let status = uncompress(target.assumingMemoryBound(to: Bytef.self), &produced,
-                                        source.assumingMemoryBound(to: Bytef.self), uLong(payload.count))
-                guard status == Z_OK else {
-                    throw FormatError(.decompression, "zlib error \(status) in section \(sectionName)",
-                                      offset: offset)
-                }
-                guard produced == uLongf(size) else {
-                    throw FormatError(.decompression,
-                                      "section \(sectionName) inflated to \(produced) bytes, declared \(size)",
-                                      offset: offset)
-                }
+                try inflate(payload, into: &output)
             case ELF.ELFCOMPRESS_ZSTD:
-                let produced = ZSTD_decompress(target, size, source, payload.count)
-                if ZSTD_isError(produced) != 0 {
-                    let reason = String(cString: ZSTD_getErrorName(produced))
-                    throw FormatError(.decompression, "zstd error in section \(sectionName): \(reason)",
-                                      offset: offset)
-                }
-                guard produced == size else {
-                    throw FormatError(.decompression,
-                                      "section \(sectionName) decompressed to \(produced) bytes, declared \(size)",
-                                      offset: offset)
-                }
+                try zstdDecompress(payload, into: &output)
             default:
                 preconditionFailure("compressedPayload accepts zlib and zstd only")
+            }
+            guard output.produced == size else {
+                throw FormatError(.decompression, "section \(sectionName) decompressed to \(output.produced) bytes, declared \(size)",
+                                  offset: offset)
+            }
+        } catch {
+            output.discard()
+            throw error
+        }
+        return output.finished()
+    }
+
+    /// A `malloc`ed buffer that a decompressor fills from the start, grown on demand up to one
+    /// byte past the declared size (a stream that fills that byte goes on too long).
+    struct GrowingOutput {
+        private(set) var base: UnsafeMutableRawPointer
+        private(set) var capacity: Int
+        /// Bytes written.
+        var produced = 0
+        let declaredSize: Int
+        let offset: UInt64
+        let sectionName: String
+        private var limit: Int { declaredSize + 1 }
+
+        init(declaredSize: Int, initialCapacity: Int, offset: UInt64, sectionName: String) throws(FormatError) {
+            self.declaredSize = declaredSize
+            self.offset = offset
+            self.sectionName = sectionName
+            capacity = min(declaredSize + 1, max(64 << 10, initialCapacity))
+            guard let base = malloc(capacity) else {
+                throw FormatError(.limitExceeded, "cannot allocate \(capacity) bytes for section \(sectionName)", offset: offset)
+            }
+            self.base = base
+        }
+
+        /// Where the next bytes go, and how many fit.
+        var room: (start: UnsafeMutableRawPointer, count: Int) { (base + produced, capacity - produced) }
+
+        /// Makes room when the buffer is full: doubles it, up to the limit; past the declared
+        /// size the stream is wrong.
+        mutating func makeRoom() throws(FormatError) {
+            guard produced == capacity else { return }
+            guard capacity < limit else {
+                throw FormatError(.decompression, "section \(sectionName) does not end at its declared \(declaredSize) bytes",
+                                  offset: offset)
+            }
+            let larger = min(limit, capacity.multipliedReportingOverflow(by: 2).partialValue)
+            guard let moved = realloc(base, larger) else {
+                throw FormatError(.limitExceeded, "cannot allocate \(larger) bytes for section \(sectionName)", offset: offset)
+            }
+            base = moved
+            capacity = larger
+        }
+
+        /// Frees the buffer (on failure).
+        func discard() {
+            free(base)
+        }
+
+        /// The bytes, the spare room given back.
+        consuming func finished() -> OwnedBuffer {
+            var base = self.base
+            if capacity > max(produced, 1), let fitted = realloc(base, max(produced, 1)) { base = fitted }
+            return OwnedBuffer(adopting: base, count: produced)
+        }
+    }
+
+    /// zlib (RFC 1950), a step at a time.
+    private static func inflate(_ payload: UnsafeRawBufferPointer, into output: inout GrowingOutput) throws(FormatError) {
+        var stream = z_stream()
+        guard inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw FormatError(.decompression, "zlib cannot start on section \(output.sectionName)", offset: output.offset)
+        }
+        defer { inflateEnd(&stream) }
+        var consumed = 0
+        while true {
+            try output.makeRoom()
+            // zlib counts in 32-bit words: feed and take at most 1 GiB a call.
+            let inputChunk = min(payload.count - consumed, 1 << 30)
+            let room = output.room
+            let outputChunk = min(room.count, 1 << 30)
+            stream.next_in = UnsafeMutablePointer(mutating: (payload.baseAddress! + consumed).assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = uInt(inputChunk)
+            stream.next_out = room.start.assumingMemoryBound(to: Bytef.self)
+            stream.avail_out = uInt(outputChunk)
+            let status = CLibz.inflate(&stream, Z_NO_FLUSH)
+            consumed += inputChunk - Int(stream.avail_in)
+            output.produced += outputChunk - Int(stream.avail_out)
+            switch status {
+            case Z_STREAM_END:
+                return
+            case Z_OK:
+                continue
+            case Z_BUF_ERROR where stream.avail_out == 0:
+                continue
+            case Z_BUF_ERROR:
+                // No progress possible with output room left: the compressed data ran out.
+                throw FormatError(.decompression, "section \(output.sectionName) inflated to \(output.produced) bytes, declared \(output.declaredSize)",
+                                  offset: output.offset)
+            default:
+                throw FormatError(.decompression, "zlib error \(status) in section \(output.sectionName)", offset: output.offset)
+            }
+        }
+    }
+
+    /// zstd (RFC 8878; one frame or more), a step at a time.
+    private static func zstdDecompress(_ payload: UnsafeRawBufferPointer, into output: inout GrowingOutput) throws(FormatError) {
+        guard let context = ZSTD_createDStream() else {
+            throw FormatError(.decompression, "zstd cannot start on section \(output.sectionName)", offset: output.offset)
+        }
+        defer { ZSTD_freeDStream(context) }
+        var consumed = 0
+        while true {
+            try output.makeRoom()
+            let room = output.room
+            var inBuffer = ZSTD_inBuffer(src: payload.baseAddress! + consumed, size: payload.count - consumed, pos: 0)
+            var outBuffer = ZSTD_outBuffer(dst: room.start, size: room.count, pos: 0)
+            let status = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
+            consumed += inBuffer.pos
+            output.produced += outBuffer.pos
+            if ZSTD_isError(status) != 0 {
+                let reason = String(cString: ZSTD_getErrorName(status))
+                throw FormatError(.decompression, "zstd error in section \(output.sectionName): \(reason)", offset: output.offset)
+            }
+            // 0: a frame is complete; the section is one frame or more, and ends with the input.
+            if status == 0 && consumed == payload.count { return }
+            if inBuffer.pos == 0 && outBuffer.pos == 0 {
+                throw FormatError(.decompression, "section \(output.sectionName) decompressed to \(output.produced) bytes, declared \(output.declaredSize)",
+                                  offset: output.offset)
             }
         }
     }

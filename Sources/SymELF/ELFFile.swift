@@ -20,6 +20,9 @@ public final class ELFFile: Sendable {
     public let debugLink: DebugLink?
     /// The bytes, kept alive for zero-copy section contents.
     let storage: ByteStorage
+    /// What the compressed sections declare they hold once decompressed, all together
+    /// (`checkDeclaredSize` holds it to a multiple of the file's size).
+    let declaredDecompressedBytes: UInt64
 
     /// Maps the file at `path` and parses it.
     public convenience init(path: String) throws(FormatError) {
@@ -59,6 +62,7 @@ public final class ELFFile: Sendable {
             sections = table.sections
             buildID = try Self.findBuildID(reader: reader, sections: sections, segments: programHeaders)
             debugLink = try Self.findDebugLink(reader: reader, sections: sections)
+            declaredDecompressedBytes = Self.declaredDecompressedBytes(reader: reader, header: header, sections: sections)
         } catch {
             throw error.at(path: path)
         }

@@ -36,6 +36,13 @@ final class OwnedBuffer: @unchecked Sendable {
         self.count = count
     }
 
+    /// Takes ownership of `count` bytes at `pointer`, which `malloc` or `realloc` returned.
+    init(adopting pointer: UnsafeMutableRawPointer, count: Int) {
+        precondition(count >= 0, "negative buffer size")
+        base = pointer
+        self.count = count
+    }
+
     /// Copies `bytes`.
     convenience init(copying bytes: UnsafeRawBufferPointer) throws(FormatError) {
         try self.init(count: bytes.count) { destination in

@@ -3,10 +3,17 @@ import Hummingbird
 import Logging
 
 /// Gives every request an id (`X-Request-Id`, `crashsym.request_id` in logs), maps errors to the
-/// JSON error body of the API, logs one line per request and counts it.
+/// JSON error body of the API, logs one line per request and counts it. A refused request
+/// (`refusals`) is answered with `Connection: close`: the rest of its body is never read
+/// (`ConnectionGuard`).
 struct RequestMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let metrics: ServerMetrics
+
+    /// Statuses given before the body is read (or while it still arrives): the connection is
+    /// closed instead of reading what the client goes on sending. 401 unknown key, 408 body too
+    /// slow, 413 body too large, 429 too many uploads.
+    static let refusals: Set<Int> = [401, 408, 413, 429]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -35,6 +42,9 @@ struct RequestMiddleware: RouterMiddleware {
             response = ServerError(.internal, "internal error (request id \(requestID))").response()
         }
         response.headers[HTTPField.Name("X-Request-Id")!] = requestID
+        if Self.refusals.contains(response.status.code) {
+            response.headers[.connection] = "close"
+        }
         metrics.request(method: request.method.rawValue, status: response.status.code)
         logger.info("\(request.method) \(request.uri.path) \(response.status.code)")
         return response

@@ -17,9 +17,14 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxBodyBytes: UInt64
     /// Uploads processed at once (429 above).
     public var maxConcurrentUploads: Int
-    /// Seconds allowed to receive an upload body (408 above); also how long a connection may
-    /// stay silent, in a request or between requests, before it is closed.
+    /// Seconds allowed to receive an upload body (408 above); also how long a body may stay
+    /// silent before its connection is closed.
     public var requestTimeout: Double
+    /// Seconds allowed to receive a request's head, from the connection's start or the end of
+    /// the previous response (an idle kept-alive connection is closed after as long).
+    public var headerTimeout: Double
+    /// Connections served at once; further ones wait in the kernel's accept queue until one closes.
+    public var maxConnections: Int
     /// Limits applied while validating bundles.
     public var bundleLimits: BundleLimits
     /// swift-log level (`trace` … `critical`).
@@ -28,13 +33,15 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
                 maxBodyBytes: UInt64 = 2 << 30, maxConcurrentUploads: Int = 4, requestTimeout: Double = 600,
-                bundleLimits: BundleLimits = BundleLimits(), logLevel: String = "info") {
+                headerTimeout: Double = 10, maxConnections: Int = 512, bundleLimits: BundleLimits = BundleLimits(), logLevel: String = "info") {
         self.host = host
         self.port = port
         self.dataDirectory = dataDirectory
         self.maxBodyBytes = maxBodyBytes
         self.maxConcurrentUploads = maxConcurrentUploads
         self.requestTimeout = requestTimeout
+        self.headerTimeout = headerTimeout
+        self.maxConnections = maxConnections
         self.bundleLimits = bundleLimits
         self.logLevel = logLevel
     }
@@ -43,7 +50,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// underscores, environment variables (`CRASHSYM_MAX_BODY_BYTES`).
     public static let settingNames = [
         "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
-        "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
+        "header-timeout", "max-connections", "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
     ]
 
     /// The environment variable of a setting.
@@ -76,12 +83,16 @@ public struct ServerConfiguration: Sendable, Equatable {
         configuration.dataDirectory = value("data-dir") ?? configuration.dataDirectory
         configuration.maxBodyBytes = try number("max-body-bytes", configuration.maxBodyBytes, minimum: 1)
         configuration.maxConcurrentUploads = try number("max-concurrent-uploads", configuration.maxConcurrentUploads, minimum: 1)
-        if let text = value("request-timeout") {
-            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-                throw ConfigurationError("request-timeout: \"\(text)\" is not a positive number of seconds")
+        func seconds(_ name: String, _ fallback: Double) throws -> Double {
+            guard let text = value(name) else { return fallback }
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds > 0, seconds.isFinite else {
+                throw ConfigurationError("\(name): \"\(text)\" is not a positive number of seconds")
             }
-            configuration.requestTimeout = seconds
+            return seconds
         }
+        configuration.requestTimeout = try seconds("request-timeout", configuration.requestTimeout)
+        configuration.headerTimeout = try seconds("header-timeout", configuration.headerTimeout)
+        configuration.maxConnections = try number("max-connections", configuration.maxConnections, minimum: 1)
         configuration.bundleLimits.maxEntries = try number("max-entries", configuration.bundleLimits.maxEntries, minimum: 1)
         configuration.bundleLimits.maxUncompressedBytes = try number("max-uncompressed-bytes", configuration.bundleLimits.maxUncompressedBytes, minimum: 1)
         configuration.bundleLimits.maxCompressionRatio = try number("max-ratio", configuration.bundleLimits.maxCompressionRatio, minimum: 1)

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 import SymBundle
 
@@ -16,30 +17,50 @@ public struct SymbolServer: Sendable {
     public let store: SymbolStore
     let logger: Logger
     let metrics: ServerMetrics
+    /// What `/metrics` renders: the registry of the process's metrics factory (`metricsFactory`).
+    let registry: PrometheusCollectorRegistry
     let uploads: UploadLimiter
 
     /// Opens the data directory (removing scratch files an interrupted run left) and prepares
-    /// the routes; `run()` starts serving.
-    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusRegistry = PrometheusRegistry()) throws {
+    /// the routes; `run()` starts serving. The server's metrics are created here, through
+    /// swift-metrics' factory: bootstrap it first (`metricsFactory(registry:)` over `metrics`).
+    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry) throws {
         self.configuration = configuration
         self.logger = logger
         store = try SymbolStore(dataDirectory: configuration.dataDirectory)
         try store.objects.removeLeftovers()
-        self.metrics = ServerMetrics(registry: metrics)
+        registry = metrics
+        self.metrics = ServerMetrics()
         uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
     }
 
     /// Serves until SIGTERM or SIGINT, then drains in-flight requests. `onListening` receives the
     /// bound port (useful with port 0).
+    ///
+    /// Connections over `maxConnections` are not accepted until one closes (they wait in the
+    /// kernel's accept queue); each connection gets `headerTimeout` for each request's head
+    /// (`ConnectionGuard`) and `requestTimeout` of silence inside a body (Hummingbird's idle
+    /// timeout, which counts only once a head has arrived or a response is written).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let idle = TimeAmount.nanoseconds(Int64(configuration.requestTimeout * 1e9))
+        let header = TimeAmount.nanoseconds(Int64(configuration.headerTimeout * 1e9))
+        let maxBodyBytes = configuration.maxBodyBytes
+        let metrics = metrics
         let application = Application(
             router: makeRouter(),
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [ContinueHandler(maxBodyBytes: configuration.maxBodyBytes)],
+                additionalChannelHandlers: [
+                    ContinueHandler(maxBodyBytes: maxBodyBytes), ConnectionGuard(headerTimeout: header, metrics: metrics),
+                ],
                 idleTimeout: idle)),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "crashsym"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "crashsym",
+                                 availableConnectionsDelegate: .maximum(configuration.maxConnections, logger: logger)),
+            onServerRunning: { channel in
+                // One connection per accept, so that `maxConnections` is exact (NIO accepts up to
+                // four at a time, past the limit).
+                try? await channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1).get()
+                await onListening(channel.localAddress?.port ?? 0)
+            },
             logger: logger
         )
         let group = ServiceGroup(configuration: .init(
@@ -50,11 +71,12 @@ public struct SymbolServer: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMiddleware(metrics: metrics))
+        router.add(middleware: MetricsMiddleware())
         router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("metrics") { _, _ in
             var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics.registry.render())))
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         let apps = router.group("api/v1/apps/:appId")
         apps.post("symbols/missing") { request, context in try await missing(request, context) }
@@ -72,15 +94,22 @@ public struct SymbolServer: Sendable {
     /// get the same 401.
     func authenticate(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let appID = try context.parameters.require("appId")
-        let header = request.headers[.authorization] ?? ""
-        let prefix = "Bearer "
-        let key = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces) : ""
+        let key = Self.bearerToken(request.headers[.authorization] ?? "") ?? ""
         let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key")
         }
         return appID
+    }
+
+    /// The token of an `Authorization: Bearer <token>` value. The scheme is matched without
+    /// regard to case (RFC 7235 §2.1: `bearer`, `BEARER`); spaces around the token are ignored.
+    static func bearerToken(_ value: String) -> String? {
+        let trimmed = value.drop { $0 == " " || $0 == "\t" }
+        guard let space = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" }),
+              trimmed[..<space].lowercased() == "bearer" else { return nil }
+        return trimmed[space...].trimmingCharacters(in: .whitespaces)
     }
 
     // MARK: Helpers

@@ -2,6 +2,7 @@ import ArgumentParser
 import CrashsymCommandLine
 import Logging
 import Metrics
+import Prometheus
 import SymServer
 
 /// Where the data directory comes from: shared by `serve` and `apps`.
@@ -45,8 +46,14 @@ extension Crashsym {
         @Option(name: .customLong("max-concurrent-uploads"), help: "Uploads processed at once (default 4; 429 above).")
         var maxConcurrentUploads: Int?
 
-        @Option(name: .customLong("request-timeout"), help: "Seconds allowed to receive an upload body (default 600; 408 above); a connection silent that long is closed.")
+        @Option(name: .customLong("request-timeout"), help: "Seconds allowed to receive an upload body (default 600; 408 above); a body silent that long has its connection closed.")
         var requestTimeout: Double?
+
+        @Option(name: .customLong("header-timeout"), help: "Seconds allowed to receive a request's head, from the connection's start or the previous response (default 10); an idle connection is closed after as long.")
+        var headerTimeout: Double?
+
+        @Option(name: .customLong("max-connections"), help: "Connections served at once (default 512); further ones wait in the kernel's accept queue until one closes.")
+        var maxConnections: Int?
 
         @Option(name: .customLong("max-entries"), help: "Most zip entries in a bundle (default 10000).")
         var maxEntries: Int?
@@ -68,6 +75,8 @@ extension Crashsym {
             flags["max-body-bytes"] = maxBodyBytes.map(String.init)
             flags["max-concurrent-uploads"] = maxConcurrentUploads.map(String.init)
             flags["request-timeout"] = requestTimeout.map { String($0) }
+            flags["header-timeout"] = headerTimeout.map { String($0) }
+            flags["max-connections"] = maxConnections.map(String.init)
             flags["max-entries"] = maxEntries.map(String.init)
             flags["max-uncompressed-bytes"] = maxUncompressedBytes.map(String.init)
             flags["max-ratio"] = maxRatio.map(String.init)
@@ -90,8 +99,10 @@ extension Crashsym {
                 handler.logLevel = level
                 return handler
             }
-            let registry = PrometheusRegistry()
-            MetricsSystem.bootstrap(registry)
+            // Every swift-metrics metric of the process (the server's, Hummingbird's, any
+            // library's) goes to this registry, which `/metrics` renders.
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(SymbolServer.metricsFactory(registry: registry))
             let logger = Logger(label: "crashsym.serve")
             let server: SymbolServer
             do {
