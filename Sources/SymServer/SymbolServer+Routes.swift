@@ -100,6 +100,7 @@ extension SymbolServer {
         }
         let (stored, alreadyPresent) = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
         metrics.uploaded(stored: stored.count, alreadyPresent: alreadyPresent.count)
+        await crashes.symbolsAdded(appID: appID, buildIDs: stored)  // late symbols
         context.logger.info("bundle stored", metadata: [
             "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
             "crashsym.stored": "\(stored.count)", "crashsym.already_present": "\(alreadyPresent.count)",

@@ -17,16 +17,20 @@ public struct SymbolServer: Sendable {
     let logger: Logger
     let metrics: ServerMetrics
     let uploads: UploadLimiter
+    /// The crash service: ingestion, processing, symbolication, groups.
+    let crashes: CrashService
 
     /// Opens the data directory (removing scratch files an interrupted run left) and prepares
     /// the routes; `run()` starts serving.
-    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusRegistry = PrometheusRegistry()) throws {
+    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusRegistry = PrometheusRegistry(),
+                crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration()) throws {
         self.configuration = configuration
         self.logger = logger
         store = try SymbolStore(dataDirectory: configuration.dataDirectory)
         try store.objects.removeLeftovers()
         self.metrics = ServerMetrics(registry: metrics)
         uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
+        crashes = CrashService(symbols: store, configuration: crashConfiguration, logger: logger)
     }
 
     /// Serves until SIGTERM or SIGINT, then drains in-flight requests. `onListening` receives the
@@ -43,7 +47,10 @@ public struct SymbolServer: Sendable {
             logger: logger
         )
         let group = ServiceGroup(configuration: .init(
-            services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [application,
+                       CrashProcessor(service: crashes, workers: crashes.configuration.workers),
+                       RetentionService(service: crashes, days: crashes.configuration.retentionDays)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 
@@ -63,6 +70,7 @@ public struct SymbolServer: Sendable {
         apps.get("versions/:version/modules") { request, context in try await modules(request, context) }
         router.get("buildid/:buildId/debuginfo") { request, context in try await debugFile(request, context) }
         router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
+        addCrashServiceRoutes(to: router)
         return router
     }
 
