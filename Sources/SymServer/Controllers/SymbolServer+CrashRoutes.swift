@@ -273,9 +273,8 @@ extension SymbolServer {
 
     /// `HEAD /buildid/{id}/debuginfo|executable`: the GET's headers.
     func debugFileHead(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        var response = try await debugFile(request, context)
-        response.body = .init()
-        return response
+        let response = try await debugFile(request, context)
+        return Response(status: response.status, headers: response.headers)
     }
 
     /// `/buildid/{id}/source/{path}`: sources are not stored (yet).
