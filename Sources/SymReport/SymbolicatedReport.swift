@@ -114,13 +114,24 @@ public final class LocationChain: Sendable {
 public final class ModuleFacts: Sendable {
     /// Where the symbols came from (a `.csym` or ELF path), when found.
     public let source: String?
-    /// What was tried, in order (for `--explain`).
+    /// What was tried, in order (for `--explain`), in English.
     public let explanation: [String]
+    /// What was tried, in order, as data (empty when the facts were made from English only).
+    public let candidates: [SymbolCandidate]
 
     /// Creates the facts of a module.
     public init(source: String?, explanation: [String]) {
         self.source = source
         self.explanation = explanation
+        candidates = []
+    }
+
+    /// Creates the facts of a module from the candidates its providers tried (their English
+    /// written once, by `ReportWriter.describe(_:)`).
+    public init(source: String?, candidates: [SymbolCandidate]) {
+        self.source = source
+        self.candidates = candidates
+        explanation = candidates.map(ReportWriter.describe)
     }
 }
 

@@ -37,24 +37,25 @@ public final class ModuleSymbols: Sendable {
         if bytes.count >= 4 && bytes[0] == 0x7f && bytes[1] == 0x45 && bytes[2] == 0x4c && bytes[3] == 0x46 {
             let binary = try ELFFile(file: file)
             let debugFile = binary.hasDWARF ? nil : locator.locate(for: binary)
-            let hasDWARF = binary.hasDWARF || (debugFile?.hasDWARF ?? false)
-            let cache = hasDWARF && decoder == .builtin ? cache : nil
-            let buildID = binary.buildID.flatMap { $0.isEmpty ? nil : hexString($0) }
-            if let cache, let buildID, case .hit(let cached) = cache.table(for: buildID) {
-                self.init(table: cached.table, cachedPath: cache.path(for: buildID))
-                return
-            }
-            let tableBytes = try ModuleConverter.table(binary: binary, debugFile: debugFile, decoder: decoder, threads: 2)
-            let table = try SymbolTable(bytes: tableBytes)
-            // Best effort: a cache that cannot be written costs the next process a conversion.
-            if let cache, let buildID { _ = try? cache.store(tableBytes, buildID: buildID) }
-            self.init(table: table)
+            let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile, decoder: decoder,
+                                                        cache: cache, threads: 2)
+            self.init(table: converted.symbols.table, cachedPath: converted.symbols.cachedPath)
         } else {
             do {
                 self.init(table: try SymbolTable(file: file))
             } catch {
                 throw error.at(path: path)
             }
+        }
+    }
+
+    /// Opens the `.csym` table at `path` (memory-mapped, checked; any file name: content-addressed
+    /// stores name files by digest).
+    public convenience init(tableAt path: String) throws(FormatError) {
+        do {
+            self.init(table: try SymbolTable(file: MappedFile(path: path)))
+        } catch {
+            throw error.at(path: path)
         }
     }
 

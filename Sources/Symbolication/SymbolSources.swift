@@ -31,6 +31,21 @@ public struct SymbolSources: Sendable {
         self.decoder = decoder
     }
 
+    /// The CLI's providers, in the order they are asked: each `--symbols` path, the module's own
+    /// path (when `useModulePaths`), then the debug directories and `.gnu_debuglink`. (The
+    /// conversion cache is the engine's: `conversion`.)
+    public var providers: [any SymbolProvider] {
+        var providers: [any SymbolProvider] = searchPaths.map(SymbolPathProvider.init(path:))
+        if useModulePaths { providers.append(ModulePathProvider()) }
+        providers.append(DebugDirectoryProvider(locator: locator))
+        return providers
+    }
+
+    /// How the engine converts ELF files found for these sources, and where it caches them.
+    public var conversion: ConversionSettings {
+        ConversionSettings(decoder: decoder, tableCache: tableCache)
+    }
+
     /// The conversion cache over `cacheDirectory`, nil when caching is off.
     public var tableCache: TableCache? { cacheDirectory.map { TableCache(directory: $0) } }
 

@@ -4,19 +4,23 @@ import SymReport
 import SymTable
 import Synchronization
 
-/// Symbolicates crash reports: finds each module's symbols by build-id, turns each frame's
-/// address into a file virtual address, and looks up its inline chain. The one path the CLI,
-/// the server and the daemon share.
+/// Symbolicates crash reports: asks its symbol providers for each module's symbols, turns each
+/// frame's address into a file virtual address, and looks up its inline chain. The one path the
+/// CLI, the server and the daemon share: providers find, the Symbolicator decides (build-id
+/// checks, conversion and its cache, address rules, inline chains).
 ///
-/// Modules are resolved once per build-id (or path, for reports without build-ids) and kept, so
-/// one Symbolicator answers many reports from the same tables.
+/// Modules are resolved once per build-id (or path, for reports without build-ids) and kept for
+/// the Symbolicator's life, so one Symbolicator answers many reports from the same tables. A
+/// server whose symbols change (late uploads) makes one per request or batch, its provider
+/// keeping the opened tables (`OpenedTableCache`).
 public final class Symbolicator: Sendable {
-    /// Where symbols are looked for.
-    public let sources: SymbolSources
+    /// Where symbols are found (the providers, asked in order).
+    public let provider: SymbolProviderChain
+    /// How ELF files the providers found are converted, and where conversions are cached.
+    public let conversion: ConversionSettings
     /// One slot per module key: the first thread to need a module resolves it while holding the
     /// slot's lock, so a module is never converted twice at once.
     private let modules = Mutex(ModuleSlots())
-    private let directories = Mutex<[String: DirectoryIndex]>([:])
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
@@ -24,10 +28,19 @@ public final class Symbolicator: Sendable {
     /// that will print the results (the others render from the locations when asked).
     public let renderings: LocationChain.Renderings
 
-    /// Creates a Symbolicator over `sources`, its answers rendered for `renderings`.
-    public init(sources: SymbolSources, renderings: LocationChain.Renderings = .all) {
-        self.sources = sources
+    /// Creates a Symbolicator asking `providers` in order, converting ELF files as `conversion`
+    /// says, its answers rendered for `renderings`.
+    public init(providers: [any SymbolProvider], conversion: ConversionSettings = ConversionSettings(),
+                renderings: LocationChain.Renderings = .all) {
+        provider = SymbolProviderChain(providers)
+        self.conversion = conversion
         self.renderings = renderings
+    }
+
+    /// Creates a Symbolicator over the CLI's sources (`SymbolSources.providers`), its answers
+    /// rendered for `renderings`.
+    public convenience init(sources: SymbolSources, renderings: LocationChain.Renderings = .all) {
+        self.init(providers: sources.providers, conversion: sources.conversion, renderings: renderings)
     }
 
     /// Symbolicates every frame of `report`.
@@ -148,12 +161,12 @@ public final class Symbolicator: Sendable {
             symbols = module.symbols
             status = module.status
             if copying {
-                facts = ModuleFacts(source: module.source.map(Self.copy), explanation: module.explanation.map(Self.copy))
+                facts = ModuleFacts(source: module.source.map(Self.copy), candidates: module.candidates)
                 reason = module.reason.map(Self.copy)
                 codeRanges = Array(module.codeRanges.map { $0 })
                 binaryPath = module.binaryPath.map(Self.copy)
             } else {
-                facts = ModuleFacts(source: module.source, explanation: module.explanation)
+                facts = ModuleFacts(source: module.source, candidates: module.candidates)
                 reason = module.reason
                 codeRanges = module.codeRanges
                 binaryPath = module.binaryPath
@@ -211,7 +224,8 @@ public final class Symbolicator: Sendable {
         var codeRanges: [Range<UInt64>] = []
         /// The ELF file describing the module's addresses, when one was found.
         var binaryPath: String?
-        var explanation: [String] = []
+        /// Every candidate the providers tried, and the engine's own verdicts and cache steps.
+        var candidates: [SymbolCandidate] = []
     }
 
     /// A resolved module, shared by reference between the frames and reports that use it.
@@ -252,179 +266,61 @@ public final class Symbolicator: Sendable {
         }
     }
 
+    /// Finds `module`'s symbols through the providers, then decides what they found: checks
+    /// every answer against the report's build-id, converts ELF files (through the conversion
+    /// cache), and takes the module's layout from an ELF file of the build when there is one.
     private func findModule(_ module: ReportModule) -> ResolvedModule {
         var result = ResolvedModule()
-        let expected = module.buildID
-        var mismatch: String?
-        /// ELF files with the module's build-id (or name, without one), in source order.
-        var elfFiles: [ELFFile] = []
-
-        // Accepts a candidate file: a matching table ends the search, a matching ELF file joins
-        // `elfFiles`, anything else is noted.
-        func consider(_ path: String, via origin: String) -> Bool {
-            guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else {
-                result.explanation.append("\(origin) \(path): not readable")
-                return false
-            }
-            if prefix == [0x7f, 0x45, 0x4c, 0x46] {
-                do {
-                    let file = try ELFFile(path: path)
-                    let id = file.buildIDHex
-                    if let expected, id != expected {
-                        result.explanation.append("\(origin) \(path): build-id \(id ?? "none"), the report says \(expected)")
-                        if mismatch == nil { mismatch = "\(path) has build-id \(id ?? "none"), the report says \(expected)" }
-                        return false
-                    }
-                    if !elfFiles.contains(where: { $0.path == file.path }) { elfFiles.append(file) }
-                    result.explanation.append("\(origin) \(path): ELF file, \(expected == nil ? "matched by name (the report gives no build-id)" : "build-id matches")\(file.hasDWARF ? ", with DWARF" : ", no DWARF")")
-                    return false
-                } catch {
-                    result.explanation.append("\(origin) \(path): \(error)")
-                    return false
-                }
-            }
-            do {
-                let symbols = try ModuleSymbols(path: path)
-                let id = hexString(symbols.table.module.buildID)
-                if let expected, id != expected {
-                    result.explanation.append("\(origin) \(path): table for build-id \(id), the report says \(expected)")
-                    if mismatch == nil { mismatch = "\(path) is for build-id \(id), the report says \(expected)" }
-                    return false
-                }
-                result.explanation.append("\(origin) \(path): symbol table, build-id matches")
-                result.symbols = LocationCache(symbols: symbols, renderings: renderings)
-                result.source = path
+        let query = ModuleQuery(module)
+        let answer = provider.find(query)
+        var candidates = answer.candidates
+        // The providers checked what they found; the engine checks again with the same rule,
+        // so that no provider can hand it another build's symbols.
+        var objects: [ELFFile] = []
+        for object in answer.objects {
+            let verdict = query.check(object, source: .answer)
+            if verdict.isMatch { objects.append(object) } else { candidates.append(verdict) }
+        }
+        if let table = answer.table {
+            let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name
+            let verdict = query.check(table, at: location, source: .answer)
+            if verdict.isMatch {
+                result.symbols = LocationCache(symbols: table, renderings: renderings)
+                result.source = location
                 result.status = .ok
-                return true
-            } catch {
-                result.explanation.append("\(origin) \(path): \(error)")
-                return false
-            }
-        }
-
-        // A table alone does not give the load bias: take it from an ELF file of the same build.
-        func withAddresses() -> ResolvedModule {
-            if let binary = elfFiles.first { describe(binary, into: &result) } else { findBinaryForBias(module, into: &result) }
-            return result
-        }
-
-        func buildIDPaths(in directory: String, _ id: String) -> [String] {
-            let head = String(id.prefix(2)), rest = String(id.dropFirst(2))
-            return ["\(directory)/\(id).csym", "\(directory)/.build-id/\(head)/\(rest).debug", "\(directory)/\(head)/\(rest).debug"]
-        }
-
-        // 1. --symbols paths.
-        for path in sources.searchPaths {
-            switch FileSystem.kind(of: path) {
-            case .directory:
-                if let expected {
-                    for candidate in buildIDPaths(in: path, expected) where FileSystem.kind(of: candidate) == .file {
-                        if consider(candidate, via: "--symbols") { return withAddresses() }
-                    }
-                }
-                let index = directoryIndex(path)
-                let matches = expected.map { index.byBuildID[$0] ?? [] } ?? index.byName[module.name] ?? []
-                if matches.isEmpty {
-                    result.explanation.append("--symbols \(path): no file with \(expected.map { "build-id \($0)" } ?? "name \(module.name)")")
-                }
-                for candidate in matches where consider(candidate, via: "--symbols") { return withAddresses() }
-                if let expected, let others = index.byName[module.name] {
-                    for other in others where !matches.contains(other) {
-                        result.explanation.append("--symbols \(other): same name, build-id \(index.buildIDs[other] ?? "none"), the report says \(expected)")
-                        if mismatch == nil { mismatch = "\(other) has build-id \(index.buildIDs[other] ?? "none"), the report says \(expected)" }
-                    }
-                }
-            case .file:
-                // A single file serves the module with its build-id; with another build-id it is a
-                // mismatch only when it bears the module's name (else it is another module's file).
-                guard let identity = Self.identify(path) else {
-                    result.explanation.append("--symbols \(path): neither an ELF file nor a .csym table")
-                    continue
-                }
-                let sameName = identity.name == module.name || ReportModule.fileName(of: path) == module.name
-                if (expected != nil && identity.buildID == expected) || sameName {
-                    if consider(path, via: "--symbols") { return withAddresses() }
-                } else {
-                    result.explanation.append("--symbols \(path): \(identity.name) with build-id \(identity.buildID ?? "none"), another module")
-                }
-            default:
-                result.explanation.append("--symbols \(path): not found")
-            }
-        }
-
-        // 2. The conversion cache.
-        if let expected, let cache = sources.tableCache {
-            let cached = cache.path(for: expected)
-            if FileSystem.kind(of: cached) == .file {
-                // A cached table is used with the ELF file beside it when there is one (for the
-                // load bias and symbol-relative frames), else alone.
-                if consider(cached, via: "cache") { return withAddresses() }
             } else {
-                result.explanation.append("cache \(cached): not present")
+                candidates.append(verdict)
             }
         }
-
-        // 3. The module's own path, when it exists here.
-        if sources.useModulePaths && module.path.hasPrefix("/") {
-            if FileSystem.kind(of: module.path) == .file {
-                _ = consider(module.path, via: "module path")
-            } else {
-                result.explanation.append("module path \(module.path): not found here")
-            }
+        if result.symbols == nil && !objects.isEmpty {
+            convert(objects, into: &result, candidates: &candidates)
         }
-
-        // 4. Debug directories by build-id, and .gnu_debuglink of the binaries found.
-        if let expected {
-            for directory in sources.locator.debugDirectories {
-                let head = String(expected.prefix(2)), rest = String(expected.dropFirst(2))
-                let candidate = directory.hasSuffix(".build-id")
-                    ? "\(directory)/\(head)/\(rest).debug" : "\(directory)/.build-id/\(head)/\(rest).debug"
-                if FileSystem.kind(of: candidate) == .file {
-                    _ = consider(candidate, via: "debug directory")
-                } else {
-                    result.explanation.append("debug directory \(candidate): not present")
-                }
-            }
-        }
-        if !elfFiles.contains(where: { $0.hasDWARF }), let binary = elfFiles.first, let debug = sources.locator.locate(for: binary) {
-            result.explanation.append("debug file \(debug.path): found for \(binary.path)")
-            elfFiles.append(debug)
-        }
-
-        guard !elfFiles.isEmpty else {
-            if let mismatch {
+        // A table alone does not give the load bias: an ELF file of the same build does.
+        if let binary = objects.first(where: { !$0.hasDWARF }) ?? objects.first { describe(binary, into: &result) }
+        if result.symbols == nil && result.status == .noSymbols {
+            if let mismatch = candidates.first(where: \.isBuildIDMismatch), let reason = ReportWriter.mismatchReason(mismatch) {
                 result.status = .buildIDMismatch
-                result.reason = mismatch
+                result.reason = reason
             } else {
-                result.status = .noSymbols
-                result.reason = "no symbols found for \(module.name)\(expected.map { " (build-id \($0))" } ?? "")"
+                result.reason = "no symbols found for \(module.name)\(module.buildID.map { " (build-id \($0))" } ?? "")"
             }
-            return result
         }
-        convert(elfFiles, expected: expected, into: &result)
+        result.candidates = candidates
         return result
     }
 
     /// Converts the best ELF files found (a binary and a DWARF-carrying debug file) into a table,
-    /// caching it by build-id when it carries DWARF.
-    private func convert(_ files: [ELFFile], expected: String?, into result: inout ResolvedModule) {
+    /// through the conversion cache.
+    private func convert(_ files: [ELFFile], into result: inout ResolvedModule, candidates: inout [SymbolCandidate]) {
         let debugFile = files.first(where: { $0.hasDWARF })
         let binary = files.first(where: { !$0.hasDWARF }) ?? debugFile!
-        describe(binary, into: &result)
         do {
-            let bytes = try ModuleConverter.table(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
-                                                  decoder: sources.decoder, threads: 2)
-            result.symbols = LocationCache(symbols: ModuleSymbols(table: try SymbolTable(bytes: bytes)), renderings: renderings)
-            result.source = (debugFile ?? binary).path
+            let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
+                                                        decoder: conversion.decoder, cache: conversion.tableCache, threads: 2)
+            candidates += converted.candidates
+            result.symbols = LocationCache(symbols: converted.symbols, renderings: renderings)
+            result.source = converted.symbols.cachedPath ?? (debugFile ?? binary).path
             result.status = .ok
-            if debugFile != nil, let id = expected ?? binary.buildIDHex, let cache = sources.tableCache {
-                do {
-                    let path = try cache.store(bytes, buildID: id)
-                    result.explanation.append("cache \(path): written")
-                } catch {
-                    result.explanation.append("cache: \(error)")
-                }
-            }
         } catch {
             result.status = .corruptSymbols
             result.reason = "cannot convert \(binary.path): \(error)"
@@ -456,58 +352,6 @@ public final class Symbolicator: Sendable {
         }
         symbolValues.withLock { $0[path] = values }
         return values[name]
-    }
-
-    /// With a table only, an ELF file of the same build gives the load bias: one in a `--symbols`
-    /// directory, else the module's own path when it is here.
-    private func findBinaryForBias(_ module: ReportModule, into result: inout ResolvedModule) {
-        guard let expected = module.buildID else { return }
-        var candidates: [String] = []
-        for path in sources.searchPaths where FileSystem.kind(of: path) == .directory {
-            candidates += directoryIndex(path).byBuildID[expected, default: []].filter { !$0.hasSuffix(".csym") }
-        }
-        if sources.useModulePaths { candidates.append(module.path) }
-        for path in candidates where FileSystem.kind(of: path) == .file {
-            if let binary = try? ELFFile(path: path), binary.buildIDHex == expected {
-                describe(binary, into: &result)
-                return
-            }
-        }
-    }
-
-    /// The build-id and module name of an ELF file or `.csym` table; nil for other files.
-    static func identify(_ path: String) -> (buildID: String?, name: String)? {
-        guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { return nil }
-        if prefix == [0x7f, 0x45, 0x4c, 0x46] {
-            guard let file = try? ELFFile(path: path) else { return nil }
-            return (file.buildIDHex, ReportModule.fileName(of: path))
-        }
-        guard path.hasSuffix(".csym"), let table = try? ModuleSymbols(path: path) else { return nil }
-        return (hexString(table.table.module.buildID), table.table.module.name)
-    }
-
-    // MARK: Directory indexes
-
-    /// ELF files and tables under one `--symbols` directory, by build-id and by file name.
-    struct DirectoryIndex: Sendable {
-        var byBuildID: [String: [String]] = [:]
-        var byName: [String: [String]] = [:]
-        var buildIDs: [String: String] = [:]
-    }
-
-    private func directoryIndex(_ directory: String) -> DirectoryIndex {
-        if let known = directories.withLock({ $0[directory] }) { return known }
-        var index = DirectoryIndex()
-        for path in FileSystem.files(under: directory) {
-            guard let identity = Self.identify(path) else { continue }
-            if let id = identity.buildID {
-                index.byBuildID[id, default: []].append(path)
-                index.buildIDs[path] = id
-            }
-            index.byName[identity.name, default: []].append(path)
-        }
-        directories.withLock { $0[directory] = index }
-        return index
     }
 }
 

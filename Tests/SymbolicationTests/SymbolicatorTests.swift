@@ -243,12 +243,17 @@ import Testing
             ReportModule.fileName(of: tables.path(for: $0))
         })
 
-        // Without any --symbols path, the cache alone answers, with the same frames.
-        let empty = try ReportFixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: empty) }
-        let second = Symbolicator(sources: ReportFixtures.isolatedSources([empty], cache: cache)).symbolicate(report)
+        // The next run reads the cache instead of converting, with the same frames.
+        let second = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
         #expect(second.frames[0][0].source == tables.path(for: "e3ae0ff073c26f50bba089c0323f76a4f9493774"))
         #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
+
+        // The cache is a conversion cache: it answers for the files it converted, never alone
+        // (a table cached for a build-id cannot say which file it came from).
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let alone = Symbolicator(sources: ReportFixtures.isolatedSources([empty], cache: cache)).symbolicate(report)
+        #expect(alone.frames[0][0].status == .noSymbols)
     }
 
     @Test func wrongAddressesAreFlaggedNotTrusted() throws {
@@ -272,7 +277,7 @@ import Testing
         #expect(result.frames[0][0].status == .ok)
         #expect(result.frames[0][0].explanation.contains { $0.hasPrefix("cache \(cached): ") && !$0.contains("symbol table") })
         // Converted again and written over the bad file: the next run reads it from the cache.
-        let again = Symbolicator(sources: ReportFixtures.isolatedSources([cache + "/none"], cache: cache)).symbolicate(report)
+        let again = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
         #expect(again.frames[0][0].source == cached)
         #expect(again.frames[0][0].locations == result.frames[0][0].locations)
     }
