@@ -44,9 +44,10 @@ struct SymbolicateEndpointTests {
         }
     }
 
-    /// `text` with every path of a `.csym` table written `<table>`.
+    /// `text` with every table location written `<table>`: a `.csym` path (the CLI's) or a
+    /// table's URL (the server's).
     static func withoutTablePaths(_ text: String) -> String {
-        text.replacing(/\/[^ "\]\n]*\.csym/, with: "<table>")
+        text.replacing(/\/[^ "\]\n]*\.csym/, with: "<table>").replacing(/\/api\/v1\/apps\/[^\/]+\/symbols\/[0-9a-f]+/, with: "<table>")
     }
 
     @Test("the reports resolve through the server's tables (not only unresolved frames on both sides)")

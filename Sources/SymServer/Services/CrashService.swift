@@ -32,7 +32,7 @@ final class CrashService: Sendable {
         store = CrashStore(symbols: symbols)
         objects = symbols.objects
         self.configuration = configuration
-        symbolication = StoreSymbolication(crashes: store, objects: objects)
+        symbolication = StoreSymbolication(crashes: store, objects: objects, tableCacheBytes: configuration.tableCacheMB << 20)
         limiter = CrashRateLimiter(perMinute: configuration.maxCrashesPerMinute)
         self.logger = logger
     }
