@@ -212,15 +212,23 @@ struct CrashServiceTests {
         #expect(try server.request("PATCH", "/api/v1/apps/\(server.appID)/groups/0000", json: #"{"state":"open"}"#).status == 404)
     }
 
-    @Test("grouping rules are stored per app and read back")
+    @Test("grouping rules are validated, stored per app in canonical form and read back")
     func groupingRules() throws {
         let server = try TestServer()
         #expect(try server.get("grouping-rules").text == "{}")
-        let rules = #"{"skip":["^my_abort_wrapper$"]}"#
-        #expect(try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: rules).status == 204)
-        #expect(try server.get("grouping-rules").text == rules)
-        #expect(try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: "[1,2]").status == 400)
-        #expect(try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: "{").status == 400)
+        let rules = #"{"rules": [{"action": "skip", "function": "my_abort_wrapper*", "note": "our logger aborts"}], "app_frames": 3}"#
+        let put = try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: rules)
+        #expect(put.status == 200, "\(put.text)")
+        let stored = try server.get("grouping-rules")
+        #expect(stored.text == put.text)
+        #expect(stored.text.contains("my_abort_wrapper*"))
+        #expect(stored.json["app_frames"] as? Int == 3)
+        for bad in ["[1,2]", "{", #"{"rules": [{"action": "explode"}]}"#, #"{"colour": 1}"#] {
+            let refused = try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: bad)
+            #expect(refused.status == 400, "\(bad)")
+            #expect(refused.errorCode == "bad-request")
+        }
+        #expect(try server.get("grouping-rules").text == stored.text)
     }
 
     @Test("retention removes old crashes and their raw bytes in the background; group counts stay")
@@ -285,5 +293,55 @@ struct CrashServiceTests {
             let id = try #require(crash["id"] as? String)
             #expect(try server.get("crashes/\(id)/raw").body == (try Data(contentsOf: URL(fileURLWithPath: body))))
         }
+    }
+}
+
+/// Grouping end to end: the grouping fixtures (five bugs of one program crashed for real in
+/// seven builds: gcc and clang, -O0 to -O2, PIE and not, with and without ASan, two versions
+/// where the code moved) posted to a server holding each build's tables.
+struct CrashGroupingTests {
+    static let root = Binary.root.appendingPathComponent("Fixtures/grouping").path
+
+    @Test("the same bug lands in one group across builds, versions and runs; different bugs never share one")
+    func bothDirections() throws {
+        let server = try TestServer()
+        let builds = try FileManager.default.contentsOfDirectory(atPath: Self.root)
+            .filter { $0.hasPrefix("v") && !$0.hasSuffix(".md") }.sorted()
+        #expect(builds.count >= 7)
+        for build in builds {
+            let directory = server.scratch + "/tables-" + build
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let files = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/" + build).sorted()
+            let modules = try files.map { try CrashFixtures.dump(Self.root + "/" + build + "/" + $0, into: directory) }
+            try CrashFixtures.upload(modules, to: server, version: build)
+        }
+        var groupsByBug: [String: Set<String>] = [:]
+        var bugsByGroup: [String: Set<String>] = [:]
+        let reports = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/reports").filter { $0.hasSuffix(".txt") }.sorted()
+        #expect(reports.count >= 30)
+        for report in reports {
+            guard let build = builds.filter({ report.hasPrefix($0 + "-") }).max(by: { $0.count < $1.count }) else {
+                Issue.record("no build for \(report)")
+                continue
+            }
+            let bug = String(report.dropFirst(build.count + 1).dropLast(4)).replacingOccurrences(of: "-run2", with: "")
+            let answer = try server.post("crashes", file: Self.root + "/reports/" + report, query: "version=\(build)&wait=25")
+            #expect(answer.json["state"] as? String == "done", "\(report): \(answer.text)")
+            guard let group = answer.json["group_id"] as? String else { continue }
+            groupsByBug[bug, default: []].insert(group)
+            bugsByGroup[group, default: []].insert(bug)
+        }
+        #expect(groupsByBug.count == 5)
+        for (bug, groups) in groupsByBug {
+            let signatures = try describe(groups, server)
+            #expect(groups.count == 1, "bug \(bug) split into \(groups.count) groups: \(signatures)")
+        }
+        for (group, bugs) in bugsByGroup {
+            #expect(bugs.count == 1, "group \(group) mixes \(bugs.sorted())")
+        }
+    }
+
+    private func describe(_ groups: Set<String>, _ server: TestServer) throws -> String {
+        try groups.map { try server.get("groups/\($0)").json["signature"] as? String ?? "?" }.joined(separator: " / ")
     }
 }

@@ -251,22 +251,19 @@ extension SymbolServer {
         return Self.json(group)
     }
 
-    /// `GET …/grouping-rules`: the app's rules (`{}` when it has none of its own).
+    /// `GET …/grouping-rules`: the app's rules document (`{}` when it has none of its own).
     func groupingRules(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         let rules = try await crashes.store.groupingRules(appID: appID) ?? "{}"
         return Self.raw(Array(rules.utf8), contentType: "application/json")
     }
 
-    /// `PUT …/grouping-rules`: a JSON object (docs/grouping.md) used for the app's next signatures.
+    /// `PUT …/grouping-rules`: a rules document (docs/grouping.md), validated, used for the app's
+    /// signatures from then on; answers it in canonical form.
     func setGroupingRules(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        let body = try await smallBody(request)
-        guard (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any] else {
-            throw ServerError(.badRequest, "the rules must be a JSON object (docs/grouping.md)")
-        }
-        try await crashes.store.setGroupingRules(appID: appID, rules: String(decoding: body, as: UTF8.self))
-        return Response(status: .noContent)
+        let document = try await crashes.setGroupingRules(appID: appID, document: try await smallBody(request))
+        return Self.raw(Array(document.utf8), contentType: "application/json")
     }
 
     // MARK: debuginfod

@@ -154,7 +154,7 @@ final class CrashService: Sendable {
         case .success(let parsed):
             report = parsed
         }
-        let rules = try await store.groupingRules(appID: input.appID)
+        let rules = try await groupingRules(appID: input.appID)
         let reportVersion = report.metadata("version") ?? report.metadata("app_version")
         let result = try await symbolication.symbolicate(report, appID: input.appID,
                                                          version: input.versionGiven ? input.version : reportVersion ?? input.version,
@@ -162,10 +162,35 @@ final class CrashService: Sendable {
         var json: [UInt8] = []
         ReportWriter.writeJSON(result, into: &json)
         if json.last == 0x0a { json.removeLast() }
-        let (signature, title) = CrashSignature.compute(result, rules: rules)
+        let signature = CrashSignature.compute(for: result, rules: rules)
         return CrashStore.ProcessingResult(
             state: .done, format: report.format.rawValue, signal: report.signal, reportVersion: reportVersion,
-            signature: signature, title: title, report: json, missing: Self.missingModules(result))
+            signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result))
+    }
+
+    /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
+    func groupingRules(appID: String) async throws -> GroupingRules {
+        guard let document = try await store.groupingRules(appID: appID) else { return .defaults }
+        do {
+            return try GroupingRules(document: document)
+        } catch {
+            // Stored rules were validated when they were put: this is a rules format change.
+            logger.error("stored grouping rules no longer read; using the built-in rules",
+                         metadata: ["crashsym.app_id": "\(appID)", "error": "\(error)"])
+            return .defaults
+        }
+    }
+
+    /// Validates and stores the app's grouping rules; returns them in canonical form.
+    func setGroupingRules(appID: String, document: [UInt8]) async throws -> String {
+        let rules: GroupingRules
+        do {
+            rules = try GroupingRules(document: document)
+        } catch {
+            throw ServerError(.badRequest, "grouping rules: \(error)")
+        }
+        try await store.setGroupingRules(appID: appID, rules: rules.document)
+        return rules.document
     }
 
     /// Parses a report (bounded: frames over the limit are refused) on the thread pool.
