@@ -554,7 +554,7 @@ public final class CrashStore: Sendable {
 
 /// Milliseconds since 1970 as RFC 3339 UTC with milliseconds.
 func formatMilliseconds(_ milliseconds: Int64) -> String {
-    Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+    Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
 }
 
 /// The current time in milliseconds since 1970.
