@@ -111,6 +111,7 @@ extension SymbolServer {
         }
         let result = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
         metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
+        await crashes.symbolsAdded(appID: appID, buildIDs: result.stored)  // late symbols (new and improved tables)
         context.logger.info("bundle stored", metadata: [
             "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
             "crashsym.stored": "\(result.stored.count)", "crashsym.improved": "\(result.improved.count)",

@@ -20,11 +20,14 @@ public struct SymbolServer: Sendable {
     /// What `/metrics` renders: the registry of the process's metrics factory (`metricsFactory`).
     let registry: PrometheusCollectorRegistry
     let uploads: UploadLimiter
+    /// The crash service: ingestion, processing, symbolication, groups.
+    let crashes: CrashService
 
     /// Opens the data directory (removing scratch files an interrupted run left) and prepares
     /// the routes; `run()` starts serving. The server's metrics are created here, through
     /// swift-metrics' factory: bootstrap it first (`metricsFactory(registry:)` over `metrics`).
-    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry) throws {
+    public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry,
+                crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration()) throws {
         self.configuration = configuration
         self.logger = logger
         store = try SymbolStore(dataDirectory: configuration.dataDirectory)
@@ -32,6 +35,7 @@ public struct SymbolServer: Sendable {
         registry = metrics
         self.metrics = ServerMetrics()
         uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
+        crashes = CrashService(symbols: store, configuration: crashConfiguration, logger: logger)
     }
 
     /// Serves until SIGTERM or SIGINT, then drains in-flight requests. `onListening` receives the
@@ -64,7 +68,10 @@ public struct SymbolServer: Sendable {
             logger: logger
         )
         let group = ServiceGroup(configuration: .init(
-            services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [application,
+                       CrashProcessor(service: crashes, workers: crashes.configuration.workers),
+                       RetentionService(service: crashes, days: crashes.configuration.retentionDays)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 
@@ -85,6 +92,7 @@ public struct SymbolServer: Sendable {
         apps.get("versions/:version/modules") { request, context in try await modules(request, context) }
         router.get("buildid/:buildId/debuginfo") { request, context in try await debugFile(request, context) }
         router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
+        addCrashServiceRoutes(to: router)
         return router
     }
 

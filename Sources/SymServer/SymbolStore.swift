@@ -13,7 +13,7 @@ import Glibc
 public final class SymbolStore: Sendable {
     /// The object store under the same data directory.
     public let objects: ObjectStore
-    private let database: DatabasePool
+    let database: DatabasePool
 
     /// An app as listed by `crashsym apps list`.
     public struct App: Sendable, Equatable, Codable {
@@ -148,6 +148,7 @@ public final class SymbolStore: Sendable {
                     PRIMARY KEY (app_id, version, build_id));
                 """)
         }
+        CrashStore.registerMigrations(&migrator)
         do {
             try migrator.migrate(database)
         } catch {

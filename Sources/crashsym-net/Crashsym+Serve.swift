@@ -67,6 +67,24 @@ extension Crashsym {
         @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
         var logLevel: String?
 
+        @Option(name: .customLong("max-report-bytes"), help: "Largest crash report accepted by POST crashes and symbolicate, in bytes (default 16 MiB; 413 above).")
+        var maxReportBytes: Int?
+
+        @Option(name: .customLong("max-report-frames"), help: "Most stack frames in one report (default 100000; such a crash is stored as failed, symbolicate answers 400).")
+        var maxReportFrames: Int?
+
+        @Option(name: .customLong("max-crashes-per-minute"), help: "Crashes accepted per app and minute (default 6000; 429 with Retry-After above; 0: no limit).")
+        var maxCrashesPerMinute: Int?
+
+        @Option(name: .customLong("retention-days"), help: "Delete crashes (and their raw bytes) older than this many days, in the background; group counts stay (default 90; 0: keep forever; fractions allowed).")
+        var retentionDays: Double?
+
+        @Option(name: .customLong("table-cache-mb"), help: "Symbol tables kept open between requests, in MiB (default 512).")
+        var tableCacheMB: Int?
+
+        @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
+        var crashWorkers: Int?
+
         var flags: [String: String] {
             var flags: [String: String] = [:]
             flags["data-dir"] = location.dataDirectory
@@ -81,13 +99,21 @@ extension Crashsym {
             flags["max-uncompressed-bytes"] = maxUncompressedBytes.map(String.init)
             flags["max-ratio"] = maxRatio.map(String.init)
             flags["log-level"] = logLevel
+            flags["max-report-bytes"] = maxReportBytes.map(String.init)
+            flags["max-report-frames"] = maxReportFrames.map(String.init)
+            flags["max-crashes-per-minute"] = maxCrashesPerMinute.map(String.init)
+            flags["retention-days"] = retentionDays.map { String($0) }
+            flags["table-cache-mb"] = tableCacheMB.map(String.init)
+            flags["crash-workers"] = crashWorkers.map(String.init)
             return flags
         }
 
         func run() async throws {
             let configuration: ServerConfiguration
+            let crashConfiguration: CrashServiceConfiguration
             do {
                 configuration = try ServerConfiguration.resolve(flags: flags, configFile: location.config)
+                crashConfiguration = try CrashServiceConfiguration.resolve(flags: flags, configFile: location.config)
             } catch {
                 throw ValidationError("\(error)")
             }
@@ -106,7 +132,8 @@ extension Crashsym {
             let logger = Logger(label: "crashsym.serve")
             let server: SymbolServer
             do {
-                server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry)
+                server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry,
+                                          crashConfiguration: crashConfiguration)
             } catch {
                 let reason = (error as? SymbolStore.OpenError)?.message ?? "cannot open the data directory \(configuration.dataDirectory): \(error)"
                 FileOutput.standardError("crashsym: \(reason)\n")

@@ -1,0 +1,97 @@
+import Logging
+import ServiceLifecycle
+
+/// The background worker of the crash service: leases crash jobs (new crashes first, then
+/// re-symbolication after late symbols) and processes them, `workers` at a time.
+///
+/// On start it frees every lease (the embedded store belongs to this process alone, so a lease
+/// left by a killed process means work to resume) and queues crashes whose missing symbols were
+/// committed just before a restart. A ring of the service's doorbell wakes the workers; a ring
+/// every second covers anything else.
+struct CrashProcessor: Service {
+    let service: CrashService
+    let workers: Int
+    /// How long a job stays leased to a worker (a stuck worker's job is retried after it).
+    static let leaseMilliseconds: Int64 = 120_000
+    /// Jobs leased at once by a worker.
+    static let batch = 8
+
+    func run() async throws {
+        let store = service.store
+        try await store.releaseAllLeases()
+        let resumed = try await store.pendingJobCount()
+        let requeued = try await store.requeueResolvable(now: currentMilliseconds())
+        if resumed > 0 || requeued > 0 {
+            service.logger.info("crash processing resumed", metadata: ["crashsym.jobs": "\(resumed)", "crashsym.requeued": "\(requeued)"])
+        }
+        let doorbell = service.doorbell
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                for _ in 0..<workers {
+                    group.addTask { await work() }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        doorbell.ring()
+                    }
+                }
+            }
+        }
+    }
+
+    private func work() async {
+        while !Task.isCancelled {
+            let jobs: [CrashStore.Job]
+            do {
+                jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+            } catch {
+                service.logger.error("cannot lease crash jobs", metadata: ["error": "\(error)"])
+                await service.doorbell.wait()
+                continue
+            }
+            if jobs.isEmpty {
+                await service.doorbell.wait()
+                continue
+            }
+            for job in jobs where !Task.isCancelled { await service.process(job) }
+        }
+    }
+}
+
+/// Deletes crashes older than the retention period, with their raw bytes, in the background;
+/// groups keep their counts.
+struct RetentionService: Service {
+    let service: CrashService
+    let days: Double
+
+    func run() async throws {
+        guard days > 0 else {
+            // Nothing to do, but a service that returns would stop the group.
+            try await gracefulShutdown()
+            return
+        }
+        let period = days * 86_400_000
+        // Often enough that nothing outlives the period by more than a tenth of it (at most an hour).
+        let interval = Duration.milliseconds(Int64(min(3_600_000, max(500, period / 10))))
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await sweep(cutoff: currentMilliseconds() - Int64(period))
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    private func sweep(cutoff: Int64) async {
+        do {
+            while true {
+                let (deleted, objects) = try await service.store.expireCrashes(receivedBefore: cutoff, limit: 500)
+                for sha256 in objects { service.objects.remove(sha256: sha256) }
+                if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
+                if deleted < 500 { break }
+            }
+        } catch {
+            service.logger.error("retention sweep failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

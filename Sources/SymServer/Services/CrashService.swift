@@ -1,0 +1,297 @@
+import Crypto
+import Foundation
+import Logging
+import Metrics
+import NIOPosix
+import SymBytes
+import SymReport
+import SymTable
+import Symbolication
+
+/// The crash service: ingestion (bytes durable, then the row and its job, then the answer),
+/// processing (parse, symbolicate, sign, group), symbolication on request, late symbols.
+/// Routes call it; it speaks `ServerError` to them and `StoreError` comes from below.
+final class CrashService: Sendable {
+    let store: CrashStore
+    let objects: ObjectStore
+    let configuration: CrashServiceConfiguration
+    let symbolication: StoreSymbolication
+    let doorbell = Doorbell()
+    let board = CompletionBoard()
+    let limiter: CrashRateLimiter
+    let logger: Logger
+
+    private let acceptedCounter = Counter(label: "crashsym_crashes_accepted_total")
+    private let processedCounter = Counter(label: "crashsym_crashes_processed_total")
+    private let failedCounter = Counter(label: "crashsym_crashes_failed_total")
+    private let requeuedCounter = Counter(label: "crashsym_crashes_requeued_total")
+    private let processingTimer = Timer(label: "crashsym_crash_processing_seconds")
+    private let symbolicateTimer = Timer(label: "crashsym_symbolicate_seconds")
+
+    init(symbols: SymbolStore, configuration: CrashServiceConfiguration, logger: Logger) {
+        store = CrashStore(symbols: symbols)
+        objects = symbols.objects
+        self.configuration = configuration
+        symbolication = StoreSymbolication(crashes: store, objects: objects, tableCacheBytes: configuration.tableCacheMB << 20)
+        limiter = CrashRateLimiter(perMinute: configuration.maxCrashesPerMinute)
+        self.logger = logger
+    }
+
+    // MARK: Ingestion
+
+    /// What a client may say about a crash besides its bytes.
+    struct Submission: Sendable {
+        var version: String?
+        var host: String?
+        var environment: String?
+        var inputFormat: ReportFormat?
+        var idempotencyKey: String?
+    }
+
+    /// Stores `body` durably and queues its processing; returns the 201 answer.
+    func ingest(appID: String, body: [UInt8], submission: Submission) async throws -> CrashStore.Receipt {
+        guard Self.isText(body) else {
+            throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8): not a crash report")
+        }
+        let sha256 = hexString(Array(SHA256.hash(data: body)))
+        let scratch = objects.temporaryDirectory + "/crash-" + CrashStore.randomHex(bytes: 12)
+        let objects = self.objects
+        try await NIOThreadPool.singleton.runIfActive {
+            try Self.writeAll(body, to: scratch)
+            try objects.insert(fileAt: scratch, sha256: sha256)
+        }
+        let receipt = try await store.accept(CrashStore.NewCrash(
+            appID: appID, version: submission.version, host: submission.host, environment: submission.environment,
+            inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
+            idempotencyKey: submission.idempotencyKey, receivedMilliseconds: currentMilliseconds()))
+        if !receipt.replayed {
+            acceptedCounter.increment()
+            doorbell.ring()
+        }
+        return receipt
+    }
+
+    /// Waits up to `seconds` for crash `id` to be processed; returns its state then.
+    func waitForProcessing(appID: String, receipt: CrashStore.Receipt, seconds: Double) async throws -> CrashStore.Receipt {
+        guard receipt.state == .pending, seconds > 0 else { return receipt }
+        let ticket = board.ticket(for: receipt.id)
+        var current = try await store.crash(appID: appID, id: receipt.id).summary
+        if current.state == .pending {
+            await board.wait(for: receipt.id, ticket: ticket, timeout: .milliseconds(Int64(seconds * 1000)))
+            current = try await store.crash(appID: appID, id: receipt.id).summary
+        } else {
+            await board.wait(for: receipt.id, ticket: ticket, timeout: .zero)
+        }
+        return CrashStore.Receipt(id: receipt.id, state: current.state, groupID: current.groupID, replayed: receipt.replayed)
+    }
+
+    /// Whether `bytes` is text: valid UTF-8 without NUL bytes.
+    static func isText(_ bytes: [UInt8]) -> Bool {
+        guard !bytes.contains(0) else { return false }
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
+        defer { close(fd) }
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw ObjectStore.posixError("write \(path)")
+                }
+                offset += written
+            }
+        }
+    }
+
+    // MARK: Processing
+
+    /// Attempts after which a crash whose processing keeps failing is marked failed.
+    static let maximumAttempts = 5
+
+    /// Processes one leased job: the crash is read, symbolicated and grouped, and the outcome
+    /// committed with the end of the job.
+    func process(_ job: CrashStore.Job) async {
+        let start = ContinuousClock.now
+        do {
+            guard let input = try await store.processingInput(seq: job.seq) else { return }
+            let result = try await analyse(input)
+            _ = try await store.finish(seq: job.seq, result: result, now: currentMilliseconds())
+            if result.state == .failed { failedCounter.increment() } else { processedCounter.increment() }
+            if job.kind == .resymbolicate { requeuedCounter.increment() }
+            board.finished(input.id)
+        } catch {
+            logger.error("crash processing failed", metadata: ["crashsym.crash_seq": "\(job.seq)", "error": "\(error)"])
+            if job.attempts >= Self.maximumAttempts {
+                try? await store.abandon(seq: job.seq, reason: "processing failed \(job.attempts) times: \(error)")
+            }
+        }
+        processingTimer.recordInterval(since: start)
+    }
+
+    private func analyse(_ input: CrashStore.ProcessingInput) async throws -> CrashStore.ProcessingResult {
+        let path = objects.path(sha256: input.rawSHA256)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
+        }
+        let format = input.inputFormat.flatMap(ReportFormat.init(rawValue:))
+        let report: CrashReport
+        switch try await parse(Array(data), format: format) {
+        case .failure(let error):
+            return CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: [])
+        case .success(let parsed):
+            report = parsed
+        }
+        let rules = try await groupingRules(appID: input.appID)
+        let reportVersion = report.metadata("version") ?? report.metadata("app_version")
+        let result = try await symbolication.symbolicate(report, appID: input.appID,
+                                                         version: input.versionGiven ? input.version : reportVersion ?? input.version,
+                                                         renderings: .json)
+        var json: [UInt8] = []
+        ReportWriter.writeJSON(result, into: &json)
+        if json.last == 0x0a { json.removeLast() }
+        let signature = CrashSignature.compute(for: result, rules: rules)
+        return CrashStore.ProcessingResult(
+            state: .done, format: report.format.rawValue, signal: report.signal, reportVersion: reportVersion,
+            signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result))
+    }
+
+    /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
+    func groupingRules(appID: String) async throws -> GroupingRules {
+        guard let document = try await store.groupingRules(appID: appID) else { return .defaults }
+        do {
+            return try GroupingRules(document: document)
+        } catch {
+            // Stored rules were validated when they were put: this is a rules format change.
+            logger.error("stored grouping rules no longer read; using the built-in rules",
+                         metadata: ["crashsym.app_id": "\(appID)", "error": "\(error)"])
+            return .defaults
+        }
+    }
+
+    /// Validates and stores the app's grouping rules; returns them in canonical form.
+    func setGroupingRules(appID: String, document: [UInt8]) async throws -> String {
+        let rules: GroupingRules
+        do {
+            rules = try GroupingRules(document: document)
+        } catch {
+            throw ServerError(.badRequest, "grouping rules: \(error)")
+        }
+        try await store.setGroupingRules(appID: appID, rules: rules.document)
+        return rules.document
+    }
+
+    /// Parses a report (bounded: frames over the limit are refused) on the thread pool.
+    func parse(_ bytes: [UInt8], format: ReportFormat?) async throws -> Result<CrashReport, ServerError> {
+        let maxFrames = configuration.maxFrames
+        return try await NIOThreadPool.singleton.runIfActive {
+            do {
+                let report = try CrashReport.parse(String(decoding: bytes, as: UTF8.self), format: format)
+                guard report.frameCount <= maxFrames else {
+                    return .failure(ServerError(.badRequest, "the report has \(report.frameCount) frames, over the limit of \(maxFrames)"))
+                }
+                return .success(report)
+            } catch {
+                return .failure(ServerError(.badRequest, "cannot read the report: \(error)"))
+            }
+        }
+    }
+
+    /// Modules with a build-id of which some frame found no symbols.
+    static func missingModules(_ result: SymbolicatedReport) -> [(buildID: String, name: String)] {
+        var missing: [(buildID: String, name: String)] = []
+        var seen = Set<Int>()
+        for (s, stack) in result.report.stacks.enumerated() {
+            for (f, frame) in stack.frames.enumerated() where result.frames[s][f].status == .noSymbols {
+                guard let index = frame.module, index < result.report.modules.count, seen.insert(index).inserted,
+                      let id = result.report.modules[index].buildID else { continue }
+                missing.append((id, result.report.modules[index].name))
+            }
+        }
+        return missing
+    }
+
+    // MARK: Late symbols
+
+    /// New build-ids were committed for the app: the crashes that lacked them are queued again.
+    func symbolsAdded(appID: String, buildIDs: [String]) async {
+        do {
+            let queued = try await store.requeue(appID: appID, newBuildIDs: buildIDs, now: currentMilliseconds())
+            if queued > 0 {
+                logger.info("late symbols: crashes queued again", metadata: ["crashsym.app_id": "\(appID)", "crashsym.crashes": "\(queued)"])
+                doorbell.ring()
+            }
+        } catch {
+            // The processor's startup sweep queues them after a restart.
+            logger.error("late symbols: cannot queue crashes", metadata: ["crashsym.app_id": "\(appID)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Symbolication on request
+
+    /// What `POST …/symbolicate` prints.
+    enum Output: String, Sendable {
+        case json, text
+    }
+
+    /// Symbolicates a report with the app's tables and renders it as the CLI does.
+    func symbolicate(appID: String, body: [UInt8], format: ReportFormat?, version: String?, output: Output,
+                     explain: Bool) async throws -> [UInt8] {
+        guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
+        let start = ContinuousClock.now
+        defer { symbolicateTimer.recordInterval(since: start) }
+        let report = try await parse(body, format: format).get()
+        let result = try await symbolication.symbolicate(report, appID: appID, version: version,
+                                                         renderings: output == .json ? .json : .text)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024 + report.frameCount * 256)
+        if output == .json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
+        else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
+        return bytes
+    }
+
+    /// The frames of each address of table `buildID`, as `crashsym lookup --format json` prints
+    /// them (one object per line).
+    func lookup(appID: String, buildID: String, addresses: [UInt64]) async throws -> [UInt8] {
+        guard let table = try await store.table(appID: appID, buildID: buildID) else {
+            throw ServerError(.notFound, "no symbols for build-id \(buildID)")
+        }
+        let path = objects.path(sha256: table.sha256)
+        return try await NIOThreadPool.singleton.runIfActive {
+            let table: SymbolTable
+            do {
+                table = try SymbolTable(file: MappedFile(path: path))
+            } catch {
+                throw ServerError(.internal, "cannot read the table of \(buildID): \(error)")
+            }
+            var renderer = FrameRenderer(table: table, style: .json)
+            var bytes: [UInt8] = []
+            for address in addresses {
+                do { try renderer.render(address, into: &bytes) } catch {
+                    throw ServerError(.internal, "the table of \(buildID) is corrupt: \(error)")
+                }
+            }
+            return bytes
+        }
+    }
+}
+
+extension Timer {
+    /// Records the time since `start`.
+    func recordInterval(since start: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - start
+        recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// The settings of the crash service (`crashsym serve`), resolved like `ServerConfiguration`:
+/// flag, then `CRASHSYM_<NAME>`, then the config file, then the default.
+public struct CrashServiceConfiguration: Sendable, Equatable {
+    /// Largest crash report accepted by `POST …/crashes` and `POST …/symbolicate` (413 above).
+    public var maxReportBytes: Int
+    /// Most stack frames a report may hold (a longer report is refused or stored as failed).
+    public var maxFrames: Int
+    /// Crashes accepted per app and minute (429 with Retry-After above); 0: no limit.
+    public var maxCrashesPerMinute: Int
+    /// Crashes older than this many days are deleted (their groups keep their counts); 0: never.
+    public var retentionDays: Double
+    /// Bytes of opened symbol tables kept mapped between requests, in MiB.
+    public var tableCacheMB: Int
+    /// Crashes processed at once.
+    public var workers: Int
+
+    /// Creates a configuration.
+    public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
+                retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2) {
+        self.maxReportBytes = maxReportBytes
+        self.maxFrames = maxFrames
+        self.maxCrashesPerMinute = maxCrashesPerMinute
+        self.retentionDays = retentionDays
+        self.tableCacheMB = tableCacheMB
+        self.workers = workers
+    }
+
+    /// The setting names (flags, config-file keys, `CRASHSYM_…` variables).
+    public static let settingNames = [
+        "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
+    ]
+
+    /// Resolves the settings from flags (name → value, only those given), the environment and
+    /// the config file (`configFile`, else `CRASHSYM_CONFIG`).
+    public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
+                               configFile: String? = nil) throws -> CrashServiceConfiguration {
+        var file: [String: String] = [:]
+        if let path = configFile ?? environment["CRASHSYM_CONFIG"],
+           let data = FileManager.default.contents(atPath: path),
+           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            // Unknown keys and unreadable files are reported by ServerConfiguration.resolve.
+            for name in settingNames {
+                if let text = object[name] as? String { file[name] = text }
+                if let number = object[name] as? NSNumber { file[name] = number.stringValue }
+            }
+        }
+        func value(_ name: String) -> String? {
+            flags[name] ?? environment[ServerConfiguration.environmentName(name)] ?? file[name]
+        }
+        func integer(_ name: String, _ fallback: Int, minimum: Int) throws -> Int {
+            guard let text = value(name) else { return fallback }
+            guard let parsed = Int(text.trimmingCharacters(in: .whitespaces)), parsed >= minimum else {
+                throw ConfigurationError("\(name): \"\(text)\" is not an integer of at least \(minimum)")
+            }
+            return parsed
+        }
+        var configuration = CrashServiceConfiguration()
+        configuration.maxReportBytes = try integer("max-report-bytes", configuration.maxReportBytes, minimum: 1)
+        configuration.maxFrames = try integer("max-report-frames", configuration.maxFrames, minimum: 1)
+        configuration.maxCrashesPerMinute = try integer("max-crashes-per-minute", configuration.maxCrashesPerMinute, minimum: 0)
+        configuration.tableCacheMB = try integer("table-cache-mb", configuration.tableCacheMB, minimum: 1)
+        configuration.workers = try integer("crash-workers", configuration.workers, minimum: 1)
+        if let text = value("retention-days") {
+            guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
+                throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")
+            }
+            configuration.retentionDays = days
+        }
+        return configuration
+    }
+}
