@@ -23,7 +23,8 @@ struct DebuginfodTests {
         }
 
         deinit {
-            process.terminate()
+            // debuginfod takes its time over SIGTERM (it finishes its scanner threads first).
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             try? FileManager.default.removeItem(atPath: directory)
         }
