@@ -305,6 +305,29 @@ import Testing
         }
     }
 
+    /// The built-in table's index answers what a plain scan of the table answers: for every
+    /// pattern's own text and variations of it, as function, module and file.
+    @Test func builtinIndexEqualsAScan() {
+        var names: Set<String> = ["", "main", "libc.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "gfx_copy", "/usr/include/c++/12/vector"]
+        for rule in GroupingRules.builtinRules {
+            for pattern in [rule.function, rule.module, rule.file].compactMap({ $0 }) {
+                let text = pattern.text
+                names.formUnion([text, text.replacingOccurrences(of: "*", with: ""), text.replacingOccurrences(of: "*", with: "x::y"),
+                                 text.replacingOccurrences(of: "?", with: "a"), text + "x", "x" + text, String(text.dropLast())])
+            }
+        }
+        for name in names {
+            for (function, module, path, file) in [(name, "app", "/opt/app", "/src/a.c"), (name, name, name, name), ("main", name, "/opt/" + name, ""),
+                                                   ("main", "app", name, ""), ("main", "app", "/opt/app", name)] {
+                let indexed = GroupingRules.defaults.rule(function: function, moduleName: module, modulePath: path, file: file)
+                let scanned = GroupingRules.firstBuiltinByScan(function: function, moduleName: module, modulePath: path, file: file)
+                #expect(indexed == scanned, "\(function) \(module) \(path) \(file)")
+            }
+            #expect(GroupingRules.defaults.rule(function: nil, moduleName: name, modulePath: nil, file: nil)
+                == GroupingRules.firstBuiltinByScan(function: nil, moduleName: name, modulePath: nil, file: nil))
+        }
+    }
+
     /// Every built-in rule compiled (a typo in the table would leave a rule matching everything).
     @Test func builtinTableIsWellFormed() {
         #expect(GroupingRules.builtinRules.count > 100)
