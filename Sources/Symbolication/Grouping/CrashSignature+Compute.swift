@@ -43,10 +43,16 @@ extension CrashSignature {
         var appCount = 0
         var firstCandidates: [Int] = []  // frames usable when the stack has no app frame at all
         var done = false
+        var lastConsidered: Int?  // the frame above, for `.repeated`
         for index in frames.indices.dropFirst(start) {
             let decision = decisions[index]
             if done { frames[index].frame.role = .notNeeded; continue }
             if decision?.action == .skip { frames[index].frame.role = .skipped; continue }
+            if let previous = lastConsidered, frames[previous].name != nil, frames[previous].name == frames[index].name {
+                frames[index].frame.role = .repeated
+                continue
+            }
+            lastConsidered = index
             if decision?.action == .library {
                 frames[index].frame.isApp = false
                 if frames[index].name == nil {

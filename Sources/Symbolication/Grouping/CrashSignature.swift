@@ -64,6 +64,9 @@ public struct GroupingFrame: Sendable, Equatable, Codable {
         case libraryAboveContext = "library-above-context"
         /// Below the frames the signature took.
         case notNeeded = "not-needed"
+        /// The same function as the frame just above it: recursion, or one function split in two
+        /// by an optimiser (gcc's partial inlining calls `f.part.0` from an inlined `f`).
+        case repeated
     }
 
     /// The frame's position in its report stack (`ReportStack.frames` index).
@@ -122,6 +125,7 @@ public struct GroupingFrame: Sendable, Equatable, Codable {
         case .unresolvedLibrary: return "an unnamed frame of a library module: its offset would differ between machines"
         case .libraryAboveContext: return "a library frame further from the app's code than the context frames reach"
         case .notNeeded: return "below the frames the signature takes"
+        case .repeated: return "the same function as the frame above it (recursion, or a function split in two by the optimiser)"
         }
     }
 

@@ -15,12 +15,32 @@ public enum FunctionNameNormalizer {
         stripSwiftSpecialisation(&bytes)
         stripRustHashes(&bytes)
         let isSwift = mangled.map(isSwiftMangled) ?? false
+        if isSwift {
+            // `closure #1 (Swift.Int) -> () in crash.run() -> ()`: each part separately.
+            var pieces: [[UInt8]] = []
+            var rest = bytes[...]
+            while let cut = firstTopLevel(Array(" in ".utf8), in: Array(rest), from: 0) {
+                pieces.append(Array(rest.prefix(cut)))
+                rest = rest.dropFirst(cut + 4)
+            }
+            pieces.append(Array(rest))
+            bytes = Array(pieces.map { piece -> [UInt8] in
+                var piece = piece
+                stripArrowReturnType(&piece)
+                _ = stripParameterLists(&piece)
+                stripArrowReturnType(&piece)
+                trimSpaces(&piece)
+                return piece
+            }.joined(separator: Array(" in ".utf8)))
+            normalizeSpaces(&bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        stripArrowReturnType(&bytes)
         let hadParameters = stripParameterLists(&bytes)
         stripTrailingQualifiers(&bytes)
-        stripArrowReturnType(&bytes)
         // A C++ return type (`int foo<int>(int)`): demanglers print one for template functions.
         // Swift closures (`closure #1 in f`) have words with spaces that are part of the name.
-        if !isSwift && (hadParameters || mangled.map { $0.hasPrefix("_Z") } == true) { stripLeadingReturnType(&bytes) }
+        if (hadParameters || mangled.map { $0.hasPrefix("_Z") } == true) { stripLeadingReturnType(&bytes) }
         normalizeSpaces(&bytes)
         stripIFuncVariant(&bytes)
         return String(decoding: bytes, as: UTF8.self)
@@ -216,6 +236,7 @@ public enum FunctionNameNormalizer {
     /// Swift's ` -> Swift.Int` (and ` async`, ` throws`) after the parameter list.
     static func stripArrowReturnType(_ bytes: inout [UInt8]) {
         if let arrow = firstTopLevel(Array(" -> ".utf8), in: bytes, from: 0) { bytes.removeSubrange(arrow...) }
+        trimSpaces(&bytes)
         for word in [" async throws", " throws", " async"].map({ Array($0.utf8) }) where bytes.count > word.count
             && bytes.suffix(word.count).elementsEqual(word) {
             bytes.removeLast(word.count)

@@ -55,6 +55,12 @@ public struct GlobPattern: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// The pattern as written.
     public var description: String { text }
 
+    /// Whether the pattern has no `*` or `?`: it matches exactly one name, `literal`.
+    var isLiteral: Bool { segments.count == 1 && !leadingStar && !trailingStar && !segments[0].contains(nil) }
+
+    /// The one name a literal pattern matches (escapes resolved).
+    var literal: String { String(decoding: segments.first?.compactMap { $0 } ?? [], as: UTF8.self) }
+
     public static func == (lhs: GlobPattern, rhs: GlobPattern) -> Bool { lhs.text == rhs.text }
     public func hash(into hasher: inout Hasher) { hasher.combine(text) }
 

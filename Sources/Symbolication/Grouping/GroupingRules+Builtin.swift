@@ -24,12 +24,6 @@ extension GroupingRules {
             functions: ["__restore_rt", "__kernel_rt_sigreturn", "__kernel_sigreturn", "_sigtramp", "__sigreturn", "sigreturn",
                         "<signal handler called>", "__vdso_rt_sigreturn", "swift::runtime::backtrace::*",
                         "google_breakpad::ExceptionHandler::*", "crashpad::*"])
-        // glibc places `__restore_rt` right after `__sigaction`: a return-address lookup (pc - 1) of
-        // the trampoline's frame names the function before it.
-        for name in ["sigaction", "__sigaction", "__GI___sigaction", "__libc_sigaction"] {
-            rules.append(GroupingRule(.reporter, function: GlobPattern(name), module: GlobPattern("libc.so*"),
-                                      note: "glibc's signal trampoline (__restore_rt) looked up at pc - 1", origin: .builtin, index: rules.count))
-        }
         add(.skip, "the backtrace call itself", functions: ["backtrace", "__backtrace", "__GI___backtrace", "backtrace_symbols_fd",
                                                               "_Unwind_Backtrace", "_Unwind_RaiseException", "_Unwind_Resume"])
 

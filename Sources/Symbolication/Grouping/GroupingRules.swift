@@ -48,9 +48,56 @@ public struct GroupingRules: Sendable, Equatable {
         for rule in operatorRules where rule.matches(function: function, moduleName: moduleName, modulePath: modulePath, file: file) {
             return rule
         }
-        for rule in Self.builtinRules where rule.matches(function: function, moduleName: moduleName, modulePath: modulePath, file: file) {
-            return rule
+        return Self.builtinIndex.firstMatch(function: function, moduleName: moduleName, modulePath: modulePath, file: file)
+    }
+
+    /// The first built-in rule that matches, by a plain scan of the table (what the index must
+    /// answer; for tests).
+    static func firstBuiltinByScan(function: String?, moduleName: String?, modulePath: String?, file: String?) -> GroupingRule? {
+        builtinRules.first { $0.matches(function: function, moduleName: moduleName, modulePath: modulePath, file: file) }
+    }
+
+    static let builtinIndex = BuiltinIndex(builtinRules)
+
+    /// The built-in table with its wildcard-free single-pattern rules in dictionaries: most of
+    /// the table is exact function or module names, and every frame is tried against all of it.
+    struct BuiltinIndex: Sendable {
+        let rules: [GroupingRule]
+        /// The first rule per exact function name (rules with only a function pattern).
+        let exactFunctions: [String: Int]
+        /// The first rule per exact module file name (rules with only a module pattern).
+        let exactModules: [String: Int]
+        /// Every other rule, in table order.
+        let scanned: [Int]
+
+        init(_ rules: [GroupingRule]) {
+            self.rules = rules
+            var functions: [String: Int] = [:], modules: [String: Int] = [:], scanned: [Int] = []
+            for (index, rule) in rules.enumerated() {
+                if let function = rule.function, rule.module == nil, rule.file == nil, function.isLiteral {
+                    if functions[function.literal] == nil { functions[function.literal] = index }
+                } else if let module = rule.module, rule.function == nil, rule.file == nil, module.isLiteral,
+                          !module.text.hasPrefix("/") {
+                    if modules[module.literal] == nil { modules[module.literal] = index }
+                } else {
+                    scanned.append(index)
+                }
+            }
+            exactFunctions = functions
+            exactModules = modules
+            self.scanned = scanned
         }
-        return nil
+
+        /// The first rule in table order that matches.
+        func firstMatch(function: String?, moduleName: String?, modulePath: String?, file: String?) -> GroupingRule? {
+            var best = Int.max
+            if let function, let index = exactFunctions[function] { best = index }
+            if let moduleName, let index = exactModules[moduleName], index < best { best = index }
+            for index in scanned {
+                guard index < best else { break }
+                if rules[index].matches(function: function, moduleName: moduleName, modulePath: modulePath, file: file) { return rules[index] }
+            }
+            return best == Int.max ? nil : rules[best]
+        }
     }
 }
