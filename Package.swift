@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "SymCore", dependencies: ["SymBytes"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymUnwind", "CMalloc", "CPrefetch"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymUnwind", "SymCore", "CMalloc", "CPrefetch"]
         ),
 
         // Upload pipeline and server.

@@ -1,4 +1,5 @@
 import SymBytes
+import SymCore
 import SymDemangle
 import SymELF
 import SymTable
@@ -8,16 +9,9 @@ import SymUnwind
 /// functions, lines and inlines of the usual conversion (`ModuleConverter.model`), the symbol
 /// table for code without DWARF, and `STACK CFI` records from `.eh_frame`/`.debug_frame`.
 public enum BreakpadWriter {
-    /// Breakpad's module id of a build-id: its first 16 bytes (zero-padded) read as a GUID (the
-    /// first three fields byte-swapped), in uppercase hex, and an age of 0
-    /// (Breakpad `FileID::ConvertIdentifierToUUIDString` plus the age).
+    /// Breakpad's module id of a build-id (the minidump reader's rule: `Minidump.Module.debugID`).
     public static func moduleID(buildID: [UInt8]) -> String {
-        var guid = Array(buildID.prefix(16))
-        guid += [UInt8](repeating: 0, count: 16 - guid.count)
-        guid[0..<4].reverse()
-        guid[4..<6].reverse()
-        guid[6..<8].reverse()
-        return hexString(guid).uppercased() + "0"
+        Minidump.Module.debugID(buildID: buildID)
     }
 
     /// Breakpad's name of an ELF machine (`MODULE` line).
