@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         // Call-frame information and stack walking; minidumps. Pure: they are handed bytes.
         .target(name: "SymUnwind", dependencies: ["SymBytes"]),
-        .target(name: "SymCore", dependencies: ["SymBytes"]),
+        .target(name: "SymCore", dependencies: ["SymBytes", "SymUnwind"]),
         .target(
             name: "Symbolication",
             dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymUnwind", "SymCore", "CMalloc", "CPrefetch"]
@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(name: "SymDemangleTests", dependencies: ["TestSupport", "SymDemangle"]),
         .testTarget(name: "SymReportTests", dependencies: ["TestSupport", "SymReport"]),
         .testTarget(name: "SymUnwindTests", dependencies: ["TestSupport", "SymUnwind", "SymELF", "SymBytes", "Symbolication"]),
-        .testTarget(name: "SymCoreTests", dependencies: ["TestSupport", "SymCore", "SymBytes"]),
+        .testTarget(name: "SymCoreTests", dependencies: ["TestSupport", "SymCore", "SymBytes", "SymUnwind", "SymELF", "Symbolication"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF"]),
         .testTarget(name: "SymBundleTests", dependencies: ["TestSupport", "SymBundle", "SymTable"]),
         .testTarget(
