@@ -71,7 +71,7 @@ import TestSupport
                 unexplained.append(difference)
             }
         }
-        #expect(unexplained.isEmpty, "\(path): \(unexplained.count) unexplained differences, first: \(unexplained.prefix(3).map { "0x\(String($0.start, radix: 16))..0x\(String($0.end, radix: 16)) reference \($0.reference) ours \($0.ours)" })")
+        #expect(unexplained.count == 0, "\(path): \(unexplained.count) unexplained differences, first: \(unexplained.prefix(3).map { "0x\(String($0.start, radix: 16))..0x\(String($0.end, radix: 16)) reference \($0.reference) ours \($0.ours)" })")
         return explained
     }
 
