@@ -95,9 +95,12 @@ let package = Package(
         .target(name: "SymDWARF", dependencies: ["SymBytes", "SymELF", "SymTable", "CDwarf"]),
         .target(name: "SymDemangle", dependencies: ["CDemangle"]),
         .target(name: "SymReport", dependencies: ["SymBytes"]),
+        // Call-frame information and stack walking; minidumps. Pure: they are handed bytes.
+        .target(name: "SymUnwind", dependencies: ["SymBytes"]),
+        .target(name: "SymCore", dependencies: ["SymBytes", "SymUnwind"]),
         .target(
             name: "Symbolication",
-            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymHTTP", "CMalloc", "CPrefetch"]
+            dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymHTTP", "SymUnwind", "SymCore", "CMalloc", "CPrefetch"]
         ),
 
         // Upload pipeline and server.
@@ -166,6 +169,8 @@ let package = Package(
         .testTarget(name: "SymDWARFTests", dependencies: ["TestSupport", "SymDWARF", "SymELF", "SymTable"]),
         .testTarget(name: "SymDemangleTests", dependencies: ["TestSupport", "SymDemangle"]),
         .testTarget(name: "SymReportTests", dependencies: ["TestSupport", "SymReport"]),
+        .testTarget(name: "SymUnwindTests", dependencies: ["TestSupport", "SymUnwind", "SymELF", "SymBytes", "Symbolication"]),
+        .testTarget(name: "SymCoreTests", dependencies: ["TestSupport", "SymCore", "SymBytes", "SymUnwind", "SymELF", "Symbolication"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF"]),
         .testTarget(name: "SymBundleTests", dependencies: ["TestSupport", "SymBundle", "SymTable"]),
         .testTarget(

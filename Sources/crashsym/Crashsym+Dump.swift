@@ -22,6 +22,12 @@ extension Crashsym {
                 Example:
                   crashsym dump build/out -o symbols/
                   crashsym dump app --debug-dir build/debug -o symbols/ --format json
+                  crashsym dump app -o breakpad-symbols/ --format breakpad
+
+                With --format breakpad, each module becomes a Breakpad symbol file (MODULE, INFO CODE_ID, \
+                FILE, INLINE_ORIGIN, FUNC with line and INLINE records, PUBLIC, STACK CFI from .eh_frame and \
+                .debug_frame) at <outdir>/<name>/<module id>/<name>.sym, the layout of a Breakpad symbol store; \
+                the listing is printed as text.
                 """
         )
 
@@ -31,8 +37,8 @@ extension Crashsym {
         @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Output directory.", valueName: "outdir"))
         var output: String
 
-        @Option(help: "Output format: text (one line per module) or json (one object per line).")
-        var format: OutputFormat = .text
+        @Option(help: "Output format: text (one line per module), json (one object per line), or breakpad (write Breakpad .sym files instead of .csym tables).")
+        var format: DumpFormat = .text
 
         @Option(name: .shortAndLong, help: "Files converted in parallel (default: number of cores).")
         var jobs: Int?
@@ -47,6 +53,7 @@ extension Crashsym {
             HeapTuning.fixMmapThreshold()
             var configuration = DumpConfiguration(outputDirectory: output, locator: debug.locator, decoder: debug.decoder)
             if let jobs { configuration.jobs = jobs }
+            if format == .breakpad { return try runBreakpad(configuration) }
             let (files, _) = Dumper.findELFFiles(paths)
             let bar = ProgressBar(total: files.count, label: "dump")
             let report: DumpReport
@@ -67,6 +74,27 @@ extension Crashsym {
                 throw ExitCode.failure
             }
             if !report.failures.isEmpty { throw ExitCode.failure }
+        }
+
+        /// `--format breakpad`: Breakpad `.sym` files instead of tables.
+        func runBreakpad(_ configuration: DumpConfiguration) throws {
+            let result: (modules: [BreakpadModule], failures: [DumpFailure])
+            do {
+                result = try BreakpadDumper.run(paths: paths, configuration: configuration)
+            } catch {
+                FileOutput.standardError("crashsym: \(error)\n")
+                throw ExitCode.failure
+            }
+            for module in result.modules {
+                let name = module.path.split(separator: "/").last.map(String.init) ?? module.path
+                FileOutput.standardOutput("\(module.buildID)  \(module.architecture)  \(name)  \(module.moduleID)  \(module.outputPath)\n")
+            }
+            for failure in result.failures { FileOutput.standardError("crashsym: \(failure.error)\n") }
+            if result.modules.isEmpty && result.failures.isEmpty {
+                FileOutput.standardError("crashsym: no ELF files found\n")
+                throw ExitCode.failure
+            }
+            if !result.failures.isEmpty { throw ExitCode.failure }
         }
 
         static func text(_ module: DumpedModule) -> String {
@@ -96,4 +124,9 @@ extension Crashsym {
             return writer.text
         }
     }
+}
+
+/// `dump --format`: the listing's format, or Breakpad symbol files instead of tables.
+enum DumpFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json, breakpad
 }

@@ -1,0 +1,28 @@
+import SymBytes
+import SymUnwind
+
+extension Minidump {
+    /// The registers `thread` had when the dump was written: the exception's context for the
+    /// crashed thread (where it faulted, not inside the handler), else the thread's own.
+    public func context(of thread: Thread) throws(FormatError) -> MinidumpContext {
+        let location = exception.flatMap { $0.threadID == thread.id ? $0.context : nil } ?? thread.context
+        return try MinidumpContext(amd64: bytes(location))
+    }
+
+    /// Walks `thread`'s stack over the dump's memory; `unwindInfo` gives a module's rules and
+    /// the file address its first byte has (Breakpad's load address), or nil when unknown.
+    public func walk(_ thread: Thread, maximumFrames: Int = 1024, methods: [FrameTrust] = [.cfi, .framePointer, .scan],
+                     unwindInfo: (Module) -> (cfi: CallFrameInfo, loadAddress: UInt64)?) throws(FormatError) -> [StackFrame] {
+        guard system?.processorArchitecture ?? 9 == 9 else {
+            throw FormatError(.unsupported, "only x86_64 stacks are walked yet")
+        }
+        let context = try context(of: thread)
+        let walkModules = modules.map { module -> WalkModule in
+            let info = unwindInfo(module)
+            return WalkModule(start: module.base, end: module.base &+ UInt64(module.size),
+                              bias: module.base &- (info?.loadAddress ?? module.base), cfi: info?.cfi)
+        }
+        let input = WalkInput(modules: walkModules, memory: { address, size in self.read(address, size: size) })
+        return X86_64StackWalker.walk(context: context.registers, input: input, maximumFrames: maximumFrames, methods: methods)
+    }
+}

@@ -1,0 +1,72 @@
+/// How a frame of a walked stack was found (DESIGN.md "Stack walking").
+public enum FrameTrust: String, Sendable, Hashable {
+    /// The registers the dump recorded (the first frame).
+    case context
+    /// Unwound with call-frame information.
+    case cfi
+    /// Unwound by following the frame-pointer chain.
+    case framePointer = "frame-pointer"
+    /// A return address found by scanning the stack.
+    case scan
+}
+
+/// One frame of a walked stack.
+public struct StackFrame: Sendable, Equatable {
+    /// The frame's pc: the exact instruction for the first frame and for frames a signal
+    /// interrupted, a return address otherwise (look it up at `pc - 1`).
+    public var pc: UInt64
+    /// The registers known in this frame, by DWARF number.
+    public var registers: [UInt16: UInt64]
+    /// How the frame was found.
+    public var trust: FrameTrust
+
+    /// Creates a frame.
+    public init(pc: UInt64, registers: [UInt16: UInt64], trust: FrameTrust) {
+        self.pc = pc
+        self.registers = registers
+        self.trust = trust
+    }
+
+    /// The address to look the frame up at: the pc itself for the first frame, else the call
+    /// instruction (`pc - 1`).
+    public var lookupAddress: UInt64 { trust == .context || pc == 0 ? pc : pc - 1 }
+}
+
+/// A module the walker knows: where it is mapped and its unwind rules.
+public struct WalkModule: Sendable {
+    /// First mapped address.
+    public var start: UInt64
+    /// One past the last mapped address.
+    public var end: UInt64
+    /// Subtracted from a runtime address to get the file address the rules use.
+    public var bias: UInt64
+    /// Its call-frame information, when known.
+    public var cfi: CallFrameInfo?
+
+    /// Creates a module.
+    public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?) {
+        self.start = start
+        self.end = end
+        self.bias = bias
+        self.cfi = cfi
+    }
+}
+
+/// The memory and modules a walk reads from.
+public struct WalkInput {
+    /// The modules, in any order.
+    public var modules: [WalkModule]
+    /// Reads `size` bytes (1 to 8) of the process's memory, little-endian; nil when absent.
+    public var memory: DWARFExpression.MemoryReader
+
+    /// Creates an input.
+    public init(modules: [WalkModule], memory: @escaping DWARFExpression.MemoryReader) {
+        self.modules = modules
+        self.memory = memory
+    }
+
+    /// The module mapping `address`.
+    public func module(at address: UInt64) -> WalkModule? {
+        modules.first { address >= $0.start && address < $0.end }
+    }
+}
