@@ -19,6 +19,8 @@ public struct SymbolSources: Sendable {
     public var cacheDirectory: String?
     /// The DWARF decoder for on-the-fly conversion.
     public var decoder: DWARFDecoder
+    /// A crashsym server asked last, for the tables of modules no other source has.
+    public var server: ServerTableProvider.Configuration?
 
     /// Creates a configuration; `cacheDirectory` defaults to `SymbolSources.defaultCacheDirectory`.
     public init(searchPaths: [String] = [], useModulePaths: Bool = true,
@@ -39,6 +41,7 @@ public struct SymbolSources: Sendable {
         if useModulePaths { providers.append(ModulePathProvider()) }
         providers.append(DebugDirectoryProvider(locator: locator))
         if let debuginfod = locator.debuginfod { providers.append(DebuginfodProvider(configuration: debuginfod)) }
+        if let server { providers.append(ServerTableProvider(configuration: server)) }
         return providers
     }
 

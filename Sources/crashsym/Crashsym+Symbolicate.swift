@@ -61,15 +61,18 @@ extension Crashsym {
 
         @OptionGroup var debug: DebugOptions
 
+        @OptionGroup(title: "Symbols from a crashsym server") var server: ServerOptions
+
         func validate() throws {
             if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         }
 
         func run() throws {
-            let sources = SymbolSources(
+            var sources = SymbolSources(
                 searchPaths: symbolPaths, useModulePaths: !noModulePaths, locator: debug.locator,
                 cacheDirectory: noCache ? nil : (cacheDirectory ?? SymbolSources.defaultCacheDirectory),
                 decoder: debug.decoder)
+            sources.server = try server.configuration(cacheDirectory: cacheDirectory ?? SymbolSources.defaultCacheDirectory)
             let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text)
             // The process ends with this command: its caches (a few hundred thousand objects after
             // a big run) go with the process instead of being freed one by one.

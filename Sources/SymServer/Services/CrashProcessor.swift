@@ -45,6 +45,8 @@ struct CrashProcessor: Service {
             let jobs: [CrashStore.Job]
             do {
                 jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+            } catch is CancellationError {
+                return
             } catch {
                 service.logger.error("cannot lease crash jobs", metadata: ["error": "\(error)"])
                 await service.doorbell.wait()
@@ -90,6 +92,8 @@ struct RetentionService: Service {
                 if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
                 if deleted < 500 { break }
             }
+        } catch is CancellationError {
+            // Shutting down (or the server never started): the next start sweeps again.
         } catch {
             service.logger.error("retention sweep failed", metadata: ["error": "\(error)"])
         }

@@ -183,15 +183,17 @@ public struct DebuginfodProvider: SymbolProvider {
     /// Remembers that no server has `path`'s artifact: an empty file without permissions, as
     /// elfutils writes (best effort: a cache that cannot be written only costs a request later).
     func rememberMiss(_ path: String, directory: String) {
-        guard makeDirectories(directory) else { return }
+        guard (try? FileSystem.createDirectory(directory)) != nil else { return }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0)
         if descriptor >= 0 { close(descriptor) }
     }
 
     /// Downloads `url` into `path` (whole or not at all); the HTTP status, or why there was none.
     func download(_ url: String, to path: String, directory: String) -> Result<Int, TransferFailure> {
-        guard makeDirectories(directory) else {
-            return .failure(TransferFailure(kind: .io, message: "cannot create \(directory)", retryable: false))
+        do {
+            try FileSystem.createDirectory(directory)
+        } catch {
+            return .failure(TransferFailure(kind: .io, message: "\(error)", retryable: false))
         }
         let transfer: CurlTransfer
         do {
@@ -203,15 +205,6 @@ public struct DebuginfodProvider: SymbolProvider {
         return transfer.download(url, to: path, maxBytes: configuration.maxBytes, userAgent: "crashsym",
                                  timeout: .seconds(24 * 3600), connectTimeout: configuration.timeout,
                                  stallTimeout: configuration.timeout).map(\.status)
-    }
-
-    /// Creates `directory` and its parents as needed; whether it exists afterwards.
-    func makeDirectories(_ directory: String) -> Bool {
-        if FileSystem.kind(of: directory) == .directory { return true }
-        if let slash = directory.lastIndex(of: "/"), slash != directory.startIndex {
-            _ = makeDirectories(String(directory[..<slash]))
-        }
-        return mkdir(directory, 0o755) == 0 || errno == EEXIST
     }
 
     /// Whether `text` is a build-id as a server path may carry it (hex digits only).
