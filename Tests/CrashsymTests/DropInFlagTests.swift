@@ -74,8 +74,10 @@ import Testing
         for lines in ["0", "1", "2", "3", "4", "9", "30", "-2"] {
             for flags in [[], ["-a"], ["-p", "-a"], ["--output-style=JSON"], ["--no-inlines"], ["-s"], ["--functions=none"]] {
                 let arguments = ["--print-source-context-lines=" + lines] + flags
-                let expected = Self.withoutStart(try DropIn.run(DropIn.llvmSymbolizer, arguments, input: input).stdout)
-                let actual = Self.withoutStart(try CLI.run(["llvm-symbolizer"] + arguments, input: input).stdout)
+                // Both run where the program was built: its line table names `t.c` relative to there.
+                let here = URL(fileURLWithPath: directory)
+                let expected = Self.withoutStart(try Tool.run(DropIn.llvmSymbolizer, arguments, input: Data(input.utf8), directory: here).text)
+                let actual = Self.withoutStart(try Tool.run(CLI.binary, ["llvm-symbolizer"] + arguments, input: Data(input.utf8), directory: here).text)
                 #expect(actual == expected, "\(arguments):\n\(DropIn.differences(expected.split(separator: "\n"), actual.split(separator: "\n")))")
                 if lines == "3" && flags.isEmpty { #expect(actual.contains(" 9  :     printf(\"%d\\n\", y);\n10 >:     return y + 1;\n")) }
                 compared += 1
