@@ -35,6 +35,14 @@ enum CrashsymJSONParser {
             entry.fileOffset = module["file_offset"]?.unsigned
             report.modules.append(entry)
         }
+        // Modules by name and by path (the first with each), and by address range: each frame
+        // finds its module without a scan of all modules.
+        var byName: [String: Int] = [:], byPath: [String: Int] = [:]
+        for (index, module) in report.modules.enumerated() {
+            if byName[module.name] == nil { byName[module.name] = index }
+            if byPath[module.path] == nil { byPath[module.path] = index }
+        }
+        let ranges = ModuleRanges(report.modules)
         for (s, stack) in stacks.enumerated() {
             var entry = ReportStack(name: stack["name"]?.string, thread: stack["thread"]?.string ?? stack["thread"]?.unsigned.map { String($0) },
                                     crashed: stack["crashed"]?.bool ?? false)
@@ -57,11 +65,14 @@ enum CrashsymJSONParser {
                     switch frame["module"] {
                     case .string(let name)?:
                         let id = frame["build_id"]?.string.flatMap { LineCursor.isBuildID($0) ? $0.lowercased() : nil }
-                        if let known = report.modules.firstIndex(where: { $0.name == name || $0.path == name }) {
+                        if let known = [byName[name], byPath[name]].compactMap({ $0 }).min() {
                             parsed.module = known
                         } else {
-                            report.modules.append(ReportModule(path: name, buildID: id))
+                            let module = ReportModule(path: name, buildID: id)
+                            report.modules.append(module)
                             parsed.module = report.modules.count - 1
+                            if byName[module.name] == nil { byName[module.name] = parsed.module }
+                            byPath[name] = parsed.module
                         }
                     case .number?:
                         guard let index = frame["module"]?.unsigned, index < UInt64(report.modules.count) else {
@@ -70,10 +81,7 @@ enum CrashsymJSONParser {
                         parsed.module = Int(index)
                     default:
                         if let address = parsed.address {
-                            parsed.module = report.modules.firstIndex { module in
-                                guard let start = module.loadAddress, let size = module.size, address >= start else { return false }
-                                return address - start < size
-                            }
+                            parsed.module = ranges.module(containing: address)
                             if parsed.module != nil, parsed.moduleOffset == nil { parsed.offsetBase = .mappingStart }
                         }
                     }

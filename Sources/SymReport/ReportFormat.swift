@@ -12,7 +12,7 @@ public enum ReportFormat: String, Sendable, CaseIterable {
     case tombstone
     /// glibc `backtrace_symbols` / `backtrace_symbols_fd` output.
     case glibc
-    /// `eu-stack -b -l` output (elfutils).
+    /// `eu-stack` output (elfutils) of a process or a core file, with or without `-b`, `-l`, `-q`.
     case euStack = "eu-stack"
     /// crashsym's own JSON crash report (docs/crash-report.md).
     case crashsymJSON = "crashsym-json"
@@ -46,7 +46,7 @@ public enum ReportFormat: String, Sendable, CaseIterable {
                 found = .tombstone
             } else if trimmed.hasPrefix("*** Program crashed:") || (trimmed.hasPrefix("Thread ") && trimmed.hasSuffix("crashed:")) {
                 found = .swiftText
-            } else if (trimmed.hasPrefix("PID ") && trimmed.hasSuffix(" - process")) || trimmed.hasSuffix(" - process module memory map") {
+            } else if EuStackParser.isHeader(trimmed) {
                 found = .euStack
             } else if cursor.find("Sanitizer:") != nil || cursor.find("runtime error:") != nil || SanitizerParser.isFrameLine(trimmed) {
                 found = .sanitizer

@@ -10,6 +10,20 @@ public enum ReportWriter {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// A JSON document of `writeJSON` (which starts with `{`) with `source` as its first member,
+    /// for a writer that learns the file after rendering (reports rendered on worker threads).
+    public static func addingSource(_ source: String, toJSON document: [UInt8]) -> [UInt8] {
+        guard document.first == UInt8(ascii: "{") else { return document }
+        var json = JSONText()
+        json.beginObject()
+        json.string("source", source)
+        var bytes = json.bytes
+        bytes.reserveCapacity(bytes.count + document.count + 1)
+        if document.count > 1 && document[1] != UInt8(ascii: "}") { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(contentsOf: document.dropFirst())
+        return bytes
+    }
+
     /// The report as JSON (see `writeJSON`).
     public static func json(_ result: SymbolicatedReport, explain: Bool = false) -> String {
         var bytes: [UInt8] = []
@@ -222,6 +236,23 @@ public enum ReportWriter {
         json.number("line", location.line)
         json.number("column", location.column)
         json.endObject()
+    }
+
+    /// Appends the document of a report that could not be read or parsed (docs/crash-report.md):
+    /// its `source` and its `error` (`code`, `message`, and `offset` when known), and a newline.
+    public static func writeJSONFailure(source: String, error: FormatError, into output: inout [UInt8]) {
+        var json = JSONText()
+        swap(&json.bytes, &output)
+        json.beginObject()
+        json.string("source", source)
+        json.beginObject("error")
+        json.string("code", error.code.rawValue)
+        json.string("message", error.message)
+        if let offset = error.offset { json.number("offset", offset) }
+        json.endObject()
+        json.endObject()
+        json.bytes.append(0x0a)
+        swap(&json.bytes, &output)
     }
 
     /// Appends the report as one JSON document (docs/crash-report.md) and a newline.

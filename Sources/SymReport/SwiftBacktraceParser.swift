@@ -31,6 +31,7 @@ enum SwiftBacktraceParser {
             if let start = module.loadAddress, let end = image["endOfText"]?.unsigned, end >= start { module.size = end - start }
             report.modules.append(module)
         }
+        let ranges = ModuleRanges(report.modules)
         for (number, thread) in threads.enumerated() {
             var stack = ReportStack(name: thread["name"]?.string, thread: String(number),
                                     crashed: thread["crashed"]?.bool ?? false)
@@ -49,7 +50,7 @@ enum SwiftBacktraceParser {
                     continue
                 }
                 entry.address = address
-                entry.module = module(containing: address, in: report.modules)
+                entry.module = ranges.module(containing: address)
                 entry.function = frame["symbol"]?.string
                 stack.frames.append(entry)
             }
@@ -117,21 +118,13 @@ enum SwiftBacktraceParser {
             report.stacks[report.stacks.count - 1].frames.append(frame)
         }
         // Images come after the threads: place every frame now.
+        let ranges = ModuleRanges(report.modules)
         for s in report.stacks.indices {
             for f in report.stacks[s].frames.indices {
                 guard let address = report.stacks[s].frames[f].address else { continue }
-                report.stacks[s].frames[f].module = module(containing: address, in: report.modules)
+                report.stacks[s].frames[f].module = ranges.module(containing: address)
             }
         }
         return report
-    }
-
-    /// The image whose `[base, end of text)` holds `address`.
-    static func module(containing address: UInt64, in modules: [ReportModule]) -> Int? {
-        modules.firstIndex { module in
-            guard let start = module.loadAddress, address >= start else { return false }
-            guard let size = module.size else { return false }
-            return address - start < size
-        }
     }
 }

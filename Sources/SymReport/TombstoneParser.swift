@@ -25,6 +25,7 @@ enum TombstoneParser {
         var report = CrashReport(format: .tombstone, lines: lines)
         var thread: (tid: String?, name: String?) = (nil, nil)
         var expectingStack = false
+        var havePID = false  // a flag, not a search of the metadata on every `pid:` line
         for (number, line) in lines.enumerated() {
             let text = String(line).trimmed
             if let start = frameStart(in: line) {
@@ -43,7 +44,8 @@ enum TombstoneParser {
                 expectingStack = true
             } else if body.hasPrefix("pid: "), let tid = field("tid", in: body) {
                 thread = (tid, field("name", in: body))
-                if !report.metadata.contains(where: { $0.key == "pid" }), let pid = field("pid", in: body) {
+                if !havePID, let pid = field("pid", in: body) {
+                    havePID = true
                     report.metadata.append(ReportMetadata("pid", pid))
                     if let process = body.byteRange(of: ">>> "), let end = body.byteRange(of: " <<<") , process.upperBound <= end.lowerBound {
                         report.metadata.append(ReportMetadata("process", String(body[process.upperBound..<end.lowerBound])))

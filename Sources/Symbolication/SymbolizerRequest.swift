@@ -2,10 +2,10 @@
 import Glibc
 #endif
 
-/// llvm-symbolizer's command-line options, parsed its way (`--name`, `-name`, `--name=value`,
-/// `--name value`, grouped short flags) and tolerant: options that do not change our answers
-/// and options we do not know are skipped, since a sanitizer runtime or script passing them must
-/// still get answers. Follows `llvm/tools/llvm-symbolizer/Opts.td` (LLVM 21).
+/// llvm-symbolizer's command-line options, parsed its way (LLVM 21's `Opts.td` and OptTable):
+/// `--name`, `--name=value`, `--name value`, grouped single-letter flags behind one dash (`-Cfi`,
+/// `-eprog`, `-f=short`). An option llvm-symbolizer does not know is an error worded as llvm words
+/// it (`errors`); options it knows that do not change our answers are accepted and ignored.
 public struct SymbolizerOptions: Sendable, Equatable {
     /// `--output-style`.
     public enum OutputStyle: Sendable, Equatable {
@@ -33,78 +33,158 @@ public struct SymbolizerOptions: Sendable, Equatable {
     public var pretty = false
     /// `--basenames`/`-s`: file names without directories.
     public var basenames = false
+    /// `--adjust-vma`: added to the object's addresses, so an input address is looked up at
+    /// `address - adjustVMA` (wrapping, as llvm's unsigned arithmetic) and printed as given.
+    public var adjustVMA: UInt64 = 0
+    /// `--print-source-context-lines`: source lines printed around each frame's line (none when
+    /// zero or negative).
+    public var sourceContextLines: Int64 = 0
     /// `--debug-file-directory`: where separate debug files are looked for.
     public var debugDirectories: [String] = []
     /// Positional arguments: input lines given on the command line instead of standard input.
     public var inputs: [String] = []
     /// `--help`, `--version`.
     public var help = false, version = false
-    /// Options not understood (kept for a diagnostic), and unsupported values (`--output-style=GNU`).
+    /// Values not supported, kept for a diagnostic (`--output-style=GNU`); llvm accepts them.
     public var ignored: [String] = []
+    /// What llvm-symbolizer refuses, one line each in its words (`error: unknown argument
+    /// '--frob'`): the program prints them and exits with status 1.
+    public var errors: [String] = []
 
     /// Creates the defaults.
     public init() {}
 
-    /// Options taking a value; a value not joined with `=` is the next argument.
+    /// Options taking a value, joined (`--name=value`) or as the next argument.
     private static let valued: Set<String> = [
-        "obj", "exe", "e", "output-style", "default-arch", "debug-file-directory", "dsym-hint",
+        "obj", "exe", "output-style", "default-arch", "debug-file-directory", "dsym-hint",
         "fallback-debug-path", "dwp", "cache-size", "adjust-vma", "build-id", "gsym-file-directory",
         "print-source-context-lines",
     ]
-    /// Flags that may be grouped behind one dash (`-Cfi`).
-    private static let groupable: Set<Character> = ["a", "C", "f", "i", "p", "s"]
+    /// Flags that also take a joined value (`--functions=short`, `--inlining=false`, `--color=never`).
+    private static let optionalValue: Set<String> = ["functions", "inlining", "color"]
+    /// Flags (`--name` only).
+    private static let flags: Set<String> = [
+        "addresses", "print-address", "basenames", "color", "demangle", "no-demangle", "debuginfod",
+        "no-debuginfod", "dia", "disable-gsym", "filter-markup", "functions", "help", "inlines", "inlining",
+        "no-inlines", "no-untag-addresses", "untag-addresses", "pretty-print", "relative-address",
+        "relativenames", "skip-line-zero", "verbose", "version",
+    ]
+    /// Single-letter flags, which may be grouped behind one dash.
+    private static let letters: Set<Character> = ["a", "C", "f", "h", "i", "p", "s", "v"]
+    /// Options whose value must be a number (`getAsInteger`; llvm's wording on failure).
+    private static let numeric: Set<String> = ["adjust-vma", "cache-size", "print-source-context-lines"]
 
     /// Parses `arguments` (without the program name).
     public static func parse(_ arguments: [String]) -> SymbolizerOptions {
         var options = SymbolizerOptions()
         var index = 0
-        var onlyPositional = false
+        func nextValue() -> String? {
+            guard index < arguments.count else { return nil }
+            index += 1
+            return arguments[index - 1]
+        }
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
+            if !argument.hasPrefix("-") || argument == "-" {
                 options.inputs.append(argument)
                 continue
             }
-            if argument == "--" { onlyPositional = true; continue }
-            let body = argument.hasPrefix("--") ? argument.dropFirst(2) : argument.dropFirst()
+            if argument == "-demangle=true" || argument == "-demangle=false" {
+                options.demangle = argument.hasSuffix("true")
+                continue
+            }
+            guard argument.hasPrefix("--") else {
+                options.parseGroup(argument.dropFirst(), next: nextValue)
+                continue
+            }
+            let body = argument.dropFirst(2)
             var name = String(body), value: String?
             if let equals = body.firstIndex(of: "=") {
                 name = String(body[..<equals])
                 value = String(body[body.index(after: equals)...])
             }
-            if value == nil, Self.valued.contains(name) {
-                if index < arguments.count {
-                    value = arguments[index]
-                    index += 1
-                } else {
-                    options.ignored.append(argument)
-                    continue
+            if Self.valued.contains(name) {
+                if value == nil {
+                    guard let next = nextValue() else {
+                        options.errors.append("error: --\(name): missing argument")
+                        continue
+                    }
+                    value = next
                 }
-            }
-            if !options.apply(name, value), !argument.hasPrefix("--"), value == nil,
-               name.count > 1, name.allSatisfy({ groupable.contains($0) }) {
-                for flag in name { _ = options.apply(String(flag), nil) }
-            } else if !options.known(name) {
-                options.ignored.append(argument)
+                options.apply(name, value)
+            } else if Self.flags.contains(name) && (value == nil || Self.optionalValue.contains(name)) {
+                options.apply(name, value)
+            } else {
+                options.errors.append("error: unknown argument '\(argument)'")
             }
         }
         return options
     }
 
-    private func known(_ name: String) -> Bool {
-        var copy = self
-        return copy.apply(name, nil) || Self.valued.contains(name) || name == "inlining" || name == "demangle"
+    /// `-abc` after its dash: grouped letters, as llvm's OptTable reads them. `e` takes the rest of
+    /// the argument (or the next one) as the object, `f=` a value; an unknown letter is an error of
+    /// its own, and a flag followed by `=` makes the rest one unknown argument.
+    private mutating func parseGroup(_ group: Substring, next: () -> String?) {
+        var rest = group
+        while let letter = rest.first {
+            let after = rest.dropFirst()
+            if letter == "e" {
+                var value = after.hasPrefix("=") ? String(after.dropFirst()) : String(after)
+                if after.isEmpty {
+                    guard let following = next() else {
+                        errors.append("error: -e: missing argument")
+                        return
+                    }
+                    value = following
+                }
+                apply("obj", value)
+                return
+            }
+            if letter == "f", after.hasPrefix("=") {
+                apply("functions", String(after.dropFirst()))
+                return
+            }
+            guard Self.letters.contains(letter) else {
+                errors.append("error: unknown argument '-\(letter)'")
+                rest = after
+                continue
+            }
+            if after.hasPrefix("=") {
+                errors.append("error: unknown argument '-\(rest)'")
+                return
+            }
+            apply(String(letter), nil)
+            rest = after
+        }
     }
 
-    /// Applies one option; false when `name` is not one we act on or accept.
-    private mutating func apply(_ name: String, _ value: String?) -> Bool {
+    /// Applies one known option.
+    private mutating func apply(_ name: String, _ value: String?) {
         func isTrue(_ value: String?) -> Bool { value == nil || value == "true" || value == "1" }
+        if Self.numeric.contains(name) {
+            // `getAsInteger` with radix 0; the context line count is signed.
+            let text = value ?? ""
+            let number: Int64?
+            if name == "print-source-context-lines", text.hasPrefix("-") {
+                number = Self.integer(String(text.dropFirst())).flatMap { Int64(exactly: $0) }.map { -$0 }
+            } else {
+                number = Self.integer(text).flatMap { name == "adjust-vma" ? Int64(bitPattern: $0) : Int64(exactly: $0) }
+            }
+            guard let number else {
+                errors.append("--\(name)=: expected a non-negative integer, but got '\(text)'")
+                return
+            }
+            if name == "adjust-vma" { adjustVMA = UInt64(bitPattern: number) }
+            if name == "print-source-context-lines" { sourceContextLines = number }
+            return
+        }
         switch name {
         case "obj", "exe", "e": object = value
-        case "inlines", "i", "inlining": inlines = isTrue(value)
+        case "inlines", "i": inlines = true
+        case "inlining": inlines = isTrue(value)
         case "no-inlines": inlines = false
-        case "demangle", "C": demangle = isTrue(value)
+        case "demangle", "C": demangle = true
         case "no-demangle": demangle = false
         case "functions", "f":
             switch value {
@@ -125,14 +205,17 @@ public struct SymbolizerOptions: Sendable, Equatable {
         case "debug-file-directory": if let value { debugDirectories.append(value) }
         case "help", "h": help = true
         case "version", "v": version = true
-        // Accepted and without effect here: architecture selection (ELF files have one), COFF
-        // image-base addresses, and flags older sanitizer runtimes pass.
-        case "default-arch", "relative-address", "use-symbol-table", "no-debuginfod", "debuginfod",
-             "untag-addresses", "no-untag-addresses", "relativenames", "verbose", "color":
+        default:
+            // Known and without effect here: architecture selection (ELF files have one), COFF
+            // image-base addresses, debuginfod, GSYM and dSYM paths, markup filtering, colour.
             break
-        default: return false
         }
-        return true
+    }
+
+    /// A number as `StringRef::getAsInteger` with radix 0 reads it.
+    private static func integer(_ text: String) -> UInt64? {
+        var text = text
+        return text.withUTF8 { SymbolizerRequest.parseInteger(UnsafeRawBufferPointer($0)) }
     }
 }
 

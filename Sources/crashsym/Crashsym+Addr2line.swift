@@ -18,7 +18,8 @@ extension Crashsym {
                 print ??:0 (and ?? for the function); line 0 prints ?. FILE is an ELF file (converted on the fly, \
                 its separate debug file found like `dump` does; with a build-id and DWARF, its table is kept in \
                 symbolicate's cache for later processes) or a .csym table. Discriminators are not printed: the \
-                tables do not keep them.
+                tables do not keep them. -j SECTION takes addresses as offsets into that section of the ELF file; \
+                -b (an ELF BFD name), -r and -R are accepted as binutils accepts them.
 
                 Examples:
                   crashsym addr2line -e app -f -i -C 0x4be844
@@ -48,12 +49,38 @@ extension Crashsym {
         @Flag(name: [.customShort("s"), .customLong("basenames")], help: "File names without directories.")
         var basenames = false
 
+        @Option(name: [.customShort("j"), .customLong("section")],
+                help: ArgumentHelp("Addresses are offsets into this section of the ELF file (not of a .csym table, which keeps no sections).", valueName: "name"))
+        var section: String?
+
+        @Option(name: [.customShort("b"), .customLong("target")],
+                help: ArgumentHelp("The object format (an ELF BFD name such as elf64-x86-64; the format is read from the file).", valueName: "bfdname"))
+        var target: String?
+
+        @Flag(name: [.customShort("r"), .customLong("no-recurse-limit")], help: "Accepted: the demanglers have no recursion limit to lift.")
+        var noRecurseLimit = false
+
+        @Flag(name: [.customShort("R"), .customLong("recurse-limit")], help: "Accepted: the demanglers bound their own recursion.")
+        var recurseLimit = false
+
+        @Flag(name: [.customShort("v"), .customLong("version")], help: "Print the version and exit.")
+        var version = false
+
         @OptionGroup var debug: DebugOptions
 
         @Argument(help: ArgumentHelp("Addresses (hex). Read from standard input when none are given.", valueName: "addr"))
         var addressList: [String] = []
 
         func run() throws {
+            if version {
+                FileOutput.standardOutput("crashsym addr2line \(CrashsymVersion.current) (GNU addr2line's options and output)\n")
+                return
+            }
+            // binutils refuses a BFD name it does not know; every ELF one reads ELF files here.
+            if let target, target != "default", !target.hasPrefix("elf") {
+                FileOutput.standardError("crashsym addr2line: \(file): invalid bfd target\n")
+                throw ExitCode.failure
+            }
             let cache = ModuleCache(locator: debug.locator, decoder: debug.decoder)
             let module: CachedModule
             switch cache.module(at: file) {
@@ -61,6 +88,19 @@ extension Crashsym {
             case .failure(let error):
                 FileOutput.standardError("crashsym addr2line: \(error)\n")
                 throw ExitCode.failure
+            }
+            // `-j`: addresses are offsets into the section; past its size they find nothing.
+            var sectionRange: (address: UInt64, size: UInt64)?
+            if let section {
+                guard let binary = module.binary else {
+                    FileOutput.standardError("crashsym addr2line: \(file): -j needs the ELF file: a .csym table keeps no sections\n")
+                    throw ExitCode.failure
+                }
+                guard let found = binary.section(named: section) else {
+                    FileOutput.standardError("crashsym addr2line: \(file): cannot find section \(section)\n")
+                    throw ExitCode.failure
+                }
+                sectionRange = (found.address, found.size)
             }
             var switches = Addr2lineRenderer.Options()
             switches.functions = functions
@@ -75,7 +115,16 @@ extension Crashsym {
             var failed = false
             func answer(_ line: UnsafeRawBufferPointer) {
                 do {
-                    try renderer.render(renderer.address(of: line), into: &output)
+                    let given = renderer.address(of: line)
+                    guard let sectionRange else {
+                        try renderer.render(given, into: &output)
+                        return
+                    }
+                    let start = output.count
+                    // Outside the section: an address nothing covers (binutils answers ?? too).
+                    let address = given < sectionRange.size ? sectionRange.address &+ given : UInt64.max
+                    try renderer.render(address, into: &output)
+                    if addresses { Self.replaceLeadingAddress(with: given, inAnswerAt: start, of: &output) }
                 } catch {
                     FileOutput.standardError("crashsym addr2line: \(file): \(error)\n")
                     failed = true
@@ -94,6 +143,18 @@ extension Crashsym {
             }
             FileOutput.writeAll(output, to: STDOUT_FILENO)
             if failed { throw ExitCode.failure }
+        }
+
+        /// The `-a` line of the answer at `output[start...]` (`0x` and zero-padded hex digits)
+        /// naming `address`, in the same width: with `-j`, binutils prints the offset as given.
+        static func replaceLeadingAddress(with address: UInt64, inAnswerAt start: Int, of output: inout [UInt8]) {
+            guard output.count >= start + 2, output[start] == UInt8(ascii: "0"), output[start + 1] == UInt8(ascii: "x") else { return }
+            var end = start + 2
+            while end < output.count, (0x30...0x39).contains(output[end]) || (0x61...0x66).contains(output[end]) { end += 1 }
+            let digits = String(address, radix: 16)
+            let width = end - start - 2
+            let padded = String(repeating: "0", count: max(0, width - digits.count)) + digits
+            output.replaceSubrange((start + 2)..<end, with: Array(padded.utf8))
         }
     }
 }

@@ -37,7 +37,7 @@ extension Crashsym {
         @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Output directory.", valueName: "outdir"))
         var output: String
 
-        @Option(help: "Output format: text (one line per module), json (one object per line), or breakpad (write Breakpad .sym files instead of .csym tables).")
+        @Option(help: "Output format: text (one line per module), json (one object per line; a file that failed is {\"path\", \"error\": {\"code\", \"message\"}}), or breakpad (write Breakpad .sym files instead of .csym tables).")
         var format: DumpFormat = .text
 
         @Option(name: .shortAndLong, help: "Files converted in parallel (default: number of cores).")
@@ -67,6 +67,8 @@ extension Crashsym {
                 FileOutput.standardOutput(format == .json ? Self.json(module) + "\n" : Self.text(module) + "\n")
             }
             for failure in report.failures {
+                // JSON output has a line for each failed file too, so that none goes unnoticed.
+                if format == .json { FileOutput.standardOutput(Self.json(failure) + "\n") }
                 FileOutput.standardError("crashsym: \(failure.error)\n")
             }
             if report.modules.isEmpty && report.failures.isEmpty {
@@ -103,6 +105,19 @@ extension Crashsym {
             return "\(module.buildID)  \(module.architecture)  \(name)  functions=\(stats.functions)"
                 + " lines=\(stats.lineRows) inlines=\(stats.inlinedScopes) size=\(stats.byteCount)"
                 + (module.hasDWARF ? "" : "  (symbol table only)")
+        }
+
+        /// `{"path": …, "error": {"code": …, "message": …}}` for a file that was not converted.
+        static func json(_ failure: DumpFailure) -> String {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("path", failure.path)
+            writer.beginObject("error")
+            writer.field("code", failure.error.code.rawValue)
+            writer.field("message", failure.error.message)
+            writer.endObject()
+            writer.endObject()
+            return writer.text
         }
 
         static func json(_ module: DumpedModule) -> String {

@@ -21,11 +21,14 @@ extension Crashsym {
                 tables) are opened once per path; the tables of ELF files with a build-id and DWARF are kept \
                 in symbolicate's cache ($CRASHSYM_CACHE_DIR, else $XDG_CACHE_HOME/crashsym, else \
                 ~/.cache/crashsym) for later processes. Options llvm-symbolizer takes and crashsym does not act on \
-                are accepted and ignored.
+                (--default-arch, --relative-address, --debuginfod, --dwp, --cache-size, --color…) are accepted \
+                and ignored; an option llvm-symbolizer does not know is an error, worded as llvm words it (exit 1).
 
                 Options: --obj/--exe/-e PATH, --inlines/--no-inlines (--inlining[=true|false], -i), \
                 --demangle/--no-demangle (-C), --functions[=linkage|short|none] (-f), --output-style=LLVM|JSON, \
-                --addresses (-a), --pretty-print (-p), --basenames (-s), --debug-file-directory DIR.
+                --addresses (-a), --pretty-print (-p), --basenames (-s), --debug-file-directory DIR, \
+                --adjust-vma=OFFSET (addresses are looked up at address - OFFSET and printed as given), \
+                --print-source-context-lines=N (N source lines around each frame, when the file is here).
 
                 Run as a sanitizer's symbolizer:
                   ln -s "$(command -v crashsym)" /tmp/bin/llvm-symbolizer
@@ -47,6 +50,11 @@ extension Crashsym {
         /// as llvm-symbolizer prefixes them with its argv[0]. Returns the exit status.
         static func serve(arguments: [String], programName: String) -> Int32 {
             let options = SymbolizerOptions.parse(arguments)
+            if !options.errors.isEmpty {
+                // As llvm-symbolizer: every refused option said, nothing answered.
+                FileOutput.standardError(options.errors.map { $0 + "\n" }.joined())
+                return 1
+            }
             if options.help {
                 FileOutput.standardOutput(helpMessage())
                 return 0
@@ -63,6 +71,7 @@ extension Crashsym {
             var output: [UInt8] = []
             output.reserveCapacity(1 << 16)
             var reported = Set<String>()
+            var sourceContext = SymbolizerSourceContext(lines: options.sourceContextLines)
 
             var parser = SymbolizerLineParser(object: options.object)
             func answer(_ bytes: UnsafeRawBufferPointer) {
@@ -90,24 +99,33 @@ extension Crashsym {
                                            message: message, into: &output)
                     return
                 }
-                guard case .success(let module) = opened, let address = request.address else {
+                guard case .success(let module) = opened, let printed = request.address else {
                     // A symbol name (`main+4`): not resolved here.
                     renderer.renderUnknown(request.kind, address: nil, moduleName: request.module, into: &output)
                     return
                 }
+                // `--adjust-vma`: the object is taken as moved by the offset; the answer names the
+                // address as given.
+                let address = printed &- options.adjustVMA
+                let start = output.count
                 switch request.kind {
                 case .data:
                     renderer.renderData(address, module: module, moduleName: request.module, into: &output)
                 case .code:
                     do {
                         try renderer.renderCode(address, module: module, moduleName: request.module, into: &output)
+                        try sourceContext.complete(answerAt: start, of: &output, address: address, module: module, options: options)
                     } catch {
+                        output.removeSubrange(start...)
                         FileOutput.standardError("\(programName): error: '\(request.path)': \(error.message)\n")
                         renderer.renderUnknown(.code, address: address, moduleName: request.module,
                                                message: error.message, into: &output)
                     }
                 case .frame:
                     renderer.renderFrame(address, moduleName: request.module, into: &output)
+                }
+                if address != printed && (options.printAddress || options.outputStyle == .json) {
+                    Self.replaceAddress(address, with: printed, inAnswerAt: start, of: &output)
                 }
             }
 
@@ -124,6 +142,25 @@ extension Crashsym {
             }
             FileOutput.writeAll(output, to: STDOUT_FILENO)
             return 0
+        }
+
+        /// The answer at `output[start...]` with its first `0x…` of `address` (the `-a` line or
+        /// JSON's `"Address"`, which come first) spelling `printed` instead.
+        static func replaceAddress(_ address: UInt64, with printed: UInt64, inAnswerAt start: Int, of output: inout [UInt8]) {
+            let old = Array(("0x" + String(address, radix: 16)).utf8), new = Array(("0x" + String(printed, radix: 16)).utf8)
+            var index = start
+            while index + old.count <= output.count {
+                if output[index..<(index + old.count)].elementsEqual(old),
+                   index + old.count == output.count || !Self.isHexDigit(output[index + old.count]) {
+                    output.replaceSubrange(index..<(index + old.count), with: new)
+                    return
+                }
+                index += 1
+            }
+        }
+
+        private static func isHexDigit(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
         }
 
         /// llvm-symbolizer's wording for the common failures.

@@ -21,9 +21,11 @@ extension Crashsym {
 
                 Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
-                Several reports (or a directory of reports) are symbolicated on --jobs threads and printed in input order, each text report under a '==> path <==' header, each JSON report on one line.
+                Several reports (or a directory of reports) are symbolicated on --jobs threads and printed in input order, each text report under a '==> path <==' header, each JSON report on one line with its "source" path; a report that cannot be read is a line {"source": path, "error": {"code", "message"}} (and a message on stderr).
 
-                Exit status: 0 when every report was read (flagged frames included), 1 when one could not be, 2 usage error.
+                Standard input is read as a stream (adb logcat | crashsym symbolicate, tail -f app.log | crashsym symbolicate): lines that are not part of a crash report are printed at once, and each report as soon as it ends (its last frame line followed by another line, or a pause of the input of 300 ms), with the same output as the whole input would give. With --format json, or a JSON report, standard input is read to its end.
+
+                Exit status: 0 when every report was read (flagged frames included), 1 when one could not be (or standard input held none), 2 usage error.
 
                 Examples:
                   crashsym symbolicate asan.log --symbols build/
@@ -100,15 +102,12 @@ extension Crashsym {
             let output = Mutex(Output())
             let files = inputs.filter { $0 != "-" }
             if files.count < inputs.count {
-                // Standard input: one report.
-                do {
-                    let report = try CrashReport.parse(try Self.readStandardInput(), format: inputFormat)
-                    let bytes = render(symbolicator.symbolicate(report))
-                    output.withLock { $0.bytes.append(contentsOf: bytes) }
-                } catch {
-                    FileOutput.standardError("crashsym: <stdin>: \(error)\n")
-                    output.withLock { $0.failed = true }
+                let symbolicate: (String) throws(FormatError) -> [UInt8] = { text throws(FormatError) in
+                    render(symbolicator.symbolicate(try CrashReport.parse(text, format: inputFormat)))
                 }
+                let failed = json ? Self.symbolicateStandardInput(symbolicate)
+                                  : Self.streamStandardInput(format: inputFormat, symbolicate)
+                if failed { output.withLock { $0.failed = true } }
             }
             symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
                                           render: render) { index, outcome in
@@ -116,9 +115,12 @@ extension Crashsym {
                     switch outcome {
                     case .success(let bytes):
                         if several && !json { output.bytes.append(contentsOf: "==> \(files[index]) <==\n".utf8) }
-                        output.bytes.append(contentsOf: bytes)
+                        // JSON documents name their file, so that one line of many says which it is.
+                        output.bytes.append(contentsOf: json ? ReportWriter.addingSource(files[index], toJSON: bytes) : bytes)
                         if output.bytes.count >= 1 << 16 { output.flush() }
                     case .failure(let error):
+                        // A report that failed is a document too: its file and its error.
+                        if json { ReportWriter.writeJSONFailure(source: files[index], error: error, into: &output.bytes) }
                         output.flush()
                         FileOutput.standardError("crashsym: \(error)\n")
                         output.failed = true
@@ -130,6 +132,109 @@ extension Crashsym {
                 return output.failed
             }
             if failed { throw ExitCode.failure }
+        }
+
+        /// Standard input read to its end as one report (JSON output: one document); returns
+        /// whether it failed.
+        static func symbolicateStandardInput(_ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
+            do throws(FormatError) {
+                let bytes = try symbolicate(try readStandardInput())
+                FileOutput.writeAll(ReportWriter.addingSource("-", toJSON: bytes), to: STDOUT_FILENO)
+                return false
+            } catch {
+                var document: [UInt8] = []
+                ReportWriter.writeJSONFailure(source: "-", error: error, into: &document)
+                FileOutput.writeAll(document, to: STDOUT_FILENO)
+                FileOutput.standardError("crashsym: <stdin>: \(error)\n")
+                return true
+            }
+        }
+
+        /// How long the input may pause before a report whose last frame came is printed.
+        static let pauseMilliseconds: Int32 = 300
+
+        /// Standard input as a stream (`adb logcat | crashsym symbolicate`): lines that are not
+        /// part of a report are printed at once, each report as soon as it ends (`ReportStream`
+        /// decides which lines are which). A JSON document on standard input is read to its end.
+        /// Returns whether it failed (no report in the whole input).
+        static func streamStandardInput(format: ReportFormat?, _ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
+            var stream = ReportStream(format: format)
+            var reports = 0
+            var firstFailure: FormatError?
+            func emit(_ pieces: [ReportStream.Piece]) {
+                for piece in pieces {
+                    switch piece {
+                    case .text(let text):
+                        FileOutput.writeAll(Array(text.utf8), to: STDOUT_FILENO)
+                    case .report(let text):
+                        do throws(FormatError) {
+                            FileOutput.writeAll(try symbolicate(text), to: STDOUT_FILENO)
+                            reports += 1
+                        } catch {
+                            // Printed as it came: nothing is lost.
+                            firstFailure = firstFailure ?? error
+                            FileOutput.writeAll(Array(text.utf8), to: STDOUT_FILENO)
+                        }
+                    }
+                }
+            }
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            var started = false
+            reading: while true {
+                var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, stream.isCollecting ? pauseMilliseconds : -1)
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 {
+                    emit(stream.pause())
+                    continue
+                }
+                let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 {
+                    firstFailure = FormatError(.io, "cannot read standard input: \(String(cString: strerror(errno)))")
+                    break reading
+                }
+                if count == 0 { break reading }
+                pending.append(contentsOf: chunk[0..<count])
+                if !started, let first = pending.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d }) {
+                    started = true
+                    if first == UInt8(ascii: "{") {
+                        // A JSON report is one document: read it whole.
+                        do throws(FormatError) {
+                            let rest = try readStandardInput()
+                            FileOutput.writeAll(try symbolicate(String(decoding: pending, as: UTF8.self) + rest), to: STDOUT_FILENO)
+                            return false
+                        } catch {
+                            FileOutput.standardError("crashsym: <stdin>: \(error)\n")
+                            return true
+                        }
+                    }
+                }
+                // Complete lines go to the stream; a line longer than any report line is cut.
+                var lineStart = 0
+                var lines: [Substring] = []
+                pending.withUnsafeBufferPointer { bytes in
+                    for index in bytes.indices where bytes[index] == 0x0a {
+                        lines.append(Substring(String(decoding: bytes[lineStart..<index], as: UTF8.self)))
+                        lineStart = index + 1
+                    }
+                }
+                pending.removeFirst(lineStart)
+                if pending.count > ReportFormat.maximumLineLength {
+                    lines.append(Substring(String(decoding: pending, as: UTF8.self)))
+                    pending.removeAll(keepingCapacity: true)
+                }
+                for line in lines { emit(stream.feed(line)) }
+            }
+            if !pending.isEmpty { emit(stream.feed(Substring(String(decoding: pending, as: UTF8.self)))) }
+            emit(stream.finish())
+            if reports == 0 {
+                let reason = firstFailure.map { "\($0)" } ?? "no crash report found"
+                FileOutput.standardError("crashsym: <stdin>: \(reason)\n")
+                return true
+            }
+            return false
         }
 
         /// Standard output's pending bytes, and whether a report failed.

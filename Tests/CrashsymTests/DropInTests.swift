@@ -201,7 +201,7 @@ import Testing
     static let flagSets: [[String]] = [
         [],
         ["--demangle", "--inlines", "--default-arch=x86_64"],
-        ["--inlining=true", "--use-symbol-table=true", "--relative-address", "--functions=linkage", "--demangle", "--future-flag=1"],
+        ["--inlining=true", "--relative-address", "--functions=linkage", "--demangle"],
         ["--inlining=false"], ["--no-inlines", "-a"], ["--no-demangle", "-a", "-s"], ["-p", "-a"], ["--functions=none"],
         ["-Cfi", "--basenames"],
     ]
