@@ -256,6 +256,9 @@ struct CrashServiceTests {
         // crashes queued and jobs leased, not only finished work.
         let body = try HostileReportTests.write(server, "deep.txt", HostileReportTests.frames(20_000))
         let deadline = Date().addingTimeInterval(2)
+        // The kill waits for a few acknowledgements (a loaded machine answers the first ones
+        // late), so that there is acknowledged work for the restart to keep.
+        let acknowledged = AcknowledgementCount()
         let accepted = try await withThrowingTaskGroup(of: [String].self) { group in
             for index in 0..<32 {
                 group.addTask {
@@ -267,18 +270,23 @@ struct CrashServiceTests {
                             "POST", "/api/v1/apps/\(client.appID)/crashes?host=client-\(index)",
                             extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + body, "--max-time", "10"]) else { break }
                         guard answer.status == 201 else { break }
-                        if let id = answer.json["id"] as? String { ids.append(id) }
+                        if let id = answer.json["id"] as? String {
+                            ids.append(id)
+                            acknowledged.add()
+                        }
                     }
                     return ids
                 }
             }
             try await Task.sleep(for: .milliseconds(1200))
+            let patience = Date().addingTimeInterval(60)
+            while acknowledged.value < 8 && Date() < patience { try await Task.sleep(for: .milliseconds(50)) }
             server.crash()
             var all: [String] = []
             for try await ids in group { all += ids }
             return all
         }
-        #expect(accepted.count >= 32, "only \(accepted.count) crashes were accepted before the kill")
+        #expect(accepted.count >= 8, "only \(accepted.count) crashes were accepted before the kill")
         try server.start()
         for id in Set(accepted) {
             #expect(try server.get("crashes/\(id)").status == 200, "crash \(id) acknowledged with 201 is missing after the restart")
@@ -346,4 +354,13 @@ struct CrashGroupingTests {
     private func describe(_ groups: Set<String>, _ server: TestServer) throws -> String {
         try groups.map { try server.get("groups/\($0)").json["signature"] as? String ?? "?" }.joined(separator: " / ")
     }
+}
+
+/// How many 201s the clients of `killDuringIngest` have seen so far.
+final class AcknowledgementCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }
