@@ -25,7 +25,8 @@ public enum ModuleConverter {
     /// 4. names kept as their bytes: two spellings of one name in different Unicode forms (é as
     ///    one scalar or two) stay two names instead of merging into the first spelling.
     /// 5. `.csym` v2: Swift names' demangled forms stored in the table (`SwiftNameForms`).
-    public static let version = 5
+    /// 6. stored Swift names spelled as `swift-demangle` spells them (type sugar: `[T]`, `T?`).
+    public static let version = 6
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code

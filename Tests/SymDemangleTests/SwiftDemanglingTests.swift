@@ -87,9 +87,31 @@ import Testing
             }
         }
         let expected = try ReferenceTool.swiftDemangle.demangle(compared)
+        var fragments = 0
         for (name, theirs) in zip(compared, expected) {
-            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+            let ours = demangler.demangleOrSelf(name)
+            // A name the runtime cannot read whole comes out as its parse tree's fragments run
+            // together (`…unitSwift.Array<Swift.String>`); `swift-demangle` sugars a type there
+            // even glued to a word, which our text rule refuses (a module `RxSwift` must not turn
+            // `RxSwift.Array<A>` into `Rx[A]`). Such a name matches once those glued types are
+            // sugared.
+            let glued = /([A-Za-z0-9_])Swift\.(Array|Optional|Dictionary)<([^<>,]*)(?:, ([^<>]*))?>/
+            if ours != theirs && ours.contains(glued) {
+                let sugared = ours.replacing(glued) { match in
+                    let (_, before, kind, argument, value) = match.output
+                    switch kind {
+                    case "Array": return "\(before)[\(argument)]"
+                    case "Dictionary": return "\(before)[\(argument) : \(value ?? "")]"
+                    default: return "\(before)\(argument)?"
+                    }
+                }
+                #expect(sugared == theirs, "\(name)")
+                fragments += 1
+                continue
+            }
+            #expect(ours == theirs, "\(name)")
         }
+        #expect(fragments < compared.count / 20)
         #expect(refused.count <= 5)
         for name in refused {
             #expect(try ReferenceTool.swiftDemangle.crashes(on: name), "\(name) refused but harmless")
