@@ -8,6 +8,7 @@
 #   cxx.txt          sample.cpp with g++ -O2 (clone suffixes) and clang++ -O1
 #   cxx-current.txt  current.cpp with the toolchain's clang++ -std=c++23 (bfloat16, _Float16, C++20/23)
 #   swift.txt        sample.swift with swiftc -Onone and -O (generic specialisations)
+#   swift-sugar.txt  sugar.swift with swiftc -Onone (arrays, dictionaries, optionals in signatures)
 #
 # Tools: rustc 1.95 (legacy mangling and const-generic features need RUSTC_BOOTSTRAP=1),
 # g++ 12, and clang++/swiftc/llvm-nm from /opt/swift/usr/bin.
@@ -44,5 +45,8 @@ names "$work/current.o" | grep -E '^_Z' | LC_ALL=C sort -u > "$here/cxx-current.
 "$toolchain/swiftc" -Onone -parse-as-library -c "$here/sample.swift" -o "$work/sample-onone.o"
 "$toolchain/swiftc" -O -parse-as-library -c "$here/sample.swift" -o "$work/sample-o.o"
 names "$work/sample-onone.o" "$work/sample-o.o" | grep -E '^_?\$s' | LC_ALL=C sort -u > "$here/swift.txt"
+
+"$toolchain/swiftc" -Onone -parse-as-library -module-name sugar -c "$here/sugar.swift" -o "$work/sugar.o"
+names "$work/sugar.o" | grep -E '^_?\$s' | LC_ALL=C sort -u > "$here/swift-sugar.txt"
 
 wc -l "$here"/*.txt
