@@ -87,6 +87,19 @@ public struct Demangler: Sendable {
                 repaired.withUTF8 { body(UnsafeRawBufferPointer($0)) }
             }
         }
+        // ASCII C++ names straight to libiberty (not legacy Rust, which is Itanium-shaped): the
+        // answer is ASCII too, the bytes `demangle` would give.
+        if name.count >= 3, name[0] == UInt8(ascii: "_"), name[1] == UInt8(ascii: "Z"), Self.isASCII(name),
+           !(name[2] == UInt8(ascii: "N") && RustLegacyDemangler.recognizes(Array(name))),
+           ItaniumDemangler.withDemangledWhole(name, parameters: parameters, { demangled in
+               guard Self.isASCII(demangled) else {
+                   var repaired = String(decoding: demangled, as: UTF8.self)
+                   return repaired.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+               }
+               body(demangled)
+           }) {
+            return true
+        }
         guard var demangled = demangle(String(decoding: name, as: UTF8.self)) else { return false }
         demangled.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         return true

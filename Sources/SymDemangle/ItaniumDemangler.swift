@@ -26,6 +26,26 @@ enum ItaniumDemangler {
         return head + " [clone " + String(decoding: name[suffix...], as: UTF8.self) + "]"
     }
 
+    /// Demangles the ASCII Itanium name `name` (starting `_Z`), calls `body` with the result
+    /// (valid only while it runs) and returns true; false, without calling `body`, when libiberty
+    /// refuses the name whole (the caller then takes `demangle(_:)`'s path, which also tries the
+    /// `.llvm.` rule). No array or string per name: `crashsym demangle`'s C++ path.
+    static func withDemangledWhole(_ name: UnsafeRawBufferPointer, parameters: Bool,
+                                   _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        guard let source = name.baseAddress, !name.isEmpty, memchr(source, 0, name.count) == nil else { return false }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1) { scratch -> Bool in
+            let mangled = scratch.baseAddress!
+            UnsafeMutableRawPointer(mangled).copyMemory(from: source, byteCount: name.count)
+            mangled[name.count] = 0
+            guard let pointer = cplus_demangle_v3(mangled, (parameters ? CRASHSYM_DMGL_PARAMS : 0) | CRASHSYM_DMGL_TYPES) else {
+                return false
+            }
+            defer { free(pointer) }
+            body(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
+            return true
+        }
+    }
+
     /// `cplus_demangle_v3` with `__cxa_demangle`'s options (parameters, and type encodings too);
     /// without parameter lists when `parameters` is false, as `c++filt -p`.
     private static func demangleWhole(_ name: ArraySlice<UInt8>, parameters: Bool) -> String? {
