@@ -85,7 +85,7 @@ def main():
     rows.append(("Swift only", "swift-demangle", theirs, theirs[0] / ours[0]))
     print(f"{args.names:,} names per input, median of {args.runs} runs (min-max), wall seconds")
     for corpus, tool, (median, low, high), ratio in rows:
-        speed = f"  crashsym {ratio:.2f}x faster" if ratio else ""
+        speed = f"  {ratio:.2f}x (peer time / crashsym time)" if ratio else ""
         print(f"{corpus:36} {tool:18} {median:7.3f} ({low:.3f}-{high:.3f})  {args.names / median / 1e6:5.2f} M names/s{speed}")
     for path in files.values():
         os.unlink(path)
