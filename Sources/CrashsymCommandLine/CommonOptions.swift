@@ -1,4 +1,5 @@
 import ArgumentParser
+import SymDemangle
 import Symbolication
 
 /// crashsym's version, printed by `crashsym --version` (both executables).
@@ -46,3 +47,22 @@ public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable 
     /// JSON.
     case json
 }
+
+/// How demangled names are spelled (`demangle`, `symbolicate`).
+public struct NameOptions: ParsableArguments {
+    @Option(name: .customLong("swift-names"),
+            help: ArgumentHelp("Swift names: full (as swift-demangle prints them: [T], [K : V], T?) or simplified (the Swift backtracer's short form, Matrix.at(_:_:)).",
+                               valueName: "style"))
+    public var swiftNames: SwiftNameStyle = .full
+
+    @Flag(name: .customLong("no-params"), help: "Function names without parameter lists (C++ as c++filt -p; Swift in the simplified form).")
+    public var noParameters = false
+
+    /// Creates the defaults.
+    public init() {}
+
+    /// The demangler these options describe.
+    public var demangler: Demangler { Demangler(swiftNames: swiftNames, parameters: !noParameters) }
+}
+
+extension SwiftNameStyle: ExpressibleByArgument {}

@@ -1,16 +1,30 @@
 /// Turns mangled C++, Swift and Rust symbol names into the names a programmer wrote.
 ///
-/// C++ goes through the C++ runtime's `__cxa_demangle` and Swift through the Swift runtime's
-/// `swift_demangle`, so both read exactly as the toolchains print them. Rust (legacy and v0) is
-/// decoded here and printed the way `rustc-demangle` prints with `{:#}`: without hashes or crate
-/// disambiguators. Every path is safe on hostile input: `nil`, never a trap.
+/// C++ goes through GNU libiberty's demangler (the installed `c++filt`'s) and Swift through the
+/// Swift runtime's `swift_demangle`, with `swift-demangle`'s type sugar added (`SwiftTypeSugar`), so
+/// both read exactly as the toolchains' own tools print them. Rust (legacy and v0) is decoded here
+/// and printed the way `rustc-demangle` prints with `{:#}`: without hashes or crate disambiguators.
+/// Every path is safe on hostile input: `nil`, never a trap.
 public struct Demangler: Sendable {
     /// Names longer than this are left alone: no toolchain emits them, and the C demanglers'
     /// stack use grows with nesting, which grows with length.
     public static let maximumNameLength = 1 << 20
 
-    /// Creates a demangler; it holds no state.
-    public init() {}
+    /// How Swift names are spelled.
+    public let swiftNames: SwiftNameStyle
+    /// Whether function parameter lists are printed (C++ and Swift).
+    public let parameters: Bool
+
+    /// Creates a demangler printing Swift names in `swiftNames` style, and parameter lists unless
+    /// `parameters` is false (as `c++filt -p`; for Swift, the simplified form, which names
+    /// argument labels only).
+    public init(swiftNames: SwiftNameStyle = .full, parameters: Bool = true) {
+        self.swiftNames = parameters ? swiftNames : .simplified
+        self.parameters = parameters
+    }
+
+    /// Whether this demangler prints what `Demangler()` prints (the form tables store).
+    public var isDefault: Bool { swiftNames == .full && parameters }
 
     /// The scheme `name` appears to be mangled with, judged by its prefix (and, for legacy Rust,
     /// by its trailing hash element); `demangle(_:)` may still fail on a malformed name.
@@ -31,14 +45,14 @@ public struct Demangler: Sendable {
         switch scheme {
         case .rustLegacy: return RustLegacyDemangler.demangle(bytes)
         case .rustV0: return RustV0Demangler.demangle(bytes)
-        case .swift: return SwiftRuntimeDemangler.demangle(bytes)
+        case .swift: return SwiftRuntimeDemangler.demangle(bytes, style: swiftNames)
         case .itanium, .none:
             // `nm -D`, `readelf` and linker maps write versioned dynamic symbols as `name@VER`;
             // the mangled name is the part before the `@`.
             if let split = Self.symbolVersionStart(bytes), let head = demangle(Array(bytes[..<split])) {
                 return head + String(decoding: bytes[split...], as: UTF8.self)
             }
-            return scheme == .itanium ? ItaniumDemangler.demangle(bytes) : nil
+            return scheme == .itanium ? ItaniumDemangler.demangle(bytes, parameters: parameters) : nil
         }
     }
 
@@ -66,12 +80,25 @@ public struct Demangler: Sendable {
         // A Swift prefix is no Rust or C++ one, so such a name is classified `.swift`; ASCII only,
         // so that the input needs no UTF-8 repair.
         if Self.hasSwiftPrefix(name) && Self.isASCII(name) {
-            return SwiftRuntimeDemangler.withDemangled(name) { demangled in
+            return SwiftRuntimeDemangler.withDemangled(name, style: swiftNames) { demangled in
                 // `demangle` reads the result into a String, which repairs invalid UTF-8.
                 guard !Self.isASCII(demangled) else { return body(demangled) }
                 var repaired = String(decoding: demangled, as: UTF8.self)
                 repaired.withUTF8 { body(UnsafeRawBufferPointer($0)) }
             }
+        }
+        // ASCII C++ names straight to libiberty (not legacy Rust, which is Itanium-shaped): the
+        // answer is ASCII too, the bytes `demangle` would give.
+        if name.count >= 3, name[0] == UInt8(ascii: "_"), name[1] == UInt8(ascii: "Z"), Self.isASCII(name),
+           !(name[2] == UInt8(ascii: "N") && RustLegacyDemangler.recognizes(Array(name))),
+           ItaniumDemangler.withDemangledWhole(name, parameters: parameters, { demangled in
+               guard Self.isASCII(demangled) else {
+                   var repaired = String(decoding: demangled, as: UTF8.self)
+                   return repaired.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+               }
+               body(demangled)
+           }) {
+            return true
         }
         guard var demangled = demangle(String(decoding: name, as: UTF8.self)) else { return false }
         demangled.withUTF8 { body(UnsafeRawBufferPointer($0)) }
@@ -101,6 +128,13 @@ public struct Demangler: Sendable {
         case UInt8(ascii: "@"): return name.starts(with: "@__swiftmacro_".utf8)
         default: return false
         }
+    }
+
+    /// An Itanium C++ name (`_Z…`) through the C++ demangler alone, as `c++filt` prints it; for
+    /// front ends that bring its spelling to another tool's (the llvm-symbolizer drop-in).
+    public static func demangleItanium(_ name: [UInt8]) -> String? {
+        guard name.count <= maximumNameLength else { return nil }
+        return ItaniumDemangler.demangle(name)
     }
 
     /// The demangled form of `name`, or `name` itself when it cannot be demangled.

@@ -271,8 +271,9 @@ struct RustV0Demangler {
         }
     }
 
-    /// One `<dyn-trait> = <path> {"p" <undisambiguated-identifier> <type>}`; associated type
-    /// bindings go inside the trait's `<…>`, which is therefore left open by the path.
+    /// One `<dyn-trait> = <path> {"p" <undisambiguated-identifier> <generic-arg>}`; associated
+    /// type and const bindings (`Trait<Item = u8>`, `Trait<N = 0>`: the value is a type, or `K`
+    /// and a constant) go inside the trait's `<…>`, which is therefore left open by the path.
     private mutating func printDynTrait() throws(Failure) {
         var isOpen = try printPathLeavingGenericsOpen()
         while eat(UInt8(ascii: "p")) {
@@ -281,7 +282,7 @@ struct RustV0Demangler {
             let name = try identifier()
             try emit(name)
             try emit(" = ")
-            try printType()
+            try printGenericArgument()
         }
         if isOpen { try emit(">") }
     }

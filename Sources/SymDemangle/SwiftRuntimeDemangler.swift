@@ -6,61 +6,66 @@ import Glibc
 import Darwin
 #endif
 
-/// Swift names through the Swift runtime's demangler, so output matches the toolchain's
-/// `swift-demangle --no-sugar` for the runtime this program runs with.
+/// Swift names through the Swift runtime's demangler, so output matches the toolchain that built
+/// them: `swift_demangle` with `swift-demangle`'s type sugar added (`SwiftTypeSugar`) for the full
+/// form, the backtracer's `_swift_backtrace_demangle` for the simplified one.
 enum SwiftRuntimeDemangler {
     /// Demangles a Swift name; `nil` when the runtime does not recognise it, or when the name
     /// would make the runtime's demangler crash (see `crashesRuntimeDemangler`).
-    static func demangle(_ bytes: [UInt8], bufferSize: Int = stackBufferSize) -> String? {
-        guard !crashesRuntimeDemangler(bytes), !bytes.isEmpty else { return nil }
-        // `swift_demangle` takes an explicit length, but first checks the prefix with `strlen` on
-        // the input (`isSwiftSymbol(const char *)`): the name must end in a NUL, or it reads on.
-        // An embedded NUL would cut the name short there: not a name any toolchain writes.
-        guard !bytes.contains(0) else { return nil }
-        var name = bytes
-        name.append(0)
-        return name.withUnsafeBufferPointer { input -> String? in
-            input.baseAddress!.withMemoryRebound(to: CChar.self, capacity: input.count) { mangled -> String? in
-                // Into a buffer on the stack first (no malloc, strdup and free per name); the
-                // runtime says when the name did not fit by raising the size, and a larger name
-                // takes the runtime's own malloc'ed string.
-                withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(1, bufferSize)) { buffer -> String? in
-                    var size = buffer.count
-                    guard let result = swift_demangle(mangled, input.count - 1, buffer.baseAddress, &size, 0) else { return nil }
-                    if size <= buffer.count { return String(cString: result) }
-                    guard let pointer = swift_demangle(mangled, input.count - 1, nil, nil, 0) else { return nil }
-                    defer { free(pointer) }
-                    return String(cString: pointer)
-                }
-            }
+    static func demangle(_ bytes: [UInt8], style: SwiftNameStyle = .full, bufferSize: Int = stackBufferSize) -> String? {
+        var result: String?
+        let demangled = bytes.withUnsafeBytes { name in
+            withDemangled(name, style: style, bufferSize: bufferSize) { result = String(decoding: $0, as: UTF8.self) }
         }
+        return demangled ? result : nil
     }
 
     /// Demangles the Swift name `name`, calls `body` with the demangled bytes (valid only while it
     /// runs) and returns true: the same answer as `demangle(_:)`, without an array, string or heap
-    /// allocation for names of ordinary length. False (and `body` is not called) when `demangle`
-    /// says nil.
-    static func withDemangled(_ name: UnsafeRawBufferPointer, bufferSize: Int = stackBufferSize,
-                              _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    /// allocation for names of ordinary length that need no sugar. False (and `body` is not
+    /// called) when `demangle` says nil.
+    static func withDemangled(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle = .full,
+                              bufferSize: Int = stackBufferSize, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         guard let source = name.baseAddress, !name.isEmpty else { return false }
         if name[name.count - 1] == UInt8(ascii: "p") && crashesRuntimeDemangler(Array(name)) { return false }
-        // See `demangle(_:)`: the name must end in a NUL, and hold none before it.
+        // `swift_demangle` takes an explicit length, but first checks the prefix with `strlen` on
+        // the input (`isSwiftSymbol(const char *)`): the name must end in a NUL, and an embedded
+        // NUL would cut it short there (not a name any toolchain writes).
         guard memchr(source, 0, name.count) == nil else { return false }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1 + max(1, bufferSize)) { scratch -> Bool in
             let mangled = scratch.baseAddress!, buffer = mangled + name.count + 1, capacity = max(1, bufferSize)
             UnsafeMutableRawPointer(mangled).copyMemory(from: source, byteCount: name.count)
             mangled[name.count] = 0
+            // Into a buffer on the stack first (no malloc and free per name); the runtime says
+            // when the name did not fit by raising the size, and a larger name takes the
+            // runtime's own malloc'ed string.
             var size = capacity
-            guard let result = swift_demangle(mangled, name.count, buffer, &size, 0) else { return false }
+            guard let result = runtimeDemangle(mangled, name.count, buffer, &size, style) else { return false }
             if size <= capacity {
-                body(UnsafeRawBufferPointer(start: result, count: strlen(result)))
+                deliver(UnsafeRawBufferPointer(start: result, count: strlen(result)), style, body)
                 return true
             }
-            guard let pointer = swift_demangle(mangled, name.count, nil, nil, 0) else { return false }
+            guard let pointer = runtimeDemangle(mangled, name.count, nil, nil, style) else { return false }
             defer { free(pointer) }
-            body(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
+            deliver(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)), style, body)
             return true
         }
+    }
+
+    /// The runtime entry point for `style`.
+    private static func runtimeDemangle(_ mangled: UnsafePointer<CChar>, _ length: Int, _ buffer: UnsafeMutablePointer<CChar>?,
+                                        _ size: UnsafeMutablePointer<Int>?, _ style: SwiftNameStyle) -> UnsafeMutablePointer<CChar>? {
+        switch style {
+        case .full: return swift_demangle(mangled, length, buffer, size, 0)
+        case .simplified: return _swift_backtrace_demangle(mangled, length, buffer, size)
+        }
+    }
+
+    /// Calls `body` with `demangled` as `style` spells it.
+    private static func deliver(_ demangled: UnsafeRawBufferPointer, _ style: SwiftNameStyle,
+                                _ body: (UnsafeRawBufferPointer) -> Void) {
+        guard style == .full, SwiftTypeSugar.mayNeedSugar(demangled) else { return body(demangled) }
+        SwiftTypeSugar.sugar(Array(demangled)).withUnsafeBytes(body)
     }
 
     /// Bytes of demangled name that fit in the stack buffer (most names are far shorter).

@@ -75,17 +75,26 @@ public struct Addr2lineRenderer {
         frames.removeAll(keepingCapacity: true)
         try table.forEachFrame(at: address) { frame in frames.append(frame) }
         if frames.isEmpty || frames[0].isSymbolOnly {
-            // No DWARF here: BFD's symbol-table answer, else the table's symbol, else unknown.
-            // With the ELF file at hand its symbol table decides alone (addresses outside any
-            // section are unknown to BFD even where the table's last symbol range reaches).
+            // No DWARF function here: BFD's symbol-table answer, else the table's symbol, else
+            // unknown. With the ELF file at hand its symbol table decides alone (addresses outside
+            // any section are unknown to BFD even where the table's last symbol range reaches).
+            // Line-tables-only code (clang -gline-tables-only, -g1) has no function entries but
+            // line rows: the frame the table gives (the same chain `lookup` and the llvm-symbolizer
+            // drop-in print) carries file:line, which BFD prints beside the symbol's name.
+            var lineFile: [UInt8]?, lineNumber: UInt32 = 0
+            if let symbolOnly = frames.first, symbolOnly.line != 0 {
+                let file = path(symbolOnly.directory, symbolOnly.file)
+                lineFile = file.isEmpty ? nil : file
+                lineNumber = symbolOnly.line
+            }
             if let symbols {
                 if let symbol = symbols.function(containing: address) {
-                    line(name: displayName(Array(symbol.name.utf8)), file: symbol.file.map { pathBytes(Array($0.utf8)) },
-                         line: 0, into: &output)
+                    line(name: displayName(Array(symbol.name.utf8)),
+                         file: lineFile ?? symbol.file.map { pathBytes(Array($0.utf8)) }, line: lineNumber, into: &output)
                     return
                 }
             } else if let symbolOnly = frames.first {
-                line(name: function(symbolOnly.function, physical: false), file: nil, line: 0, into: &output)
+                line(name: function(symbolOnly.function, physical: false), file: lineFile, line: lineNumber, into: &output)
                 return
             }
             if options.functions { output.append(contentsOf: options.pretty ? Literal.unknownPretty : Literal.unknownLine) }

@@ -9,7 +9,8 @@ import SymReport
 
 /// Finds the separate debug file of a stripped binary, the way gdb and elfutils do: by build-id
 /// under `.build-id/xx/rest.debug`, then by `.gnu_debuglink` next to the binary, in its `.debug/`
-/// folder and under each debug directory. A candidate is used only when its build-id (or, without
+/// folder and under each debug directory (the binary's whole directory, then each trailing part of
+/// it, deepest first, then the directory itself). A candidate is used only when its build-id (or, without
 /// build-ids, the debuglink CRC) matches.
 public struct DebugFileLocator: Sendable {
     /// Directories searched, in order (each may hold a `.build-id/` tree or be one).
@@ -45,8 +46,18 @@ public struct DebugFileLocator: Sendable {
             let folder = Self.directory(of: binary.path)
             paths.append("\(folder)/\(link.fileName)")
             paths.append("\(folder)/.debug/\(link.fileName)")
+            // elfutils (`dwfl_standard_find_debuginfo`) also tries each trailing part of the
+            // binary's directory, deepest first: for /x/bindir/bin/app, DIR/x/bindir/bin/,
+            // DIR/bindir/bin/, DIR/bin/; a debug tree that mirrors only the end of the path
+            // still answers. `locate` checks the build-id (or the CRC) of whatever is found.
+            let absolute = folder.hasPrefix("/") ? folder : Self.realPath(folder)
+            let components = absolute.split(separator: "/")
             for directory in debugDirectories {
                 paths.append("\(directory)\(folder.hasPrefix("/") ? "" : "/")\(folder)/\(link.fileName)")
+                for dropped in 0..<components.count {
+                    let path = "\(directory)/\(components.dropFirst(dropped).joined(separator: "/"))/\(link.fileName)"
+                    if !paths.contains(path) { paths.append(path) }
+                }
                 paths.append("\(directory)/\(link.fileName)")
             }
         }

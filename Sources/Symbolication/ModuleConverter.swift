@@ -25,7 +25,10 @@ public enum ModuleConverter {
     /// 4. names kept as their bytes: two spellings of one name in different Unicode forms (é as
     ///    one scalar or two) stay two names instead of merging into the first spelling.
     /// 5. `.csym` v2: Swift names' demangled forms stored in the table (`SwiftNameForms`).
-    public static let version = 5
+    /// 6. stored Swift names spelled as `swift-demangle` spells them (type sugar: `[T]`, `T?`).
+    /// 7. one symbol per address, chosen by a rule (`chooseAmongAliases`): an untyped label no
+    ///    longer names the function it sits on.
+    public static let version = 7
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
@@ -90,6 +93,7 @@ public enum ModuleConverter {
         // the binary's table nor the DWARF does. Duplicates are found by interned name (an
         // integer), not by String: big modules have hundreds of thousands of long names.
         var seen = Set<SymbolKey>()
+        var candidates: [SymbolCandidate] = []
         var binaryAddresses = Set<UInt64>()
         let dwarfFunctions = debugFile == nil ? [] : physicalRanges(of: builder.model)
         for file in [binary, debugFile].compactMap({ $0 }) {
@@ -117,11 +121,45 @@ public enum ModuleConverter {
                 }
                 let name = builder.intern(symbol.name)
                 guard seen.insert(SymbolKey(name: name, address: address)).inserted else { return }
-                builder.addSymbol(name: name, address: address, size: extent(of: symbol, at: address, in: file))
+                candidates.append(SymbolCandidate(name: name, address: address,
+                                                  size: extent(of: symbol, at: address, in: file),
+                                                  rank: SymbolCandidate.rank(type: symbol.type),
+                                                  order: candidates.count))
             }
             releaseSymbolTablePages(of: file)
         }
+        for chosen in chooseAmongAliases(candidates) {
+            builder.addSymbol(name: chosen.name, address: chosen.address, size: chosen.size)
+        }
         return builder
+    }
+
+    /// One symbol per address, by the rule documented in README.md ("Several names at one
+    /// address"): a function (`STT_FUNC`, `STT_GNU_IFUNC`) over an untyped label (`STT_NOTYPE`:
+    /// gcc 2's `gcc2_compiled.`, assembly labels), which would otherwise cover the rest of its
+    /// section and name the function it sits on; then as llvm-symbolizer chooses: the largest,
+    /// and among those the one read last (`.symtab` order, the binary before its debug file).
+    /// (Preferring the DWARF function's name or global over weak symbols was tried and measured:
+    /// it disagrees with llvm-symbolizer on 45% of libc's addresses — `__GI___gconv_open` for
+    /// `__gconv_open`, `D2` for `D1` destructors — which the drop-in must match.)
+    static func chooseAmongAliases(_ candidates: [SymbolCandidate]) -> [SymbolCandidate] {
+        guard !candidates.isEmpty else { return [] }
+        let sorted = candidates.sorted { $0.address != $1.address ? $0.address < $1.address : $0.order < $1.order }
+        var chosen: [SymbolCandidate] = []
+        chosen.reserveCapacity(sorted.count)
+        var groupStart = 0
+        while groupStart < sorted.count {
+            var groupEnd = groupStart + 1
+            while groupEnd < sorted.count && sorted[groupEnd].address == sorted[groupStart].address { groupEnd += 1 }
+            func key(_ candidate: SymbolCandidate) -> (UInt8, UInt64, Int) {
+                (candidate.rank, candidate.size, candidate.order)
+            }
+            var best = sorted[groupStart]
+            for candidate in sorted[(groupStart + 1)..<groupEnd] where key(candidate) > key(best) { best = candidate }
+            chosen.append(best)
+            groupStart = groupEnd
+        }
+        return chosen
     }
 
     /// The address ranges of the model's physical (not inlined) functions, sorted and merged into
@@ -207,6 +245,22 @@ public enum ModuleConverter {
     static func baseName(_ path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
+    }
+}
+
+/// A code symbol that may name the code at its address (`ModuleConverter.chooseAmongAliases`).
+struct SymbolCandidate {
+    /// Interned name.
+    var name: UInt32
+    var address: UInt64
+    var size: UInt64
+    /// Higher wins: a function over a label.
+    var rank: UInt8
+    /// Read order across the binary and its debug file.
+    var order: Int
+
+    static func rank(type: UInt8) -> UInt8 {
+        type == ELF.STT_FUNC || type == ELF.STT_GNU_IFUNC ? 1 : 0
     }
 }
 

@@ -1,11 +1,10 @@
-import CDemangle
 import SymDemangle
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The C++ runtime's Itanium demangler called directly, with its output brought to LLVM's
-/// spelling where the two differ only in form (lambdas and unnamed types still read differently).
+/// The Itanium demangler (`Demangler.demangleItanium`, libiberty's) called directly, with its
+/// output brought to LLVM's spelling where the two differ only in form (lambdas and unnamed types still read differently).
 enum SymbolizerDemangling {
     /// `raw` demangled as LLVM's demangler prints it: a `.suffix` (`.cold`, `.llvm.123`) as
     /// ` (.suffix)`, nested template lists closed as `>>`, `operator<<T>` without a space.
@@ -64,15 +63,8 @@ enum SymbolizerDemangling {
     }
 
     static func demangle(_ raw: [UInt8]) -> String? {
-        guard raw.count <= Demangler.maximumNameLength else { return nil }
-        var status: Int32 = 0
-        let result = (raw + [0]).withUnsafeBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                __cxa_demangle($0, nil, nil, &status)
-            }
-        }
-        guard let result else { return nil }
-        defer { free(result) }
-        return status == 0 ? String(cString: result) : nil
+        // The runtime's `__cxa_demangle` that this used before refused Mach-O's `__Z`: kept so.
+        guard !raw.starts(with: "__Z".utf8) else { return nil }
+        return Demangler.demangleItanium(raw)
     }
 }

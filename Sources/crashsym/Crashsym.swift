@@ -14,7 +14,7 @@ struct Crashsym: ParsableCommand {
         discussion: """
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
-        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self,
+        subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Demangle.self,
                       NetworkCommand.Upload.self, NetworkCommand.Serve.self, NetworkCommand.Apps.self]
     )
 
@@ -39,7 +39,7 @@ struct Crashsym: ParsableCommand {
 
     /// The one-shot commands whose start-up time matters (a single lookup, one crash report).
     private static let quickCommands: [String: any ParsableCommand.Type] = [
-        "lookup": Lookup.self, "symbolicate": Symbolicate.self, "addr2line": Addr2line.self,
+        "lookup": Lookup.self, "symbolicate": Symbolicate.self, "addr2line": Addr2line.self, "demangle": Demangle.self,
     ]
 
     /// `arguments` parsed by the named subcommand alone, or nil to take the ordinary path.

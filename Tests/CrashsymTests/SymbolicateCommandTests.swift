@@ -109,7 +109,7 @@ import Testing
         #expect(swift.status == 0)
         // A JSON input has no lines to reprint: its stacks are listed.
         #expect(swift.stdout.hasPrefix("crash-swift (crashed):\n    #0 0x"))
-        #expect(swift.stdout.contains(" (crash-swift) in crash.lookUp(_: Swift.String, in: Swift.Dictionary<Swift.String, Swift.Int>) -> Swift.Int /fixtures-reports/crash.swift:5:15\n"))
+        #expect(swift.stdout.contains(" (crash-swift) in crash.lookUp(_: Swift.String, in: [Swift.String : Swift.Int]) -> Swift.Int /fixtures-reports/crash.swift:5:15\n"))
 
         let tombstone = try CLI.run(["symbolicate", Self.report("tombstone-arm64.txt"), "--symbols",
                                      CLI.fixture("libnative-android21-aarch64.so"), "--format", "json"] + Self.isolation)

@@ -60,3 +60,55 @@ import Testing
         }
     }
 }
+
+/// C++ names newer than GCC 12's `__cxa_demangle`, which crashsym used before: C++23 extended
+/// floating-point types from the toolchain's clang (`cxx-current.txt`, built by generate.sh), the
+/// `_FloatNx` spellings clang does not emit, and ThinLTO/rustc `.llvm.<HEX>` suffixes.
+@Suite struct CurrentItaniumTests {
+    let demangler = Demangler()
+
+    /// Everything in `cxx-current.txt` demangles as the installed `c++filt` (binutils 2.40)
+    /// prints it: `std::bfloat16_t` for `DF16b` (GCC 12 said `bool _Accum`), `_Float16`.
+    @Test func currentNamesMatchCxxfilt() throws {
+        let names = try Fixtures.names("cxx-current.txt") + ["_Z3fooDF32x", "_Z3fooDF64_", "_Z3fooDF128x", "_Z3xxxDF16b"]
+        let expected = try ReferenceTool.gnuCxxfilt.demangle(names)
+        for (name, theirs) in zip(names, expected) {
+            #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+        }
+        #expect(demangler.demangle("_Z3xxxDF16b") == "xxx(std::bfloat16_t)")
+        #expect(demangler.demangle("_Z3fooDF32x") == "foo(_Float32x)")
+        #expect(names.filter { $0.contains("DF16b") }.count >= 3, "the compiled program has bfloat16 names")
+    }
+
+    /// An upper-case hex `.llvm.` hash reads as libiberty reads a decimal one
+    /// (`foo() [clone .llvm.123]`): the name before it demangled, the suffix kept whole.
+    @Test func upperCaseLLVMSuffix() throws {
+        let names = try Fixtures.names("cxx-llvm-suffix.txt")
+        let expected = try ReferenceTool.gnuCxxfilt.demangle(names)
+        var upperCase = 0
+        for (name, theirs) in zip(names, expected) {
+            guard let match = name.wholeMatch(of: /(.*)\.llvm\.([0-9A-F]*[A-F][0-9A-F]*)/) else {
+                #expect(demangler.demangleOrSelf(name) == theirs, "\(name)")
+                continue
+            }
+            // c++filt's answer for the same name with a decimal hash, with the hash put back.
+            let (_, head, hash) = match.output
+            let decimal = try ReferenceTool.gnuCxxfilt.demangle([head + ".llvm.0"])[0]
+            #expect(decimal.hasSuffix(" [clone .llvm.0]"))
+            #expect(demangler.demangle(name) == decimal.dropLast(" [clone .llvm.0]".count) + " [clone .llvm.\(hash)]", "\(name)")
+            upperCase += 1
+        }
+        #expect(upperCase >= 3)
+        #expect(demangler.demangle("_ZN3fooEv.llvm.9D1C9369") == "foo() [clone .llvm.9D1C9369]")
+    }
+
+    /// `--no-params` reads as `c++filt -p`.
+    @Test func withoutParametersMatchesCxxfiltP() throws {
+        let names = try Fixtures.names("cxx.txt") + Fixtures.names("cxx-current.txt")
+        let expected = try ReferenceTool(path: "/usr/bin/c++filt", arguments: ["-p"]).demangle(names)
+        let noParameters = Demangler(parameters: false)
+        for (name, theirs) in zip(names, expected) {
+            #expect(noParameters.demangleOrSelf(name) == theirs, "\(name)")
+        }
+    }
+}

@@ -194,9 +194,10 @@ import Testing
         }
     }
 
-    /// Whether a v0 name has a const generic argument of a kind LLVM 14 does not know.
+    /// Whether a v0 name has a const generic argument of a kind LLVM 14 does not know (str,
+    /// reference, array, tuple, ADT), or a const bound in a `dyn Trait` (`p1NKj0_`).
     static func hasNewConstGeneric(_ name: String) -> Bool {
-        name.contains(/K[ReQAVT]/)
+        name.contains(/K[ReQAVT]/) || name.contains(/p[0-9]+[A-Za-z_][A-Za-z0-9_]*K/)
     }
 
     /// LLVM 14's v0 output written as rustc-demangle's alternate form would write it.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// The crash service over real HTTP: ingestion, processing, paging, deletion, idempotency,
@@ -357,10 +358,9 @@ struct CrashGroupingTests {
 }
 
 /// How many 201s the clients of `killDuringIngest` have seen so far.
-final class AcknowledgementCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+final class AcknowledgementCount: Sendable {
+    private let count = Mutex(0)
 
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -20,12 +20,13 @@ struct ReferenceTool: Sendable {
     static let gnuCxxfilt = ReferenceTool(path: "/usr/bin/c++filt")
     /// LLVM 14's `llvm-cxxfilt`, whose Rust v0 demangler is an independent implementation.
     static let llvmCxxfilt = ReferenceTool(path: "/usr/bin/llvm-cxxfilt-14")
-    /// The toolchain's `swift-demangle`.
-    /// The toolchain's `swift-demangle`, with the options that make it print what the runtime's
-    /// `swift_demangle` prints: no type sugar (`Swift.Array<A>`, not `[A]`), one name per line.
-    /// Names go on the command line: its stdin mode scans text for symbols and is very slow on
-    /// invalid ones.
+    /// The toolchain's `swift-demangle` with its default spelling (type sugar: `[A]`, not
+    /// `Swift.Array<A>`), one name per line. Names go on the command line: its stdin mode scans
+    /// text for symbols and is very slow on invalid ones.
     static let swiftDemangle = ReferenceTool(
+        path: toolchainBinary("swift-demangle"), arguments: ["--compact"], takesNamesAsArguments: true)
+    /// `swift-demangle --no-sugar`: what the runtime's `swift_demangle` prints.
+    static let swiftDemangleNoSugar = ReferenceTool(
         path: toolchainBinary("swift-demangle"), arguments: ["--no-sugar", "--compact"], takesNamesAsArguments: true)
 
     /// `rustc-demangle` itself (the crate std uses for backtraces), built once per test run from
