@@ -25,7 +25,9 @@ public enum ModuleConverter {
     /// 4. names kept as their bytes: two spellings of one name in different Unicode forms (é as
     ///    one scalar or two) stay two names instead of merging into the first spelling.
     /// 5. `.csym` v2: Swift names' demangled forms stored in the table (`SwiftNameForms`).
-    public static let version = 5
+    /// 6. `.csym` v3: the module's layout recorded (`ModuleLayout`), so a table alone places
+    ///    mapping-relative and absolute addresses of modules not linked at 0.
+    public static let version = 6
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
@@ -67,7 +69,7 @@ public enum ModuleConverter {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
-            name: baseName(binary.path))
+            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init))
         var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {

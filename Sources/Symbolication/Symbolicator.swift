@@ -218,9 +218,9 @@ public final class Symbolicator: Sendable {
         var status: FrameStatus = .noSymbols
         var reason: String?
         var source: String?
-        /// The page-aligned `p_vaddr` of the first `PT_LOAD` (0 when only a table was found).
+        /// The page-aligned `p_vaddr` of the first `PT_LOAD` (0 when not known).
         var mappingBase: UInt64 = 0
-        /// The executable `PT_LOAD` segments' address ranges (empty when only a table was found).
+        /// The executable `PT_LOAD` segments' address ranges (empty when not known).
         var codeRanges: [Range<UInt64>] = []
         /// The ELF file describing the module's addresses, when one was found.
         var binaryPath: String?
@@ -285,7 +285,7 @@ public final class Symbolicator: Sendable {
             let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name
             let verdict = query.check(table, at: location, source: .answer)
             if verdict.isMatch {
-                result.symbols = LocationCache(symbols: table, renderings: renderings)
+                result.symbols = table.locations(renderings: renderings)
                 result.source = location
                 result.status = .ok
             } else {
@@ -295,8 +295,14 @@ public final class Symbolicator: Sendable {
         if result.symbols == nil && !objects.isEmpty {
             convert(objects, into: &result, candidates: &candidates)
         }
-        // A table alone does not give the load bias: an ELF file of the same build does.
-        if let binary = objects.first(where: { !$0.hasDWARF }) ?? objects.first { describe(binary, into: &result) }
+        // Addresses are placed by the layout of an ELF file of the build when one is at hand, else
+        // by the one the table records (version 3 on; older tables alone place only file virtual
+        // addresses).
+        if let binary = objects.first(where: { !$0.hasDWARF }) ?? objects.first {
+            describe(binary, into: &result)
+        } else if let layout = result.symbols?.table.module.layout {
+            place(layout, into: &result)
+        }
         if result.symbols == nil && result.status == .noSymbols {
             if let mismatch = candidates.first(where: \.isBuildIDMismatch), let reason = ReportWriter.mismatchReason(mismatch) {
                 result.status = .buildIDMismatch
@@ -318,7 +324,7 @@ public final class Symbolicator: Sendable {
             let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                         decoder: conversion.decoder, cache: conversion.tableCache, threads: 2)
             candidates += converted.candidates
-            result.symbols = LocationCache(symbols: converted.symbols, renderings: renderings)
+            result.symbols = converted.symbols.locations(renderings: renderings)
             result.source = converted.symbols.cachedPath ?? (debugFile ?? binary).path
             result.status = .ok
         } catch {
@@ -327,18 +333,18 @@ public final class Symbolicator: Sendable {
         }
     }
 
-    /// Records what the ELF file tells about addresses: the first `PT_LOAD`'s page-aligned
-    /// `p_vaddr` (module offsets from the mapping start) and function symbol values.
+    /// Records what the ELF file tells about addresses: its layout (`ModuleLayout(_:)`), and
+    /// where to read function symbol values.
     private func describe(_ binary: ELFFile, into result: inout ResolvedModule) {
-        if let load = binary.programHeaders.first(where: { $0.type == ELF.PT_LOAD }) {
-            let alignment = load.alignment > 1 && load.alignment & (load.alignment - 1) == 0 ? load.alignment : 0x1000
-            result.mappingBase = load.virtualAddress & ~(alignment - 1)
-        }
-        for segment in binary.programHeaders where segment.type == ELF.PT_LOAD && segment.flags & 1 != 0 /* PF_X */ {
-            let (end, overflow) = segment.virtualAddress.addingReportingOverflow(segment.memorySize)
-            result.codeRanges.append(segment.virtualAddress..<(overflow ? UInt64.max : end))
-        }
+        if let layout = ModuleLayout(binary) { place(layout, into: &result) }
         result.binaryPath = binary.path
+    }
+
+    /// Places the module's addresses with `layout`: mapping-relative offsets start at its mapping
+    /// base, and looked-up addresses must lie in its executable segments.
+    private func place(_ layout: ModuleLayout, into result: inout ResolvedModule) {
+        result.mappingBase = layout.mappingBase
+        result.codeRanges = layout.codeRanges
     }
 
     /// The value of the function symbol `name` in the ELF file at `path` (its symbols are read once).
