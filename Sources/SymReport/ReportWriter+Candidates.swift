@@ -29,6 +29,8 @@ extension ReportWriter {
             return reason
         case .stored:
             return "written"
+        case .notSymbolFile:
+            return "neither an ELF file nor a .csym table"
         }
     }
 

@@ -40,8 +40,11 @@ public struct SymbolCandidate: Sendable, Equatable {
         case absent
         /// A directory searched without a file of the module's build-id (or, without one, name).
         case noMatchingFile(buildID: String?, name: String)
-        /// Something there that cannot be read or is not symbols (`reason`).
+        /// The module's file (chosen by build-id, name or path) is there but cannot be read as
+        /// symbols (`reason`): the frames say `corrupt-symbols`.
         case unreadable(reason: String)
+        /// A file of unknown module that is neither an ELF file nor a `.csym` table.
+        case notSymbolFile
         /// The engine wrote the module's converted table there (the conversion cache).
         case stored
         /// The engine could not write the converted table (`reason`).
@@ -60,6 +63,12 @@ public struct SymbolCandidate: Sendable, Equatable {
         self.source = source
         self.location = location
         self.outcome = outcome
+    }
+
+    /// Whether the candidate is the module's file, unreadable.
+    public var isUnreadable: Bool {
+        if case .unreadable = outcome { return true }
+        return false
     }
 
     /// Whether the candidate is a file of the module with another build-id.

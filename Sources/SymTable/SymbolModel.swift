@@ -49,13 +49,16 @@ public struct ModuleIdentity: Sendable, Equatable {
     public var is64Bit: Bool
     /// The module's file name (no directory).
     public var name: String
+    /// How the module lies in memory (nil: not known, as in tables before version 3).
+    public var layout: ModuleLayout?
 
     /// Creates an identity.
-    public init(buildID: [UInt8], machine: UInt16, is64Bit: Bool, name: String) {
+    public init(buildID: [UInt8], machine: UInt16, is64Bit: Bool, name: String, layout: ModuleLayout? = nil) {
         self.buildID = buildID
         self.machine = machine
         self.is64Bit = is64Bit
         self.name = name
+        self.layout = layout
     }
 
     /// The build-id as lowercase hex.

@@ -68,7 +68,8 @@ public final class SymbolTable: @unchecked Sendable {
             let buildID = try reader.slice(layout[.buildID].offset, layout[.buildID].size, "build-id")
             let module = ModuleIdentity(
                 buildID: Array(buildID), machine: layout.machine, is64Bit: layout.is64Bit,
-                name: Self.decode(name, in: reader, layout: layout))
+                name: Self.decode(name, in: reader, layout: layout),
+                layout: try ModuleLayout.decode(reader, offset: layout.moduleLayout.offset, size: layout.moduleLayout.size))
             return (layout, module)
         }()
         self.storage = storage

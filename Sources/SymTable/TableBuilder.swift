@@ -272,6 +272,9 @@ extension TableBuilder {
         let scopeWidth = TableFormat.width(for: largestScopeField)
         let callSiteWidth = TableFormat.width(for: largestCaller)
 
+        // The layout is written last, after the string data (so the sections before it keep their
+        // v2 order and sizes); empty when not known.
+        let layoutRecord = module.layout.map { $0.encoded() } ?? []
         let sizes: [TableFormat.Section: Int] = [
             .buildID: module.buildID.count,
             .rangeStarts: ranges.count * (compact ? 4 : 8),
@@ -282,6 +285,7 @@ extension TableBuilder {
             .names: names.count * stringWidth,
             .strings: stringDataSize,
             .demangledNames: demangledNames.byteCount,
+            .moduleLayout: layoutRecord.count,
         ]
         let total = TableFormat.headerSize + sizes.values.reduce(0, +)
 
@@ -310,7 +314,7 @@ extension TableBuilder {
         // directory order.
         var offsets: [TableFormat.Section: Int] = [:]
         var offset = TableFormat.headerSize
-        for section in [TableFormat.Section.demangledNames] + TableFormat.Section.allCases.dropLast() {
+        for section in [TableFormat.Section.demangledNames] + TableFormat.Section.allCases.filter({ $0 != .demangledNames }) {
             offsets[section] = offset
             offset += sizes[section] ?? 0
         }
@@ -365,6 +369,7 @@ extension TableBuilder {
                 arena.withBytes(of: Int(index)) { writer.string($0) }
             }
             if let extraString { extraString.withUnsafeBytes { writer.string($0) } }
+            writer.bytes(layoutRecord)
             // Every byte is written: nothing uninitialised is handed out.
             precondition(writer.position == total, "section sizes out of step with their contents")
             initialized = total

@@ -1,25 +1,30 @@
-/// Constants of the `.csym` byte layout (versions 1 and 2), shared by the writer and the reader.
+/// Constants of the `.csym` byte layout (versions 1 to 3), shared by the writer and the reader.
 ///
 /// The layout is documented field by field in `docs/csym-format.md`; keep the two in step.
 enum TableFormat {
     /// The four bytes every table starts with.
     static let magic: [UInt8] = [0x43, 0x53, 0x59, 0x4D]  // "CSYM"
     /// The version the writer writes.
-    static let version: UInt16 = 2
+    static let version: UInt16 = 3
     /// The versions the reader reads.
-    static let readableVersions: ClosedRange<UInt16> = 1...2
+    static let readableVersions: ClosedRange<UInt16> = 1...3
     /// Size of the fixed header of the version the writer writes, including the section directory.
     static let headerSize = headerSize(version: version)
 
-    /// Size of the fixed header of `version` (1 or 2): the fixed fields and one directory entry per
+    /// Size of the fixed header of `version` (1 to 3): the fixed fields and one directory entry per
     /// section.
     static func headerSize(version: UInt16) -> Int {
         Field.sectionDirectory + sectionCount(version: version) * directoryEntrySize
     }
 
-    /// Number of sections of `version` (1 or 2): version 2 added the demangled names.
+    /// Number of sections of `version` (1 to 3): version 2 added the demangled names, version 3
+    /// the module layout.
     static func sectionCount(version: UInt16) -> Int {
-        version == 1 ? Section.allCases.count - 1 : Section.allCases.count
+        switch version {
+        case 1: 8
+        case 2: 9
+        default: 10
+        }
     }
 
     /// log2 of the function-name records per block of stored demangled names (64), in the header.
@@ -87,6 +92,8 @@ enum TableFormat {
         case strings
         /// Version 2 on: demangled forms stored at dump time, compressed in blocks of records.
         case demangledNames
+        /// Version 3 on: the module's layout (`ModuleLayout`); empty when not known.
+        case moduleLayout
 
         /// Name used in error messages.
         var name: String {
@@ -100,6 +107,7 @@ enum TableFormat {
             case .names: "function names"
             case .strings: "strings"
             case .demangledNames: "demangled names"
+            case .moduleLayout: "module layout"
             }
         }
     }

@@ -49,6 +49,8 @@ struct TableLayout: Sendable {
     private(set) var strings = Extent(offset: 0, size: 0)
     /// Empty in version 1.
     private(set) var demangledNames = Extent(offset: 0, size: 0)
+    /// Empty before version 3, and when the layout is not known.
+    private(set) var moduleLayout = Extent(offset: 0, size: 0)
 
     /// Whether range starts are `UInt32` deltas from `addressBase`.
     var hasCompactRangeStarts: Bool { flags & TableFormat.Flag.compactRangeStarts != 0 }
@@ -72,7 +74,7 @@ struct TableLayout: Sendable {
         }
         let version = try reader.u16(at: TableFormat.Field.version)
         guard TableFormat.readableVersions.contains(version) else {
-            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 and 2)",
+            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 to 3)",
                               offset: UInt64(TableFormat.Field.version))
         }
         let headerSize = TableFormat.headerSize(version: version)
@@ -172,6 +174,7 @@ struct TableLayout: Sendable {
             case .names: names
             case .strings: strings
             case .demangledNames: demangledNames
+            case .moduleLayout: moduleLayout
             }
         }
         set {
@@ -185,6 +188,7 @@ struct TableLayout: Sendable {
             case .names: names = newValue
             case .strings: strings = newValue
             case .demangledNames: demangledNames = newValue
+            case .moduleLayout: moduleLayout = newValue
             }
         }
     }

@@ -128,6 +128,13 @@ public enum FileSystem {
         }
     }
 
+    /// The working directory; nil when it cannot be read.
+    public static var currentDirectory: String? {
+        guard let path = getcwd(nil, 0) else { return nil }
+        defer { free(path) }
+        return String(cString: path)
+    }
+
     /// Number of online processors.
     public static var processorCount: Int {
         max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

@@ -14,7 +14,8 @@ import Synchronization
 /// sized from the table (about two slots per record, at most 2^16): no `Dictionary` hashing per
 /// frame, and bounded memory whatever the reports hold.
 final class LocationCache: Sendable {
-    let symbols: ModuleSymbols
+    /// The table (not its `ModuleSymbols`, which keeps its location caches: no cycle).
+    let table: SymbolTable
     private let demangler = Demangler()
     private let names: Mutex<Slots<(function: String, mangled: String)>>
     private let paths: Mutex<Slots<String>>
@@ -22,10 +23,10 @@ final class LocationCache: Sendable {
     /// The renderings each chain is made with.
     private let renderings: LocationChain.Renderings
 
-    init(symbols: ModuleSymbols, renderings: LocationChain.Renderings = .all) {
-        self.symbols = symbols
+    init(table: SymbolTable, renderings: LocationChain.Renderings = .all) {
+        self.table = table
         self.renderings = renderings
-        let statistics = symbols.table.statistics
+        let statistics = table.statistics
         names = Mutex(Slots(bits: Self.bits(for: statistics.names)))
         paths = Mutex(Slots(bits: Self.bits(for: statistics.files)))
         chains = Mutex(Slots(bits: Self.bits(for: statistics.ranges)))
@@ -41,13 +42,12 @@ final class LocationCache: Sendable {
     /// The locations at `address`, innermost first, physical function last; nil when no function
     /// covers it. Throws on a corrupt table.
     func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
-        guard let range = symbols.table.rangeIndex(containing: address) else { return nil }
+        guard let range = table.rangeIndex(containing: address) else { return nil }
         return try chain(inRange: range)
     }
 
     /// The locations of table range `range` (see `chain(at:)`).
     func chain(inRange range: Int) throws(FormatError) -> LocationChain? {
-        let table = symbols.table
         let key = UInt64(range)
         if let known = chains.withLock({ $0.value(key) }) { return known }
         var locations: [SourceLocation] = []
@@ -97,12 +97,12 @@ final class LocalChains {
 
     init(_ shared: LocationCache) {
         self.shared = shared
-        chains = Slots(bits: LocationCache.bits(for: shared.symbols.table.statistics.ranges))
+        chains = Slots(bits: LocationCache.bits(for: shared.table.statistics.ranges))
     }
 
     /// The locations at `address` (see `LocationCache.chain(at:)`).
     func chain(at address: UInt64) throws(FormatError) -> LocationChain? {
-        guard let range = shared.symbols.table.rangeIndex(containing: address) else { return nil }
+        guard let range = shared.table.rangeIndex(containing: address) else { return nil }
         let key = UInt64(range)
         if let known = chains.value(key) { return known }
         let chain = try shared.chain(inRange: range)

@@ -28,7 +28,9 @@ public enum ModuleConverter {
     /// 6. stored Swift names spelled as `swift-demangle` spells them (type sugar: `[T]`, `T?`).
     /// 7. one symbol per address, chosen by a rule (`chooseAmongAliases`): an untyped label no
     ///    longer names the function it sits on.
-    public static let version = 7
+    /// 8. `.csym` v3: the module's layout recorded (`ModuleLayout`), so a table alone places
+    ///    mapping-relative and absolute addresses of modules not linked at 0.
+    public static let version = 8
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
@@ -70,7 +72,7 @@ public enum ModuleConverter {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
-            name: baseName(binary.path))
+            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init))
         var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {

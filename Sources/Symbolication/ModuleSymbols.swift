@@ -1,8 +1,10 @@
 import SymBytes
 import SymDemangle
+import SymReport
 
 import SymELF
 import SymTable
+import Synchronization
 
 /// The symbols of one module, from a `.csym` table or converted on the fly from an ELF file, with
 /// the lookups the CLI, server and daemon share.
@@ -13,6 +15,10 @@ public final class ModuleSymbols: Sendable {
     /// opened from the path asked for.
     public let cachedPath: String?
     private let demangler = Demangler()
+    /// The Symbolicator's caches of rendered locations, one per set of renderings, made on first
+    /// use and kept with the table: symbolicators made per request (the server) share them for
+    /// as long as the table is kept open.
+    private let locationCaches = Mutex<[UInt8: LocationCache]>([:])
 
     /// Wraps an open table.
     public init(table: SymbolTable, cachedPath: String? = nil) {
@@ -56,6 +62,16 @@ public final class ModuleSymbols: Sendable {
             self.init(table: try SymbolTable(file: MappedFile(path: path)))
         } catch {
             throw error.at(path: path)
+        }
+    }
+
+    /// The cache of rendered locations for `renderings` (one per table and renderings).
+    func locations(renderings: LocationChain.Renderings) -> LocationCache {
+        locationCaches.withLock { caches in
+            if let known = caches[renderings.rawValue] { return known }
+            let cache = LocationCache(table: table, renderings: renderings)
+            caches[renderings.rawValue] = cache
+            return cache
         }
     }
 

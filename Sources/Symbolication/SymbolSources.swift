@@ -6,8 +6,10 @@ import Musl
 
 /// Where the Symbolicator looks for a module's symbols, in order (DESIGN.md "Finding symbols"):
 /// `searchPaths` (directories of `.csym`, ELF files, `.build-id/` trees, or single files), the
-/// conversion cache, the module's path in the report when its build-id matches, then the debug
-/// directories' `.build-id/` trees (`/usr/lib/debug` last) and `.gnu_debuglink`.
+/// module's path in the report when its build-id matches (a relative one under the `--symbols`
+/// directories and the working directory), then the debug directories' `.build-id/` trees
+/// (`/usr/lib/debug` last) and `.gnu_debuglink`; ELF files found are converted through the
+/// conversion cache.
 public struct SymbolSources: Sendable {
     /// `--symbols` paths, searched first, in order.
     public var searchPaths: [String]
@@ -38,7 +40,11 @@ public struct SymbolSources: Sendable {
     /// conversion cache is the engine's: `conversion`.)
     public var providers: [any SymbolProvider] {
         var providers: [any SymbolProvider] = searchPaths.map(SymbolPathProvider.init(path:))
-        if useModulePaths { providers.append(ModulePathProvider()) }
+        if useModulePaths {
+            // Relative module paths: under the --symbols directories, then the working directory.
+            let bases = searchPaths.filter { FileSystem.kind(of: $0) == .directory } + (FileSystem.currentDirectory.map { [$0] } ?? [])
+            providers.append(ModulePathProvider(relativeTo: bases))
+        }
         providers.append(DebugDirectoryProvider(locator: locator))
         if let debuginfod = locator.debuginfod { providers.append(DebuginfodProvider(configuration: debuginfod)) }
         if let server { providers.append(ServerTableProvider(configuration: server)) }

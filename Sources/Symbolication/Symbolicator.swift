@@ -68,23 +68,49 @@ public final class Symbolicator: Sendable {
         }
         // Each module is looked up once per report (and once per Symbolicator across reports).
         var views = [Worker.Module?](repeating: nil, count: report.modules.count)
-        let frames = report.stacks.map { stack in
-            stack.frames.map { frame in
-                guard let index = frame.module, index < report.modules.count else {
-                    return resolve(frame, in: report, module: nil, biases: biases)
+        // Frames found to be exact pcs although the report printed them as return addresses: a
+        // signal trampoline and the frame it interrupted (as gdb and libunwind treat them).
+        var exact: [(stack: Int, frame: Int)] = []
+        let frames = report.stacks.enumerated().map { s, stack in
+            // Whether the frame printed before (the callee) is a signal trampoline.
+            var interrupted = false
+            return stack.frames.enumerated().map { f, frame in
+                var resolution: FrameResolution
+                var trampoline = false
+                let exactly = interrupted && frame.convention == .returnAddress
+                if let index = frame.module, index < report.modules.count {
+                    if views[index] == nil {
+                        views[index] = worker?.view(of: report.modules[index], in: self)
+                            ?? Worker.Module(view: resolveEntry(report.modules[index]).view, local: nil)
+                    }
+                    resolution = resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases,
+                                         exactly: exactly, trampoline: &trampoline)
+                } else {
+                    resolution = resolve(frame, in: report, module: nil, biases: biases, exactly: exactly, trampoline: &trampoline)
                 }
-                if views[index] == nil {
-                    views[index] = worker?.view(of: report.modules[index], in: self)
-                        ?? Worker.Module(view: resolveEntry(report.modules[index]).view, local: nil)
-                }
-                return resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases)
+                trampoline = trampoline || frame.function.map(Self.signalTrampolines.contains) == true
+                if (exactly || trampoline) && frame.convention == .returnAddress { exact.append((s, f)) }
+                interrupted = trampoline
+                return resolution
             }
         }
-        return SymbolicatedReport(report: report, frames: frames)
+        guard !exact.isEmpty else { return SymbolicatedReport(report: report, frames: frames) }
+        var adjusted = report
+        for (s, f) in exact { adjusted.stacks[s].frames[f].convention = .exact }
+        return SymbolicatedReport(report: adjusted, frames: frames)
     }
 
+    /// Functions the kernel returns through after a signal handler (glibc's `__restore_rt` on
+    /// x86-64 and `__restore` on i386, the arm64 and x86 vDSO's `__kernel_rt_sigreturn` /
+    /// `__kernel_sigreturn`): a frame at one is no call, and the frame after it is the
+    /// instruction the signal interrupted, not a return address.
+    static let signalTrampolines: Set<String> = ["__restore_rt", "__restore", "__kernel_rt_sigreturn", "__kernel_sigreturn"]
+
+    /// Resolves one frame; `exactly` looks a return address up as printed (it follows a signal
+    /// trampoline). Sets `trampoline` when the frame's pc is the start of a signal trampoline
+    /// (which it then names, looked up exactly).
     private func resolve(_ frame: ReportFrame, in report: CrashReport, module: Worker.Module?,
-                         biases: [Int: UInt64]) -> FrameResolution {
+                         biases: [Int: UInt64], exactly: Bool, trampoline: inout Bool) -> FrameResolution {
         guard let moduleIndex = frame.module, moduleIndex < report.modules.count, let view = module?.view else {
             if let problem = frame.problem { return FrameResolution(status: .malformed, reason: problem) }
             return FrameResolution(status: .noModule, reason: "no module of the report contains this address")
@@ -122,7 +148,11 @@ public final class Symbolicator: Sendable {
                 ?? "no module offset for this frame"
             return resolution
         }
-        let lookup = frame.convention == .returnAddress && address > 0 ? address - 1 : address
+        var lookup = frame.convention == .returnAddress && address > 0 && !exactly ? address - 1 : address
+        if lookup != address && Self.isSignalTrampoline(at: address, in: symbols.table) {
+            trampoline = true
+            lookup = address
+        }
         resolution.lookupAddress = lookup
         if !view.codeRanges.isEmpty && !view.codeRanges.contains(where: { $0.contains(lookup) }) {
             resolution.status = .notInFunction
@@ -218,9 +248,9 @@ public final class Symbolicator: Sendable {
         var status: FrameStatus = .noSymbols
         var reason: String?
         var source: String?
-        /// The page-aligned `p_vaddr` of the first `PT_LOAD` (0 when only a table was found).
+        /// The page-aligned `p_vaddr` of the first `PT_LOAD` (0 when not known).
         var mappingBase: UInt64 = 0
-        /// The executable `PT_LOAD` segments' address ranges (empty when only a table was found).
+        /// The executable `PT_LOAD` segments' address ranges (empty when not known).
         var codeRanges: [Range<UInt64>] = []
         /// The ELF file describing the module's addresses, when one was found.
         var binaryPath: String?
@@ -285,7 +315,7 @@ public final class Symbolicator: Sendable {
             let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name
             let verdict = query.check(table, at: location, source: .answer)
             if verdict.isMatch {
-                result.symbols = LocationCache(symbols: table, renderings: renderings)
+                result.symbols = table.locations(renderings: renderings)
                 result.source = location
                 result.status = .ok
             } else {
@@ -295,10 +325,20 @@ public final class Symbolicator: Sendable {
         if result.symbols == nil && !objects.isEmpty {
             convert(objects, into: &result, candidates: &candidates)
         }
-        // A table alone does not give the load bias: an ELF file of the same build does.
-        if let binary = objects.first(where: { !$0.hasDWARF }) ?? objects.first { describe(binary, into: &result) }
+        // Addresses are placed by the layout of an ELF file of the build when one is at hand, else
+        // by the one the table records (version 3 on; older tables alone place only file virtual
+        // addresses).
+        if let binary = objects.first(where: { !$0.hasDWARF }) ?? objects.first {
+            describe(binary, into: &result)
+        } else if let layout = result.symbols?.table.module.layout {
+            place(layout, into: &result)
+        }
         if result.symbols == nil && result.status == .noSymbols {
-            if let mismatch = candidates.first(where: \.isBuildIDMismatch), let reason = ReportWriter.mismatchReason(mismatch) {
+            if let broken = candidates.first(where: \.isUnreadable) {
+                // The module's file was found and cannot be read: say so, not "no symbols".
+                result.status = .corruptSymbols
+                result.reason = ReportWriter.describe(broken)
+            } else if let mismatch = candidates.first(where: \.isBuildIDMismatch), let reason = ReportWriter.mismatchReason(mismatch) {
                 result.status = .buildIDMismatch
                 result.reason = reason
             } else {
@@ -318,7 +358,7 @@ public final class Symbolicator: Sendable {
             let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                         decoder: conversion.decoder, cache: conversion.tableCache, threads: 2)
             candidates += converted.candidates
-            result.symbols = LocationCache(symbols: converted.symbols, renderings: renderings)
+            result.symbols = converted.symbols.locations(renderings: renderings)
             result.source = converted.symbols.cachedPath ?? (debugFile ?? binary).path
             result.status = .ok
         } catch {
@@ -327,18 +367,28 @@ public final class Symbolicator: Sendable {
         }
     }
 
-    /// Records what the ELF file tells about addresses: the first `PT_LOAD`'s page-aligned
-    /// `p_vaddr` (module offsets from the mapping start) and function symbol values.
+    /// Records what the ELF file tells about addresses: its layout (`ModuleLayout(_:)`), and
+    /// where to read function symbol values.
     private func describe(_ binary: ELFFile, into result: inout ResolvedModule) {
-        if let load = binary.programHeaders.first(where: { $0.type == ELF.PT_LOAD }) {
-            let alignment = load.alignment > 1 && load.alignment & (load.alignment - 1) == 0 ? load.alignment : 0x1000
-            result.mappingBase = load.virtualAddress & ~(alignment - 1)
-        }
-        for segment in binary.programHeaders where segment.type == ELF.PT_LOAD && segment.flags & 1 != 0 /* PF_X */ {
-            let (end, overflow) = segment.virtualAddress.addingReportingOverflow(segment.memorySize)
-            result.codeRanges.append(segment.virtualAddress..<(overflow ? UInt64.max : end))
-        }
+        if let layout = ModuleLayout(binary) { place(layout, into: &result) }
         result.binaryPath = binary.path
+    }
+
+    /// Places the module's addresses with `layout`: mapping-relative offsets start at its mapping
+    /// base, and looked-up addresses must lie in its executable segments.
+    private func place(_ layout: ModuleLayout, into result: inout ResolvedModule) {
+        result.mappingBase = layout.mappingBase
+        result.codeRanges = layout.codeRanges
+    }
+
+    /// Whether `address` is the first instruction of a signal trampoline in `symbols` (the
+    /// return address the kernel gives a handler is exactly there).
+    static func isSignalTrampoline(at address: UInt64, in table: SymbolTable) -> Bool {
+        // Cheap for every other return address: only a range starting exactly there is read.
+        guard let range = try? table.range(containing: address), range.start == address, range.hasFrames else { return false }
+        var physical = ""
+        _ = try? table.forEachFrame(at: address) { frame in physical = table.string(frame.function) }
+        return signalTrampolines.contains(physical)
     }
 
     /// The value of the function symbol `name` in the ELF file at `path` (its symbols are read once).

@@ -17,7 +17,8 @@ extension Crashsym {
             discussion: """
                 Addresses are module file virtual addresses in hex (0x optional), given as arguments or one per \
                 line on standard input. Frames are printed innermost first; the physical function comes last. \
-                An ELF file is converted on the fly (its separate debug file is looked up like `dump` does).
+                An ELF file is converted on the fly (its separate debug file is looked up like `dump` does), and the \
+                conversion kept in the table cache that `symbolicate` and `addr2line` share (`--no-cache`: not).
 
                 Examples:
                   crashsym lookup symbols/5f0e….csym 0x4be844 0x4be900
@@ -42,6 +43,9 @@ extension Crashsym {
             "Threads answering large batches of addresses from standard input (default: number of cores, at most \(Self.defaultMaximumJobs)).",
             valueName: "n"))
         var jobs: Int?
+
+        @Flag(name: .customLong("no-cache"), help: "Neither read nor write the table cache ($CRASHSYM_CACHE_DIR, else $XDG_CACHE_HOME/crashsym, else ~/.cache/crashsym).")
+        var noCache = false
 
         @OptionGroup var debug: DebugOptions
 
@@ -70,7 +74,8 @@ extension Crashsym {
         func run() throws {
             let symbols: ModuleSymbols
             do {
-                symbols = try ModuleSymbols(path: path, locator: debug.locator, decoder: debug.decoder)
+                symbols = try ModuleSymbols(path: path, locator: debug.locator, decoder: debug.decoder,
+                                            cache: noCache ? nil : TableCache.standard)
             } catch {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
@@ -79,9 +84,9 @@ extension Crashsym {
             let strings = FrameRenderer.RenderedStrings(table: symbols.table, style: style, demangles: !noDemangle)
             let main = LookupWorker(table: symbols.table, strings: strings, path: path, streams: true)
             var failed = false
+            var helpers: [LookupWorker] = []
             if addresses.isEmpty {
                 let jobs = self.jobs ?? min(FileSystem.processorCount, Self.defaultMaximumJobs)
-                var helpers: [LookupWorker] = []
                 // Read standard input in large chunks and answer every complete line of each chunk
                 // before the next read, so a partner on a pipe gets its answer without waiting for more
                 // input. The buffer is raw memory so the loop captures nothing in closures.
@@ -138,6 +143,12 @@ extension Crashsym {
                 main.finishBatch()
             }
             main.emit()
+            // Said once, after the answers (the same place however many threads answered).
+            if let beyond = ([main] + helpers).compactMap(\.addressBeyondModule).min() {
+                FileOutput.standardError("crashsym: 0x\(String(beyond, radix: 16)) is above every segment of the module: "
+                    + "lookup takes module-relative addresses (file virtual addresses: a runtime pc minus the module's "
+                    + "load address, plus its first segment's address)\n")
+            }
             if failed || main.failed { throw ExitCode.failure }
         }
 

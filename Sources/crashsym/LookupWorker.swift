@@ -27,8 +27,14 @@ final class LookupWorker: Sendable {
     /// writes its output itself whenever it grows large (right for the worker answering on the
     /// calling thread; never while it answers a block of a parallel run).
     init(table: SymbolTable, strings: FrameRenderer.RenderedStrings, path: String, streams: Bool) {
-        state = Mutex(State(renderer: FrameRenderer(table: table, strings: strings), path: path, streams: streams))
+        var state = State(renderer: FrameRenderer(table: table, strings: strings), path: path, streams: streams)
+        state.moduleEnd = table.module.layout?.segments.map(\.addresses.upperBound).max()
+        self.state = Mutex(state)
     }
+
+    /// The lowest address asked for above every segment of the module (most likely an absolute
+    /// runtime address), when the table records the module's layout.
+    var addressBeyondModule: UInt64? { state.withLock { $0.beyond } }
 
     /// Whether some line was not an address or some address could not be answered.
     var failed: Bool { state.withLock { $0.failed } }
@@ -80,6 +86,10 @@ final class LookupWorker: Sendable {
         let path: String
         var streams: Bool
         var failed = false
+        /// The end of the module's highest segment, when the table records its layout.
+        var moduleEnd: UInt64?
+        /// The lowest address asked for at or above `moduleEnd`.
+        var beyond: UInt64?
 
         init(renderer: consuming FrameRenderer, path: String, streams: Bool) {
             self.renderer = renderer
@@ -124,6 +134,9 @@ final class LookupWorker: Sendable {
         mutating func finishBatch() {
             guard !batch.isEmpty else { return }
             let errors = batch.withUnsafeBufferPointer { renderer.render($0, into: &output) }
+            if let moduleEnd {
+                for address in batch where address >= moduleEnd && address < (beyond ?? .max) { beyond = address }
+            }
             batch.removeAll(keepingCapacity: true)
             for error in errors { notes.append((output.count, "crashsym: \(path): \(error)\n")) }
             if !errors.isEmpty { failed = true }

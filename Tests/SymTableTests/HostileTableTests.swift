@@ -108,7 +108,7 @@ import Testing
             var bytes = (0..<random.int(0...400)).map { _ in UInt8.random(in: 0...255, using: &random) }
             if random.chance(50), bytes.count >= 8 {
                 // A valid magic and version, so the reader gets past the first checks.
-                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, random.chance(50) ? 1 : 2, 0])
+                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, UInt8(random.int(1...3)), 0])
             }
             Self.exercise(bytes, addresses: [0, 1, 0x1000, UInt64.max, random.next()])
         }
@@ -117,12 +117,14 @@ import Testing
     /// Forged header fields: each must be rejected on open with the right error class.
     @Test(arguments: [
         (HeaderPatch.u8(0, 0x42), FormatError.Code.badMagic),                 // magic
-        (HeaderPatch.u16(4, 3), .unsupported),                                // version 3
+        (HeaderPatch.u16(4, 4), .unsupported),                                // version 4
+        (HeaderPatch.u16(4, 2), .invalidValue),                               // v2 with v3's ten sections
         (HeaderPatch.u16(4, 0), .unsupported),                                // version 0
         (HeaderPatch.u16(6, 0x8000), .unsupported),                           // unknown flag
         (HeaderPatch.u8(10, 2), .invalidValue),                               // is64Bit not 0/1
         (HeaderPatch.u8(11, 7), .invalidValue),                               // section count
-        (HeaderPatch.u8(11, 8), .invalidValue),                               // v1's section count in v2
+        (HeaderPatch.u8(11, 9), .invalidValue),                               // v2's section count in v3
+        (HeaderPatch.u64(88 + 16 * 9 + 8, 1 << 40), .truncated),              // module layout past the end
         (HeaderPatch.u8(12, 5), .invalidValue),                               // string width > 4
         (HeaderPatch.u8(18, 255), .invalidValue),                             // call-site width
         (HeaderPatch.u8(19, 0), .invalidValue),                               // demangled block shift 0

@@ -3,6 +3,7 @@ import Foundation
 import SymBytes
 import SymELF
 import SymReport
+import SymTable
 import Synchronization
 import Testing
 @testable import Symbolication
@@ -364,8 +365,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let binary = try ELFFile(path: ReportFixtures.binaries + "/prog-nopie")
         let id = try #require(binary.buildIDHex)
+        // A table as written before .csym v3: no layout record.
+        var model = try ModuleConverter.model(binary: binary)
+        model.module.layout = nil
         try FileManager.default.createDirectory(atPath: directory + "/tables", withIntermediateDirectories: true)
-        try Data(try ModuleConverter.table(binary: binary)).write(to: URL(fileURLWithPath: directory + "/tables/\(id).csym"))
+        try Data(try SymbolTableWriter.write(model)).write(to: URL(fileURLWithPath: directory + "/tables/\(id).csym"))
         let report = try CrashReport.parse(try ReportFixtures.text("eu-stack-nopie.txt"))
         let dispatch = try #require(report.stacks[0].frames.firstIndex { $0.function == "dispatch" })
 
@@ -380,5 +384,54 @@ import Testing
         #expect(result.frames[0][dispatch].source == directory + "/tables/\(id).csym")
         #expect(result.frames[0][dispatch].lookupAddress == 0x400000 + (report.stacks[0].frames[dispatch].moduleOffset ?? 0))
         #expect(result.frames[0][dispatch].locations.last?.function == "dispatch")
+    }
+
+    /// A table records its module's layout (.csym v3): alone, with no ELF file anywhere, it places
+    /// mapping-relative offsets and absolute pcs of a module linked at 0x400000 as the ELF file does.
+    @Test func aTableAlonePlacesAddressesByItsLayoutRecord() throws {
+        let directory = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let binary = try ELFFile(path: ReportFixtures.binaries + "/prog-nopie")
+        let id = try #require(binary.buildIDHex)
+        let stored = directory + "/objects/" + id  // no .csym suffix, as in a server's store
+        try FileManager.default.createDirectory(atPath: directory + "/objects", withIntermediateDirectories: true)
+        try Data(try ModuleConverter.table(binary: binary)).write(to: URL(fileURLWithPath: stored))
+        let table = try ModuleSymbols(tableAt: stored)
+        #expect(table.table.module.layout?.mappingBase == 0x400000)
+        #expect(table.table.module.layout == ModuleLayout(binary))
+
+        struct Store: SymbolProvider {
+            let path: String
+            func find(_ module: ModuleQuery) -> SymbolAnswer { module.table(at: path, source: .init(rawValue: "store")) }
+        }
+        let withELF = Symbolicator(sources: ReportFixtures.isolatedSources())
+        let tableOnly = Symbolicator(providers: [Store(path: stored)])
+        // eu-stack: mapping-relative offsets.
+        let report = try CrashReport.parse(try ReportFixtures.text("eu-stack-nopie.txt"))
+        let module = try #require(report.modules.firstIndex { $0.buildID == id })
+        let expected = withELF.symbolicate(report), actual = tableOnly.symbolicate(report)
+        var compared = 0
+        for (f, frame) in report.stacks[0].frames.enumerated() where frame.module == module {
+            #expect(actual.frames[0][f].status == .ok)
+            #expect(actual.frames[0][f].lookupAddress == expected.frames[0][f].lookupAddress)
+            #expect(actual.frames[0][f].locations == expected.frames[0][f].locations)
+            compared += 1
+        }
+        #expect(compared >= 2)
+        // Absolute pcs with the module's load address (a glibc-style report of the executable).
+        let dispatch = try #require(report.stacks[0].frames.first { $0.function == "dispatch" && $0.module == module })
+        let pc = try #require(dispatch.address)
+        let absolute = try CrashReport.parse("""
+            PID 1 - process module memory map
+            0x0000000000400000-0x0000000000403000 prog-nopie
+              [\(id)]
+              /nowhere/prog-nopie
+              -
+            TID 1:
+            #0  0x\(String(pc, radix: 16))
+            """)
+        let placed = tableOnly.symbolicate(absolute).frames[0][0]
+        #expect(placed.lookupAddress == pc)
+        #expect(placed.locations.last?.function == "dispatch")
     }
 }

@@ -1,16 +1,38 @@
 import SymReport
 
-/// The module's own file, at the absolute path the report names, when it exists here (the
-/// build-id check then tells whether it is the same build).
+/// The module's own file at the path the report names, when it exists here (the build-id check
+/// then tells whether it is the same build). A relative path (`./bin/app` in a glibc backtrace of
+/// a program started that way) is tried against each base directory in order: the `--symbols`
+/// directories, then the working directory.
 public struct ModulePathProvider: SymbolProvider {
-    /// A provider of module paths.
-    public init() {}
+    /// Directories a relative module path is resolved against, in order.
+    public let baseDirectories: [String]
+
+    /// A provider of module paths, resolving relative ones against `baseDirectories`.
+    public init(relativeTo baseDirectories: [String] = []) {
+        self.baseDirectories = baseDirectories
+    }
 
     public func find(_ module: ModuleQuery) -> SymbolAnswer {
-        guard module.path.hasPrefix("/") else { return SymbolAnswer() }
-        guard FileSystem.kind(of: module.path) == .file else {
-            return .notFound([SymbolCandidate(source: .modulePath, location: module.path, outcome: .absent)])
+        guard !module.path.isEmpty else { return SymbolAnswer() }
+        let paths = module.path.hasPrefix("/") ? [module.path] : baseDirectories.map { Self.join($0, module.path) }
+        var answer = SymbolAnswer()
+        for path in paths {
+            guard FileSystem.kind(of: path) == .file else {
+                answer.candidates.append(SymbolCandidate(source: .modulePath, location: path, outcome: .absent))
+                continue
+            }
+            let inspection = module.inspect(path, source: .modulePath)
+            answer.merge(inspection.answer)
+            if inspection.object != nil || inspection.table != nil { break }
         }
-        return module.inspect(module.path, source: .modulePath).answer
+        return answer
+    }
+
+    /// `relative` under `directory`, without its leading `./` components.
+    static func join(_ directory: String, _ relative: String) -> String {
+        var relative = Substring(relative)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2).drop { $0 == "/" } }
+        return directory.hasSuffix("/") ? directory + relative : directory + "/" + relative
     }
 }

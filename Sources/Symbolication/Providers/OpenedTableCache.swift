@@ -9,6 +9,9 @@ import Synchronization
 /// A dropped table stays valid for whoever still holds it: it is unmapped when the last holder
 /// lets it go. The budget counts file sizes (the mapping's size, not its resident pages).
 public final class OpenedTableCache: Sendable {
+    /// The server's default budget (`--table-cache-mb 512`).
+    public static let defaultBudget = 512 << 20
+
     /// The most bytes of tables kept (a single larger table is still kept, alone).
     public let budget: Int
     private let state: Mutex<State>

@@ -64,8 +64,11 @@ public final class SymbolPathProvider: SymbolProvider {
     /// only when it bears the module's name (else it is another module's file).
     private func findFile(_ module: ModuleQuery) -> SymbolAnswer {
         guard let identity = Self.identify(path) else {
-            return .notFound([SymbolCandidate(source: .symbolsPath, location: path,
-                                              outcome: .unreadable(reason: "neither an ELF file nor a .csym table"))])
+            // Named for the module: its table or ELF file, broken (the reason says how).
+            let fileName = ReportModule.fileName(of: path)
+            let named = [module.name, module.name + ".csym"] + (module.buildID.map { [$0 + ".csym", $0 + ".debug"] } ?? [])
+            if named.contains(fileName) { return module.inspect(path, source: .symbolsPath).answer }
+            return .notFound([SymbolCandidate(source: .symbolsPath, location: path, outcome: .notSymbolFile)])
         }
         let sameName = identity.name == module.name || ReportModule.fileName(of: path) == module.name
         if (module.buildID != nil && identity.buildID == module.buildID) || sameName {
