@@ -95,7 +95,7 @@ public enum ModuleConverter {
         // the binary's table nor the DWARF does. Duplicates are found by interned name (an
         // integer), not by String: big modules have hundreds of thousands of long names.
         var seen = Set<SymbolKey>()
-        var candidates: [SymbolCandidate] = []
+        var candidates: [AliasCandidate] = []
         var binaryAddresses = Set<UInt64>()
         let dwarfFunctions = debugFile == nil ? [] : physicalRanges(of: builder.model)
         for file in [binary, debugFile].compactMap({ $0 }) {
@@ -123,9 +123,9 @@ public enum ModuleConverter {
                 }
                 let name = builder.intern(symbol.name)
                 guard seen.insert(SymbolKey(name: name, address: address)).inserted else { return }
-                candidates.append(SymbolCandidate(name: name, address: address,
+                candidates.append(AliasCandidate(name: name, address: address,
                                                   size: extent(of: symbol, at: address, in: file),
-                                                  rank: SymbolCandidate.rank(type: symbol.type),
+                                                  rank: AliasCandidate.rank(type: symbol.type),
                                                   order: candidates.count))
             }
             releaseSymbolTablePages(of: file)
@@ -144,16 +144,16 @@ public enum ModuleConverter {
     /// (Preferring the DWARF function's name or global over weak symbols was tried and measured:
     /// it disagrees with llvm-symbolizer on 45% of libc's addresses — `__GI___gconv_open` for
     /// `__gconv_open`, `D2` for `D1` destructors — which the drop-in must match.)
-    static func chooseAmongAliases(_ candidates: [SymbolCandidate]) -> [SymbolCandidate] {
+    static func chooseAmongAliases(_ candidates: [AliasCandidate]) -> [AliasCandidate] {
         guard !candidates.isEmpty else { return [] }
         let sorted = candidates.sorted { $0.address != $1.address ? $0.address < $1.address : $0.order < $1.order }
-        var chosen: [SymbolCandidate] = []
+        var chosen: [AliasCandidate] = []
         chosen.reserveCapacity(sorted.count)
         var groupStart = 0
         while groupStart < sorted.count {
             var groupEnd = groupStart + 1
             while groupEnd < sorted.count && sorted[groupEnd].address == sorted[groupStart].address { groupEnd += 1 }
-            func key(_ candidate: SymbolCandidate) -> (UInt8, UInt64, Int) {
+            func key(_ candidate: AliasCandidate) -> (UInt8, UInt64, Int) {
                 (candidate.rank, candidate.size, candidate.order)
             }
             var best = sorted[groupStart]
@@ -251,7 +251,7 @@ public enum ModuleConverter {
 }
 
 /// A code symbol that may name the code at its address (`ModuleConverter.chooseAmongAliases`).
-struct SymbolCandidate {
+struct AliasCandidate {
     /// Interned name.
     var name: UInt32
     var address: UInt64
