@@ -39,7 +39,10 @@ struct SymbolicateEndpointTests {
             #expect(answer.status == 200, "\(answer.text)")
             // A frame's reason may name the table it read (the server's store or the CLI's
             // --symbols directory): the one place where the two outputs may differ.
-            #expect(Self.withoutTablePaths(answer.text) == Self.withoutTablePaths(cli.stdout), "\(report) \(query)")
+            // The CLI's JSON document starts with the file it read ("source"); a request body has
+            // no file name, so the server's document is the rest.
+            let expected = flags.isEmpty ? cli.stdout : cli.stdout.replacing(/^\{"source":"[^"]*",/, with: "{")
+            #expect(Self.withoutTablePaths(answer.text) == Self.withoutTablePaths(expected), "\(report) \(query)")
             #expect(answer.headers["content-type"] == (flags.isEmpty ? "text/plain; charset=utf-8" : "application/json"))
         }
     }
