@@ -5,7 +5,7 @@
 /// both read exactly as the toolchains' own tools print them. Rust (legacy and v0) is decoded here
 /// and printed the way `rustc-demangle` prints with `{:#}`: without hashes or crate disambiguators.
 /// Every path is safe on hostile input: `nil`, never a trap.
-public struct Demangler: Sendable {
+public struct Demangler: Sendable, Hashable {
     /// Names longer than this are left alone: no toolchain emits them, and the C demanglers'
     /// stack use grows with nesting, which grows with length.
     public static let maximumNameLength = 1 << 20

@@ -16,16 +16,24 @@ import Synchronization
 final class LocationCache: Sendable {
     /// The table (not its `ModuleSymbols`, which keeps its location caches: no cycle).
     let table: SymbolTable
-    private let demangler = Demangler()
+    /// How function names are spelled (`Symbolicator.demangler`).
+    private let demangler: Demangler
     private let names: Mutex<Slots<(function: String, mangled: String)>>
     private let paths: Mutex<Slots<String>>
     private let chains: Mutex<Slots<LocationChain?>>
     /// The renderings each chain is made with.
     private let renderings: LocationChain.Renderings
 
-    init(table: SymbolTable, renderings: LocationChain.Renderings = .all) {
+    /// What tells one table's caches apart: the renderings and the naming of their chains.
+    struct Key: Hashable {
+        let renderings: UInt8
+        let demangler: Demangler
+    }
+
+    init(table: SymbolTable, renderings: LocationChain.Renderings = .all, demangler: Demangler = Demangler()) {
         self.table = table
         self.renderings = renderings
+        self.demangler = demangler
         let statistics = table.statistics
         names = Mutex(Slots(bits: Self.bits(for: statistics.names)))
         paths = Mutex(Slots(bits: Self.bits(for: statistics.files)))

@@ -15,10 +15,10 @@ public final class ModuleSymbols: Sendable {
     /// opened from the path asked for.
     public let cachedPath: String?
     private let demangler = Demangler()
-    /// The Symbolicator's caches of rendered locations, one per set of renderings, made on first
-    /// use and kept with the table: symbolicators made per request (the server) share them for
-    /// as long as the table is kept open.
-    private let locationCaches = Mutex<[UInt8: LocationCache]>([:])
+    /// The Symbolicator's caches of rendered locations, one per set of renderings and naming,
+    /// made on first use and kept with the table: symbolicators made per request (the server)
+    /// share them for as long as the table is kept open.
+    private let locationCaches = Mutex<[LocationCache.Key: LocationCache]>([:])
 
     /// Wraps an open table.
     public init(table: SymbolTable, cachedPath: String? = nil) {
@@ -65,12 +65,14 @@ public final class ModuleSymbols: Sendable {
         }
     }
 
-    /// The cache of rendered locations for `renderings` (one per table and renderings).
-    func locations(renderings: LocationChain.Renderings) -> LocationCache {
-        locationCaches.withLock { caches in
-            if let known = caches[renderings.rawValue] { return known }
-            let cache = LocationCache(table: table, renderings: renderings)
-            caches[renderings.rawValue] = cache
+    /// The cache of rendered locations for `renderings`, names spelled by `demangler` (one per
+    /// table, renderings and naming).
+    func locations(renderings: LocationChain.Renderings, demangler: Demangler = Demangler()) -> LocationCache {
+        let key = LocationCache.Key(renderings: renderings.rawValue, demangler: demangler)
+        return locationCaches.withLock { caches in
+            if let known = caches[key] { return known }
+            let cache = LocationCache(table: table, renderings: renderings, demangler: demangler)
+            caches[key] = cache
             return cache
         }
     }

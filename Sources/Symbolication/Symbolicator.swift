@@ -1,5 +1,6 @@
 import SymBytes
 import SymELF
+import SymDemangle
 import SymReport
 import SymTable
 import Synchronization
@@ -27,20 +28,26 @@ public final class Symbolicator: Sendable {
     /// The renderings made once per resolved address (`LocationChain`): those of the writers
     /// that will print the results (the others render from the locations when asked).
     public let renderings: LocationChain.Renderings
+    /// How function names from the tables are demangled (`--swift-names`, `--no-params`): the
+    /// one place a symbolicated frame's name is spelled; the writers print it as it is.
+    public let demangler: Demangler
 
     /// Creates a Symbolicator asking `providers` in order, converting ELF files as `conversion`
-    /// says, its answers rendered for `renderings`.
+    /// says, its answers rendered for `renderings`, names spelled by `demangler`.
     public init(providers: [any SymbolProvider], conversion: ConversionSettings = ConversionSettings(),
-                renderings: LocationChain.Renderings = .all) {
+                renderings: LocationChain.Renderings = .all, demangler: Demangler = Demangler()) {
         provider = SymbolProviderChain(providers)
         self.conversion = conversion
         self.renderings = renderings
+        self.demangler = demangler
     }
 
     /// Creates a Symbolicator over the CLI's sources (`SymbolSources.providers`), its answers
-    /// rendered for `renderings`.
-    public convenience init(sources: SymbolSources, renderings: LocationChain.Renderings = .all) {
-        self.init(providers: sources.providers, conversion: sources.conversion, renderings: renderings)
+    /// rendered for `renderings`, names spelled by `demangler`.
+    public convenience init(sources: SymbolSources, renderings: LocationChain.Renderings = .all,
+                            demangler: Demangler = Demangler()) {
+        self.init(providers: sources.providers, conversion: sources.conversion, renderings: renderings,
+                  demangler: demangler)
     }
 
     /// Symbolicates every frame of `report`.
@@ -315,7 +322,7 @@ public final class Symbolicator: Sendable {
             let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name
             let verdict = query.check(table, at: location, source: .answer)
             if verdict.isMatch {
-                result.symbols = table.locations(renderings: renderings)
+                result.symbols = table.locations(renderings: renderings, demangler: demangler)
                 result.source = location
                 result.status = .ok
             } else {
@@ -358,7 +365,7 @@ public final class Symbolicator: Sendable {
             let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile === binary ? nil : debugFile,
                                                         decoder: conversion.decoder, cache: conversion.tableCache, threads: 2)
             candidates += converted.candidates
-            result.symbols = converted.symbols.locations(renderings: renderings)
+            result.symbols = converted.symbols.locations(renderings: renderings, demangler: demangler)
             result.source = converted.symbols.cachedPath ?? (debugFile ?? binary).path
             result.status = .ok
         } catch {

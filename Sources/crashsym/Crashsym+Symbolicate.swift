@@ -61,6 +61,8 @@ extension Crashsym {
         @Option(name: .shortAndLong, help: "Reports symbolicated in parallel (default: number of cores).")
         var jobs: Int?
 
+        @OptionGroup var naming: NameOptions
+
         @OptionGroup var debug: DebugOptions
 
         @OptionGroup(title: "Symbols from a crashsym server") var server: ServerOptions
@@ -75,7 +77,8 @@ extension Crashsym {
                 cacheDirectory: noCache ? nil : (cacheDirectory ?? SymbolSources.defaultCacheDirectory),
                 decoder: debug.decoder)
             sources.server = try server.configuration(cacheDirectory: cacheDirectory ?? SymbolSources.defaultCacheDirectory)
-            let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text)
+            let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text,
+                                            demangler: naming.demangler)
             // The process ends with this command: its caches (a few hundred thousand objects after
             // a big run) go with the process instead of being freed one by one.
             _ = Unmanaged.passRetained(symbolicator)

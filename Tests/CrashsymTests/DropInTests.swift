@@ -563,6 +563,41 @@ import Testing
         let help = try CLI.run(["llvm-symbolizer", "--help"])
         #expect(help.status == 0 && help.stdout.contains("CODE"))
     }
+
+    /// A statically linked Swift binary: functions of the standard library and runtime have no
+    /// DWARF, and llvm-symbolizer names their file from the `STT_FILE` symbol before them, the
+    /// archive member (`Swift.o:0:0`). Same files and lines, text and JSON (names are compared
+    /// elsewhere: LLVM and libiberty spell some C++ templates differently).
+    @Test func staticSwiftArchiveMembersAnswerLikeLLVMSymbolizer() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let program = directory + "/static-swift"
+        let source = CLI.root.appendingPathComponent("Fixtures/dropin/static-swift.swift").path
+        let build = try DropIn.run("/opt/swift/usr/bin/swiftc", ["-static-stdlib", "-g", "-O", "-module-cache-path",
+                                                                 directory + "/cache", "-o", program, source])
+        try #require(build.status == 0, "\(build.stderr)")
+        let starts = try DropIn.functionAddresses(program, stride: 1 << 20)
+        // Every seventh function, one byte in: a few thousand addresses.
+        let addresses = starts.sorted().enumerated().filter { $0.offset % 7 == 0 }.map { DropIn.hex($0.element + 1) }
+        let input = addresses.joined(separator: "\n") + "\n"
+        let theirs = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + program], input: input).stdout
+        let ours = try CLI.run(["llvm-symbolizer", "--obj=" + program], input: input).stdout
+        let locations = { (text: String) in Self.answers(text).map { $0.count > 1 ? $0[1] : "" } }
+        let expected = locations(theirs)
+        try #require(expected.count == addresses.count)
+        #expect(locations(ours) == expected)
+        #expect(expected.filter { $0 == "Swift.o:0:0" }.count > 100)
+
+        func files(_ json: String) throws -> [[String]] {
+            try json.split(separator: "\n").map { line in
+                let objects = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                return (objects["Symbol"] as? [[String: Any]] ?? []).map { "\($0["FileName"] ?? "")|\($0["Line"] ?? "")" }
+            }
+        }
+        let jsonTheirs = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + program, "--output-style=JSON"], input: input).stdout
+        let jsonOurs = try CLI.run(["llvm-symbolizer", "--obj=" + program, "--output-style=JSON"], input: input).stdout
+        #expect(try files(jsonOurs) == (try files(jsonTheirs)))
+    }
 }
 
 /// The key end-to-end test: an AddressSanitizer report symbolized by the real llvm-symbolizer and

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `crashsym symbolicate` through the built binary.
 @Suite struct SymbolicateCommandTests {
@@ -122,5 +123,44 @@ import Testing
         #expect(apk["module_offset"] as? String == "0x3d4")
         #expect((apk["symbolized"] as? [[String: Any]])?.map { $0["function"] as? String }
                 == ["scale", "accumulate", "Java_com_example_fixture_NativeLib_compute"])
+    }
+
+    /// `--swift-names simplified` spells every Swift frame, inlined ones included, in both writers
+    /// as `swift-demangle --simplified` spells its mangled name (`Shape.name.getter`), and `full`,
+    /// the default, as `swift-demangle` does.
+    @Test func swiftNamesChooseHowFramesAreSpelled() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Return addresses in swift-O: stdlib specialisations inlined into main, closures, a
+        // protocol witness and a value witness.
+        let report = directory + "/swift-O.txt"
+        let lines = [0x3f01, 0x4001, 0x4101, 0x3f41, 0x1e55, 0x3ca5].map { offset in
+            "/tmp/x/swift-O(+0x\(String(offset, radix: 16)))[0x\(String(0x5555_5555_0000 + offset, radix: 16))]\n"
+        }
+        try lines.joined().write(toFile: report, atomically: true, encoding: .utf8)
+        var spellings: [String: [String]] = [:]
+        for style in ["full", "simplified"] {
+            let arguments = ["symbolicate", report, "--symbols", CLI.fixture("swift-O"), "--swift-names", style] + Self.isolation
+            let json = try CLI.run(arguments + ["--format", "json"])
+            #expect(json.status == 0)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+            let frames = (document["stacks"] as? [[String: Any]] ?? []).flatMap { $0["frames"] as? [[String: Any]] ?? [] }
+            let symbolized = frames.flatMap { $0["symbolized"] as? [[String: Any]] ?? [] }
+                .compactMap { frame in (frame["function"] as? String).map { ($0, frame["mangled"] as? String ?? "") } }
+                .filter { $0.1.hasPrefix("$s") }
+            #expect(symbolized.count >= 12)
+            let mangled = symbolized.map(\.1)
+            let theirs = try Tool.run(DemangleCommandTests.toolchainBinary("swift-demangle"),
+                                      (style == "simplified" ? ["--simplified"] : []) + ["--compact"] + mangled).text
+                .split(separator: "\n").map(String.init)
+            #expect(symbolized.map(\.0) == theirs)
+            spellings[style] = theirs
+            // The text writer prints the same names.
+            let text = try CLI.run(arguments)
+            #expect(text.status == 0)
+            for name in theirs { #expect(text.stdout.contains(" \(name) /"), "\(name)") }
+        }
+        #expect(spellings["simplified"]?.contains("protocol witness for Shape.name.getter in conformance Circle") == true)
+        #expect(spellings["full"] != spellings["simplified"])
     }
 }
