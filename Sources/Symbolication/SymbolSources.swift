@@ -7,7 +7,7 @@ import Musl
 /// Where the Symbolicator looks for a module's symbols, in order (DESIGN.md "Finding symbols"):
 /// `searchPaths` (directories of `.csym`, ELF files, `.build-id/` trees, or single files), the
 /// module's path in the report when its build-id matches (a relative one under the `--symbols`
-/// directories and the working directory), then the debug directories' `.build-id/` trees
+/// directories, the report file's directory and the working directory), then the debug directories' `.build-id/` trees
 /// (`/usr/lib/debug` last) and `.gnu_debuglink`; ELF files found are converted through the
 /// conversion cache.
 public struct SymbolSources: Sendable {
@@ -41,9 +41,10 @@ public struct SymbolSources: Sendable {
     public var providers: [any SymbolProvider] {
         var providers: [any SymbolProvider] = searchPaths.map(SymbolPathProvider.init(path:))
         if useModulePaths {
-            // Relative module paths: under the --symbols directories, then the working directory.
-            let bases = searchPaths.filter { FileSystem.kind(of: $0) == .directory } + (FileSystem.currentDirectory.map { [$0] } ?? [])
-            providers.append(ModulePathProvider(relativeTo: bases))
+            // Relative module paths: under the --symbols directories, the report file's
+            // directory, then the working directory.
+            let bases = searchPaths.filter { FileSystem.kind(of: $0) == .directory }
+            providers.append(ModulePathProvider(relativeTo: bases, workingDirectory: FileSystem.currentDirectory))
         }
         providers.append(DebugDirectoryProvider(locator: locator))
         if let debuginfod = locator.debuginfod { providers.append(DebuginfodProvider(configuration: debuginfod)) }

@@ -34,7 +34,7 @@ extension Symbolicator {
                 let outcome: Result<[UInt8], FormatError>
                 do throws(FormatError) {
                     let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
-                    outcome = .success(render(symbolicate(report, worker: worker)))
+                    outcome = .success(render(symbolicate(report, worker: worker, reportDirectory: Self.directory(of: paths[index]))))
                 } catch {
                     outcome = .failure(error.at(path: paths[index]))
                 }
@@ -79,6 +79,14 @@ extension Symbolicator {
     public static let maximumReportSize = 256 << 20
 
     /// The contents of a report file, read (not mapped: reports are small and many).
+    /// The absolute directory of the file at `path` (relative to the working directory).
+    static func directory(of path: String) -> String? {
+        let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        if parent.hasPrefix("/") { return parent }
+        guard let current = FileSystem.currentDirectory else { return nil }
+        return parent == "." ? current : ModulePathProvider.join(current, parent)
+    }
+
     static func readText(_ path: String) throws(FormatError) -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FormatError(.io, "cannot open: \(String(cString: strerror(errno)))", path: path) }

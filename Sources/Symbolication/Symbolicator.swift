@@ -57,7 +57,9 @@ public final class Symbolicator: Sendable {
 
     /// Symbolicates every frame of `report`, through `worker`'s own views of the modules when
     /// given (a thread that symbolicates many reports keeps one: see `Worker`).
-    func symbolicate(_ report: CrashReport, worker: Worker?) -> SymbolicatedReport {
+    /// `reportDirectory` is the directory of the report's file (relative module paths may be
+    /// relative to it).
+    func symbolicate(_ report: CrashReport, worker: Worker?, reportDirectory: String? = nil) -> SymbolicatedReport {
         // Load biases learnt from frames that print both an absolute pc and a file virtual
         // address: they place symbol-relative or absolute-only frames of the same module (only
         // needed when the report has such frames).
@@ -87,8 +89,8 @@ public final class Symbolicator: Sendable {
                 let exactly = interrupted && frame.convention == .returnAddress
                 if let index = frame.module, index < report.modules.count {
                     if views[index] == nil {
-                        views[index] = worker?.view(of: report.modules[index], in: self)
-                            ?? Worker.Module(view: resolveEntry(report.modules[index]).view, local: nil)
+                        views[index] = worker?.view(of: report.modules[index], in: self, reportDirectory: reportDirectory)
+                            ?? Worker.Module(view: resolveEntry(report.modules[index], reportDirectory: reportDirectory).view, local: nil)
                     }
                     resolution = resolve(frame, in: report, module: views[index].unsafelyUnwrapped, biases: biases,
                                          exactly: exactly, trampoline: &trampoline)
@@ -234,15 +236,16 @@ public final class Symbolicator: Sendable {
 
         /// The view of `module`, resolved by `symbolicator` the first time this worker meets it
         /// (afterwards no lock of the symbolicator is taken for it).
-        func view(of module: ReportModule, in symbolicator: Symbolicator) -> Module {
+        func view(of module: ReportModule, in symbolicator: Symbolicator, reportDirectory: String?) -> Module {
+            let pathKey = Symbolicator.pathKey(module, reportDirectory: reportDirectory)
             if let id = module.buildID {
                 if let known = byBuildID[id] { return known }
-            } else if let known = byPath[module.path] {
+            } else if let known = byPath[pathKey] {
                 return known
             }
-            let resolved = symbolicator.resolveEntry(module).module
+            let resolved = symbolicator.resolveEntry(module, reportDirectory: reportDirectory).module
             let view = Module(view: ModuleView(resolved, copying: true), local: resolved.symbols.map(LocalChains.init))
-            if let id = module.buildID { byBuildID[id] = view } else { byPath[module.path] = view }
+            if let id = module.buildID { byBuildID[id] = view } else { byPath[pathKey] = view }
             return view
         }
     }
@@ -287,17 +290,25 @@ public final class Symbolicator: Sendable {
         var byPath: [String: ModuleSlot] = [:]
     }
 
-    func resolveEntry(_ module: ReportModule) -> ModuleEntry {
+    /// The key of a module without a build-id: its path, and for a relative path the report's
+    /// directory too (`./bin/app` of two reports in two directories may be two programs).
+    static func pathKey(_ module: ReportModule, reportDirectory: String?) -> String {
+        guard let reportDirectory, !module.path.hasPrefix("/") else { return module.path }
+        return reportDirectory + "\0" + module.path
+    }
+
+    func resolveEntry(_ module: ReportModule, reportDirectory: String? = nil) -> ModuleEntry {
+        let pathKey = Self.pathKey(module, reportDirectory: reportDirectory)
         let slot = modules.withLock { slots in
-            let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[module.path] }
+            let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[pathKey] }
             if let known { return known }
             let slot = ModuleSlot()
-            if let id = module.buildID { slots.byBuildID[id] = slot } else { slots.byPath[module.path] = slot }
+            if let id = module.buildID { slots.byBuildID[id] = slot } else { slots.byPath[pathKey] = slot }
             return slot
         }
         return slot.value.withLock { value in
             if let value { return value }
-            let entry = ModuleEntry(findModule(module))
+            let entry = ModuleEntry(findModule(module, reportDirectory: reportDirectory))
             value = entry
             return entry
         }
@@ -306,9 +317,10 @@ public final class Symbolicator: Sendable {
     /// Finds `module`'s symbols through the providers, then decides what they found: checks
     /// every answer against the report's build-id, converts ELF files (through the conversion
     /// cache), and takes the module's layout from an ELF file of the build when there is one.
-    private func findModule(_ module: ReportModule) -> ResolvedModule {
+    private func findModule(_ module: ReportModule, reportDirectory: String?) -> ResolvedModule {
         var result = ResolvedModule()
-        let query = ModuleQuery(module)
+        var query = ModuleQuery(module)
+        query.reportDirectory = reportDirectory
         let answer = provider.find(query)
         var candidates = answer.candidates
         // The providers checked what they found; the engine checks again with the same rule,

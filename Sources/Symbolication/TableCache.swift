@@ -10,10 +10,12 @@ import SymTable
 /// in one directory, shared by `symbolicate` and the drop-in symbolizers (`addr2line`,
 /// `llvm-symbolizer`).
 ///
-/// A table is keyed by the GNU build-id of the module it describes and by the version of the
-/// conversion that wrote it (`ModuleConverter.version`), and is only ever used for an ELF file with that
-/// build-id: the table's own header must carry the same build-id, so a file renamed or written
-/// over by another build is never answered from. A table written by an older conversion has
+/// A table is keyed by the GNU build-id of the module it describes, the identity of the files it
+/// was converted from (`ModuleConverter.cacheKey`: `<build-id>-<hash>`), and the version of the
+/// conversion that wrote it (`ModuleConverter.version`); it is only ever used for an ELF file with
+/// that build-id and those bytes: the table's own header must carry the same build-id, so a file
+/// renamed or written over by another build is never answered from, and a hostile file carrying
+/// a genuine build-id gets a table of its own instead of poisoning the genuine file's. A table written by an older conversion has
 /// another name, so it is never read: the module is converted again and the stale file removed.
 /// Writes are atomic (a reader sees the old table or the whole new one), so concurrent processes
 /// can share the directory.
@@ -36,9 +38,15 @@ public struct TableCache: Sendable {
         SymbolSources.defaultCacheDirectory.map { TableCache(directory: $0) }
     }
 
-    /// Where the table of the module with `buildID` (lowercase hex) is kept.
-    public func path(for buildID: String) -> String {
-        path(for: buildID, version: converterVersion)
+    /// Where the table under `key` (a lowercase hex build-id, optionally followed by `-` and the
+    /// files' identity) is kept.
+    public func path(for key: String) -> String {
+        path(for: key, version: converterVersion)
+    }
+
+    /// The build-id part of `key` (before the first `-`).
+    static func buildID(ofKey key: String) -> Substring {
+        key.prefix { $0 != "-" }
     }
 
     /// Where a table of `version` is kept (version 1: the unversioned name of old caches).
@@ -56,9 +64,10 @@ public struct TableCache: Sendable {
         case unusable(FormatError)
     }
 
-    /// The cached table of the module with `buildID`, checked to carry that build-id.
-    public func table(for buildID: String) -> Lookup {
-        let path = path(for: buildID)
+    /// The cached table under `key`, checked to carry the key's build-id.
+    public func table(for key: String) -> Lookup {
+        let path = path(for: key)
+        let buildID = Self.buildID(ofKey: key)
         guard FileSystem.kind(of: path) == .file else { return .absent }
         do {
             let symbols = try ModuleSymbols(table: SymbolTable(file: MappedFile(path: path)))
@@ -72,15 +81,15 @@ public struct TableCache: Sendable {
         }
     }
 
-    /// Stores `bytes` (a `.csym` table) as the table of `buildID`, atomically, and removes the
-    /// module's tables of older conversion versions; returns its path.
+    /// Stores `bytes` (a `.csym` table) as the table under `key`, atomically, and removes the
+    /// key's tables of older conversion versions; returns its path.
     @discardableResult
-    public func store(_ bytes: [UInt8], buildID: String) throws(FormatError) -> String {
+    public func store(_ bytes: [UInt8], key: String) throws(FormatError) -> String {
         try FileSystem.createDirectory(directory)
-        let path = path(for: buildID)
+        let path = path(for: key)
         try FileSystem.writeAtomically(bytes, to: path)
         // Best effort: a stale file left behind is never read, only wastes space.
-        for version in 1..<max(1, converterVersion) { _ = unlink(self.path(for: buildID, version: version)) }
+        for version in 1..<max(1, converterVersion) { _ = unlink(self.path(for: key, version: version)) }
         return path
     }
 }

@@ -308,7 +308,8 @@ import Testing
         let written = Self.hasCachedTable(directory + "/cold", buildID)
         #expect(written == !fixture.hasSuffix("strip-debug"))
         #expect(try answers(cache: directory + "/cold") == converted)
-        // The twin writes the table; this fixture is then answered from it (or, without DWARF, not).
+        // The twin writes a table under its own bytes' key: this fixture, other bytes, is not
+        // answered from it and answers as converted.
         _ = try CLI.run(["llvm-symbolizer", "--obj=" + CLI.fixture(twin), "0x0"],
                         environment: ["CRASHSYM_CACHE_DIR": directory + "/twin"])
         #expect(Self.hasCachedTable(directory + "/twin", buildID))
@@ -316,11 +317,11 @@ import Testing
         #expect(converted[0].contains(":") && converted[1].split(separator: "\n").count > addresses.count)
     }
 
-    /// Whether the table cache `directory` holds a table of `buildID` (`<build-id>.c<converter
-    /// version>.csym`, whatever the version).
+    /// Whether the table cache `directory` holds a table of `buildID` (`<build-id>-<identity>.c<converter
+    /// version>.csym`, whatever the identity and version).
     static func hasCachedTable(_ directory: String, _ buildID: String) -> Bool {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.contains { $0.hasPrefix(buildID + ".c") && $0.hasSuffix(".csym") }
+        return names.contains { $0.hasPrefix(buildID + "-") && $0.hasSuffix(".csym") }
     }
 
     /// The GNU build-id of `path`, as readelf prints it.

@@ -16,8 +16,7 @@ import TestSupport
         let report = try CrashReport.parse(try ReportFixtures.text("glibc-backtrace.txt"))
         #expect(report.modules.allSatisfy { $0.buildID == nil })
         let library = try #require(report.modules.firstIndex { $0.name == "libfault.so" })
-        let id = try #require(try ELFFile(path: ReportFixtures.binaries + "/libfault.so").buildIDHex)
-        let cached = TableCache(directory: cache).path(for: id)
+        let cached = TableCache(directory: cache).path(for: try TableCacheTests.key(ReportFixtures.binaries + "/libfault.so"))
 
         let first = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
         let frame = try #require(report.stacks[0].frames.firstIndex { $0.module == library })

@@ -240,13 +240,13 @@ import Testing
         let first = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
         let files = try FileManager.default.contentsOfDirectory(atPath: cache).sorted()
         let tables = TableCache(directory: cache)
-        #expect(files == ["4be26ceb3a483e56ab3cec1084cf06ee74f72c74", "e3ae0ff073c26f50bba089c0323f76a4f9493774"].map {
+        #expect(files == [try TableCacheTests.key(ReportFixtures.binaries + "/prog-asan"), try TableCacheTests.key(ReportFixtures.binaries + "/libfault-asan.so")].map {
             ReportModule.fileName(of: tables.path(for: $0))
         })
 
         // The next run reads the cache instead of converting, with the same frames.
         let second = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)
-        #expect(second.frames[0][0].source == tables.path(for: "e3ae0ff073c26f50bba089c0323f76a4f9493774"))
+        #expect(second.frames[0][0].source == tables.path(for: try TableCacheTests.key(ReportFixtures.binaries + "/libfault-asan.so")))
         #expect(second.frames.map { $0.map(\.locations) } == first.frames.map { $0.map(\.locations) })
 
         // The cache is a conversion cache: it answers for the files it converted, never alone
@@ -271,7 +271,7 @@ import Testing
     @Test func aCorruptCachedTableIsReplacedNotTrusted() throws {
         let cache = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: cache) }
-        let cached = TableCache(directory: cache).path(for: "e3ae0ff073c26f50bba089c0323f76a4f9493774")
+        let cached = TableCache(directory: cache).path(for: try TableCacheTests.key(ReportFixtures.binaries + "/libfault-asan.so"))
         try Data("CSYM but not really a table".utf8).write(to: URL(fileURLWithPath: cached))
         let report = try CrashReport.parse(try ReportFixtures.text("asan-use-after-free.txt"))
         let result = Symbolicator(sources: ReportFixtures.isolatedSources(cache: cache)).symbolicate(report)

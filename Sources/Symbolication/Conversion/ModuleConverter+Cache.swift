@@ -9,11 +9,25 @@ extension ModuleConverter {
     /// (cheap symbol-table-only tables are not worth it, and caching one would hide a debug file
     /// installed later), by the built-in decoder (the cache's tables are that decoder's), of
     /// files with a build-id.
+    ///
+    /// The key is `<build-id>-<identity>`: a build-id alone is what a hostile file copies to
+    /// have its table answer for the genuine file, so the key also holds the XXH64 of every byte
+    /// of the binary (and `-<XXH64>` of the debug file's): files that differ anywhere never share
+    /// a table. (Not a cryptographic hash: a file crafted to collide on 64 bits still could.)
     static func cacheKey(binary: ELFFile, debugFile: ELFFile?, decoder: DWARFDecoder) -> String? {
         guard decoder == .builtin, binary.hasDWARF || (debugFile?.hasDWARF ?? false) else { return nil }
-        if let id = binary.buildIDHex, !id.isEmpty { return id }
-        if let id = debugFile?.buildIDHex, !id.isEmpty { return id }
-        return nil
+        guard let id = [binary.buildIDHex, debugFile?.buildIDHex].lazy.compactMap({ $0 }).first(where: { !$0.isEmpty }) else {
+            return nil
+        }
+        var key = id + "-" + identityHex(binary.contentHash)
+        if let debugFile { key += "-" + identityHex(debugFile.contentHash) }
+        return key
+    }
+
+    /// `hash` as 16 lowercase hex digits.
+    private static func identityHex(_ hash: UInt64) -> String {
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// The table of `binary` (with `debugFile`): read from `cache` when it holds the conversion,
@@ -39,7 +53,7 @@ extension ModuleConverter {
         let symbols = ModuleSymbols(table: try SymbolTable(bytes: bytes))
         if let cache, let key {
             do {
-                let path = try cache.store(bytes, buildID: key)
+                let path = try cache.store(bytes, key: key)
                 candidates.append(SymbolCandidate(source: .cache, location: path, outcome: .stored))
             } catch {
                 candidates.append(SymbolCandidate(source: .cache, location: "", outcome: .notStored(reason: "\(error)")))

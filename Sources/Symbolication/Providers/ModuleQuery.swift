@@ -13,6 +13,9 @@ public struct ModuleQuery: Sendable {
     public var name: String
     /// The module's path as the report names it (may be relative or absent here).
     public var path: String
+    /// The directory of the report file naming the module (absolute), nil when the report was
+    /// not read from a file: a relative module path may be relative to it.
+    public var reportDirectory: String?
     /// ELF files of the module found by the providers asked before this one (a debuglink
     /// provider reads the binary's `.gnu_debuglink`).
     public var objects: [ELFFile] = []
