@@ -1,9 +1,6 @@
 import ArgumentParser
 import SymReport
 import Symbolication
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Options of commands that may fetch symbol tables from a crashsym server: `--server`,
 /// `--app-id`, `--app-key`, with the same environment variables and config file as `upload`.
@@ -28,16 +25,16 @@ public struct ServerOptions: ParsableArguments {
     /// The server to fetch tables from, with the app and key; nil when no server is named.
     /// Fails with a usage error when a server is named but no app id or key can be found.
     public func configuration(cacheDirectory: String?) throws -> ServerTableProvider.Configuration? {
-        guard let server = server ?? Self.environment("CRASHSYM_SERVER") else { return nil }
+        guard let server = server ?? SymbolSources.environment("CRASHSYM_SERVER") else { return nil }
         let lower = server.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
             throw ValidationError("--server must start with http:// or https://")
         }
         let file = try configFileValues()
-        guard let appID = appID ?? Self.environment("CRASHSYM_APP_ID") ?? file["app-id"] ?? file["app_id"] else {
+        guard let appID = appID ?? SymbolSources.environment("CRASHSYM_APP_ID") ?? file["app-id"] ?? file["app_id"] else {
             throw ValidationError("--server needs an app: give --app-id, CRASHSYM_APP_ID or app-id in the config file")
         }
-        guard let key = appKey ?? Self.environment("CRASHSYM_APP_KEY") ?? file["app-key"] ?? file["app_key"] else {
+        guard let key = appKey ?? SymbolSources.environment("CRASHSYM_APP_KEY") ?? file["app-key"] ?? file["app_key"] else {
             throw ValidationError("--server needs the app's key: give CRASHSYM_APP_KEY, app-key in the config file, or --app-key")
         }
         guard let cacheDirectory else {
@@ -51,9 +48,9 @@ public struct ServerOptions: ParsableArguments {
         let path: String
         if let configFile {
             path = configFile
-        } else if let xdg = Self.environment("XDG_CONFIG_HOME") {
+        } else if let xdg = SymbolSources.environment("XDG_CONFIG_HOME") {
             path = xdg + "/crashsym/config.json"
-        } else if let home = Self.environment("HOME") {
+        } else if let home = SymbolSources.environment("HOME") {
             path = home + "/.config/crashsym/config.json"
         } else {
             return [:]
@@ -72,11 +69,5 @@ public struct ServerOptions: ParsableArguments {
         var values: [String: String] = [:]
         for (name, member) in members { if let text = member.string { values[name] = text } }
         return values
-    }
-
-    static func environment(_ name: String) -> String? {
-        guard let value = getenv(name) else { return nil }
-        let text = String(cString: value)
-        return text.isEmpty ? nil : text
     }
 }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import SymBundle
+import SymBytes
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -151,16 +152,10 @@ extension SymbolServer {
                 metrics.rejected("timeout")
                 throw ServerError(.timeout, "the body took longer than \(configuration.requestTimeout) s")
             }
-            try buffer.withUnsafeReadableBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw ObjectStore.posixError("write \(path)")
-                    }
-                    offset += written
-                }
+            let failure = buffer.withUnsafeReadableBytes { FileIO.writeAll(fd, $0) }
+            if failure != 0 {
+                errno = failure
+                throw ObjectStore.posixError("write \(path)")
             }
         }
         return total

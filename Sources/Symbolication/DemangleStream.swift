@@ -132,15 +132,6 @@ public struct DemangleStream: Sendable {
 
     /// Writes all of `bytes` to `descriptor`, retrying on EINTR; false on an error.
     public static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var written = 0
-            while written < raw.count {
-                let result = write(descriptor, raw.baseAddress! + written, raw.count - written)
-                if result < 0 && errno == EINTR { continue }
-                guard result > 0 else { return false }
-                written += result
-            }
-            return true
-        }
+        bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) == 0 }
     }
 }

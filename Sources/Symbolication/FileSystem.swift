@@ -106,19 +106,7 @@ public enum FileSystem {
         guard descriptor >= 0 else {
             throw FormatError(.io, "cannot create: \(String(cString: strerror(errno)))", path: temporary)
         }
-        var failure: Int32 = 0
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
+        var failure = bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
         if failure == 0 && fsync(descriptor) != 0 { failure = errno }
         close(descriptor)
         if failure == 0 && rename(temporary, path) != 0 { failure = errno }

@@ -1,3 +1,4 @@
+import SymBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -144,19 +145,7 @@ public struct OutputBytes: ~Copyable {
     @discardableResult
     public func write(_ range: Range<Int>, to descriptor: Int32) -> Bool {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "range out of the buffer")
-        var written = range.lowerBound
-        while written < range.upperBound {
-            let result = systemWrite(descriptor, base + written, range.upperBound - written)
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return false }
-            written += result
-        }
-        return true
+        return FileIO.writeAll(descriptor, UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)) == 0
     }
 }
 
-/// The C library's `write`, which the method `OutputBytes.write(_:to:)` hides inside the type.
-@inline(__always)
-private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, bytes, count)
-}

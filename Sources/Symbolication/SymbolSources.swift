@@ -69,7 +69,8 @@ public struct SymbolSources: Sendable {
         return nil
     }
 
-    static func environment(_ name: String) -> String? {
+    /// The environment variable `name`, nil when unset or empty.
+    public static func environment(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
         let text = String(cString: value)
         return text.isEmpty ? nil : text

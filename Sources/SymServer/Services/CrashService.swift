@@ -103,16 +103,10 @@ final class CrashService: Sendable {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
         defer { close(fd) }
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw ObjectStore.posixError("write \(path)")
-                }
-                offset += written
-            }
+        let failure = bytes.withUnsafeBytes { FileIO.writeAll(fd, $0) }
+        if failure != 0 {
+            errno = failure
+            throw ObjectStore.posixError("write \(path)")
         }
     }
 
