@@ -165,9 +165,11 @@ def main():
         # The server's own count: wrk's total also counts requests cut off at the end of the run.
         accepted = metric(base, "crashsym_crashes_accepted_total") - accepted_before
         caught_up = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= accepted, 600)
+        # None: processing did not catch up within the wait (0.0 is "already caught up").
+        behind = float("nan") if caught_up is None else caught_up
         result.update(ingest_per_s=round(accepted / ingest_seconds), ingest_p99_ms=round(p99, 2), ingest_refused=bad,
-                      processing_seconds=round(ingest_seconds + (caught_up or float("nan")), 1),
-                      processing_vs_ingest=round((ingest_seconds + (caught_up or float("nan"))) / ingest_seconds, 2))
+                      processing_seconds=round(ingest_seconds + behind, 1),
+                      processing_vs_ingest=round((ingest_seconds + behind) / ingest_seconds, 2))
 
         # Late symbols: a backlog of crashes of a module the server lacks, then its table.
         late = os.path.join(work, "late")
