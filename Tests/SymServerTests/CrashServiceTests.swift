@@ -171,6 +171,21 @@ struct CrashServiceTests {
         #expect(Set(stillMissing.compactMap { $0["build_id"] as? String }).isDisjoint(with: modules.map(\.buildID)))
     }
 
+    @Test("a build-id named by two paths in one report is listed as missing once")
+    func missingBuildIDOnce() throws {
+        let server = try TestServer()
+        let text = try String(contentsOfFile: Self.asan, encoding: .utf8)
+        let copied = text.replacingOccurrences(of: "(/tmp/crashsym-reports/prog-asan+0xf90)", with: "(/opt/copy/prog-asan+0xf90)")
+        #expect(copied != text)
+        let path = server.scratch + "/two-paths.txt"
+        try copied.write(toFile: path, atomically: true, encoding: .utf8)
+        let posted = try server.post("crashes", file: path, query: "wait=20")
+        let id = try #require(posted.json["id"] as? String)
+        let missing = try #require(try server.crash(id)["missing_build_ids"] as? [String])
+        #expect(missing.contains("4be26ceb3a483e56ab3cec1084cf06ee74f72c74"))
+        #expect(missing.count == Set(missing).count, "\(missing)")
+    }
+
     @Test("groups: same bug together, another bug apart; resolve, and a newer version reopens")
     func groups() throws {
         let server = try TestServer()

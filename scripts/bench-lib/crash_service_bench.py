@@ -174,9 +174,13 @@ def main():
         # Late symbols: a backlog of crashes of a module the server lacks, then its table.
         late = os.path.join(work, "late")
         os.makedirs(late)
-        fixture = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                               "Fixtures/elf/clang-cpp-O2-dwarf5")
-        late_id = symbolicate_bench.build_id(fixture)
+        # A fixture the server lacks: not one of the sampled (and uploaded) modules.
+        fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "Fixtures/elf")
+        uploaded = {m["build_id"] for m in modules}
+        fixture, late_id = next((path, bid) for path, bid in
+                                ((os.path.join(fixtures, name), symbolicate_bench.build_id(os.path.join(fixtures, name)))
+                                 for name in ("gcc-cpp-O2-dwarf5", "clang-c-O2-dwarf4", "gcc-c-O0-dwarf4"))
+                                if bid and bid not in uploaded)
         late_report = symbolicate_bench.asan_report(frames[:49], 4343).replace(
             "\n\nSUMMARY", f"\n    #49 0x7f0000001200  (/nonexistent/late+0x1200) (BuildId: {late_id})\n\nSUMMARY")
         late_path = os.path.join(late, "report.txt")

@@ -206,11 +206,11 @@ final class CrashService: Sendable {
     /// Modules with a build-id of which some frame found no symbols.
     static func missingModules(_ result: SymbolicatedReport) -> [(buildID: String, name: String)] {
         var missing: [(buildID: String, name: String)] = []
-        var seen = Set<Int>()
+        var seen = Set<String>()  // a build-id once, however many paths name it
         for (s, stack) in result.report.stacks.enumerated() {
             for (f, frame) in stack.frames.enumerated() where result.frames[s][f].status == .noSymbols {
-                guard let index = frame.module, index < result.report.modules.count, seen.insert(index).inserted,
-                      let id = result.report.modules[index].buildID else { continue }
+                guard let index = frame.module, index < result.report.modules.count,
+                      let id = result.report.modules[index].buildID, seen.insert(id).inserted else { continue }
                 missing.append((id, result.report.modules[index].name))
             }
         }
