@@ -27,17 +27,12 @@ struct StoreSymbolication: Sendable {
     /// modules without a build-id), rendered for `renderings`.
     func symbolicate(_ report: CrashReport, appID: String, version: String?,
                      renderings: LocationChain.Renderings) async throws -> SymbolicatedReport {
-        var found = StoreSymbolProvider.Found()
-        for module in report.modules {
-            if let id = module.buildID {
-                guard found.byBuildID[id] == nil, let table = try await crashes.table(appID: appID, buildID: id) else { continue }
-                found.byBuildID[id] = objects.path(sha256: table.sha256)
-            } else if let version, found.byName[module.name] == nil {
-                found.byName[module.name] = try await crashes.tables(appID: appID, version: version, named: module.name).map {
-                    (buildID: $0.buildID, path: objects.path(sha256: $0.sha256))
-                }
-            }
-        }
+        let buildIDs = Set(report.modules.compactMap(\.buildID))
+        let names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
+        let stored = try await crashes.tables(appID: appID, buildIDs: buildIDs, names: names, version: version)
+        let found = StoreSymbolProvider.Found(
+            byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
+            byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })
         let provider = StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
         return try await NIOThreadPool.singleton.runIfActive {
             Symbolicator(providers: [provider], conversion: ConversionSettings(tableCache: nil), renderings: renderings)

@@ -497,15 +497,30 @@ public final class CrashStore: Sendable {
         }
     }
 
-    /// The tables of the app's version `version` whose module is named `name` (modules reported
-    /// without a build-id are matched by name among them).
-    public func tables(appID: String, version: String, named name: String) async throws -> [(buildID: String, sha256: String)] {
+    /// The tables of app `appID` that a report needs, in one read: the table of each of
+    /// `buildIDs` the app has (its SHA-256 by build-id), and for each of `names` (modules reported
+    /// without a build-id) the tables of the app's version `version` whose module has that name.
+    public func tables(appID: String, buildIDs: Set<String>, names: Set<String>, version: String?) async throws
+        -> (byBuildID: [String: String], byName: [String: [(buildID: String, sha256: String)]]) {
         try await read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT m.build_id, m.symbols_sha256 FROM version_module l
-                JOIN module m ON m.app_id = l.app_id AND m.build_id = l.build_id
-                WHERE l.app_id = ? AND l.version = ? AND m.name = ? ORDER BY m.build_id
-                """, arguments: [appID, version, name]).map { ($0["build_id"], $0["symbols_sha256"]) }
+            var byBuildID: [String: String] = [:]
+            let table = try db.cachedStatement(sql: "SELECT symbols_sha256 FROM module WHERE app_id = ? AND build_id = ?")
+            for id in buildIDs {
+                if let sha256 = try String.fetchOne(table, arguments: [appID, id]) { byBuildID[id] = sha256 }
+            }
+            var byName: [String: [(buildID: String, sha256: String)]] = [:]
+            if let version, !names.isEmpty {
+                let named = try db.cachedStatement(sql: """
+                    SELECT m.build_id, m.symbols_sha256 FROM version_module l
+                    JOIN module m ON m.app_id = l.app_id AND m.build_id = l.build_id
+                    WHERE l.app_id = ? AND l.version = ? AND m.name = ? ORDER BY m.build_id
+                    """)
+                for name in names {
+                    byName[name] = try Row.fetchAll(named, arguments: [appID, version, name])
+                        .map { ($0["build_id"], $0["symbols_sha256"]) }
+                }
+            }
+            return (byBuildID, byName)
         }
     }
 
