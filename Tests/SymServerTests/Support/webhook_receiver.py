@@ -9,6 +9,8 @@ Python's hmac as an oracle independent of the server), then answers by path:
   /status/CODE        CODE, always
   /fail/N/CODE        CODE for the first N requests to this path, then 200
   /hang-once          the first request is recorded, then gets no answer for 120 s; later ones 200
+  /slow/MS            200 after MS milliseconds
+Each record also says how many requests were in flight when it arrived (itself included).
 """
 import argparse, hashlib, hmac, json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +22,7 @@ parser.add_argument("--port", type=int, default=0)
 args = parser.parse_args()
 lock = threading.Lock()
 seen = {}
+inflight = [0]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -37,12 +40,21 @@ class Handler(BaseHTTPRequestHandler):
             expected = "sha256=" + hmac.new(args.secret.encode(), body, hashlib.sha256).hexdigest()
             valid = hmac.compare_digest(expected, signature)
         with lock:
+            inflight[0] += 1
             count = seen.get(self.path, 0) + 1
             seen[self.path] = count
             record = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                      "body": body.decode("utf-8", "replace"), "signature_valid": valid, "time": time.time(), "nth": count}
+                      "body": body.decode("utf-8", "replace"), "signature_valid": valid, "time": time.time(), "nth": count,
+                      "inflight": inflight[0]}
             with open(args.log, "a") as log:
                 log.write(json.dumps(record) + "\n")
+        try:
+            self.answer(count)
+        finally:
+            with lock:
+                inflight[0] -= 1
+
+    def answer(self, count):
         status = 200
         parts = self.path.strip("/").split("/")
         if parts[0] == "status":
@@ -52,6 +64,8 @@ class Handler(BaseHTTPRequestHandler):
         elif parts[0] == "hang-once" and count == 1:
             time.sleep(120)
             return
+        elif parts[0] == "slow":
+            time.sleep(int(parts[1]) / 1000)
         answer = b'{"ok":true}'
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
