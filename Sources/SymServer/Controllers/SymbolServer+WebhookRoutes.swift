@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NIOPosix
 
 extension SymbolServer {
     /// Registers the webhook routes (docs/http-api.md, "Webhooks"), each behind the app key.
@@ -51,8 +52,10 @@ extension SymbolServer {
             }
             format = known
         }
-        let new = try Webhook.New(appID: appID, url: body.url, events: events, secret: body.secret, format: format)
-            .validated(allowPrivate: webhooks.allowPrivate)
+        let wanted = Webhook.New(appID: appID, url: body.url, events: events, secret: body.secret, format: format)
+        let allowPrivate = webhooks.allowPrivate
+        // Validation resolves the host name (getaddrinfo blocks): on the thread pool.
+        let new = try await NIOThreadPool.singleton.runIfActive { try wanted.validated(allowPrivate: allowPrivate) }
         return Self.json(try await crashes.store.addWebhook(new), status: .created)
     }
 

@@ -24,6 +24,10 @@ struct WebhookDeliveryService: Service {
     /// How often the outbox is read when nothing else wakes the service.
     var poll: Duration = .milliseconds(200)
 
+    /// How long ended deliveries stay listed (30 days), and how often older ones are deleted.
+    static let keptMilliseconds: Int64 = 30 * 86_400_000
+    static let sweepInterval: Int64 = 3_600_000
+
     private static let delivered = Counter(label: "crashsym_webhook_deliveries_total", dimensions: [("outcome", "delivered")])
     private static let retried = Counter(label: "crashsym_webhook_deliveries_total", dimensions: [("outcome", "retry")])
     private static let failed = Counter(label: "crashsym_webhook_deliveries_total", dimensions: [("outcome", "failed")])
@@ -41,7 +45,17 @@ struct WebhookDeliveryService: Service {
             // A child that returns nil is the clock: the outbox is read again when it ends.
             group.addTask { try? await Task.sleep(for: poll); return nil }
             var busy = Set<String>()
+            var swept: Int64 = 0
             while !Task.isCancelled {
+                let now = currentMilliseconds()
+                if now - swept >= Self.sweepInterval {
+                    swept = now
+                    do {
+                        try await store.expireDeliveries(before: now - Self.keptMilliseconds)
+                    } catch {
+                        if !(error is CancellationError) { logger.error("webhooks: cannot expire old deliveries", metadata: ["error": "\(error)"]) }
+                    }
+                }
                 if busy.count < configuration.concurrency {
                     let due: [CrashStore.DueDelivery]
                     do {
@@ -91,30 +105,36 @@ struct WebhookDeliveryService: Service {
         let body = WebhookPayload.body(event, deliveryID: delivery.id, format: delivery.format, publicURL: configuration.publicURL)
         var headers = ["X-Crashsym-Delivery: \(delivery.id)", "X-Crashsym-Event: \(delivery.event.rawValue)"]
         if let secret = delivery.secret { headers.append("X-Crashsym-Signature: " + Self.signature(body, secret: secret)) }
-        // Checked again at each attempt: a name may resolve elsewhere than when it was added.
-        if let host = URLComponents(string: delivery.url)?.host,
-           let reason = WebhookAddress.refusal(host: host, allowPrivate: configuration.allowPrivate) {
-            await record(delivery, at: started, status: nil, error: reason, latency: 0, retry: false)
-            return
-        }
         let request = HTTPRequest(url: delivery.url, body: .bytes(body), contentType: "application/json", headers: headers)
         let timeout = Duration.milliseconds(Int64(configuration.timeout * 1000))
         let connectTimeout = min(timeout, .seconds(5))
+        let allowPrivate = configuration.allowPrivate
+        let host = URLComponents(string: delivery.url)?.host
         let clock = ContinuousClock.now
         let outcome: Result<HTTPResponse, TransferFailure>
+        let refusal: String?
         do {
-            outcome = try await pool.runIfActive {
+            (outcome, refusal) = try await pool.runIfActive {
+                // Checked again at each attempt (getaddrinfo blocks: here, on the pool): a name may
+                // resolve elsewhere than when the webhook was added.
+                if let host, let reason = WebhookAddress.refusal(host: host, allowPrivate: allowPrivate) {
+                    return (.failure(TransferFailure(kind: .configuration, message: reason, retryable: false)), reason)
+                }
                 let transfer: CurlTransfer
                 do throws(TransferFailure) {
                     transfer = try CurlTransfer()
                 } catch {
-                    return .failure(error)
+                    return (.failure(error), nil)
                 }
-                return transfer.perform(request, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
-                                        stallTimeout: timeout, sink: .memory(limit: 64 << 10))
+                return (transfer.perform(request, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
+                                         stallTimeout: timeout, sink: .memory(limit: 64 << 10)), nil)
             }
         } catch {
             return  // shutting down: the row is still pending, the next start sends it
+        }
+        if let refusal {
+            await record(delivery, at: started, status: nil, error: refusal, latency: 0, retry: false)
+            return
         }
         let elapsed = ContinuousClock.now - clock
         let latency = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
