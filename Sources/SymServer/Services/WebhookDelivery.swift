@@ -197,8 +197,10 @@ struct WebhookDeliveryService: Service {
             try await store.recordAttempt(seq: delivery.seq, CrashStore.DeliveryAttempt(
                 at: at, status: status, error: message, latencyMilliseconds: latency, state: state, nextAttempt: next))
         } catch {
-            // Left pending: it is sent again (same id), which at-least-once allows.
+            // Left pending: it is sent again (same id), which at-least-once allows; not at once, so
+            // that a store that keeps failing does not turn into a flood of requests.
             logger.error("webhooks: cannot record an attempt", metadata: ["error": "\(error)"])
+            try? await Task.sleep(for: .seconds(1))
         }
     }
 }
