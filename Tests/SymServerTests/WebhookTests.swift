@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Notifications over real HTTP: a `crashsym serve` process and a receiver process on 127.0.0.1
@@ -10,12 +11,21 @@ struct WebhookTests {
         let server = try TestServer(arguments: ["--spike-min", "1000", "--public-url", "https://crashes.example.com/"])
         let receiver = try WebhookReceiver(directory: server.scratch, secret: "s3cret value")
         let hook = try server.addWebhook(receiver.url("/ok"), ["--secret", "s3cret value"])
-        var first: [String: Any] = [:]
-        for index in 0..<25 {
-            let answer = try server.submitCrash(in: "parse_header")
-            if index == 0 { first = answer }
-        }
+        let first = try server.submitCrash(in: "parse_header")
         let group = try #require(first["group_id"] as? String)
+        // The storm: 24 more at once, processed by two workers.
+        let report = server.scratch + "/storm.txt"
+        try "/app/prog(parse_header+0x10)[0x5555555551a0]\n/app/prog(main+0x20)[0x555555555200]\n"
+            .write(toFile: report, atomically: true, encoding: .utf8)
+        let accepted = Mutex(0)
+        let client = server.client
+        DispatchQueue.concurrentPerform(iterations: 24) { _ in
+            let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
+                                             extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + report])
+            if answer?.status == 201 { accepted.withLock { $0 += 1 } }
+        }
+        #expect(accepted.withLock { $0 } == 24)
+        #expect(try CrashFixtures.eventually(within: 30) { try server.get("groups/\(group)").json["count"] as? Int == 25 })
         let other = try #require(try server.submitCrash(in: "load_config", version: "1.1")["group_id"] as? String)
         #expect(try CrashFixtures.eventually(within: 10) { receiver.requests().count >= 2 })
         Thread.sleep(forTimeInterval: 1)  // nothing more may come
