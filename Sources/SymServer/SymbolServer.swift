@@ -76,7 +76,8 @@ public struct SymbolServer: Sendable {
             services: [application,
                        CrashProcessor(service: crashes, workers: crashes.configuration.workers),
                        RetentionService(service: crashes, days: crashes.configuration.retentionDays),
-                       WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger)],
+                       WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
+                                              signal: crashes.webhookSignal)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

@@ -22,6 +22,8 @@ final class CrashService: Sendable {
     let logger: Logger
     /// When a group's growth is a spike (notifications, docs/webhooks.md).
     let spike: CrashStore.SpikeRule
+    /// Wakes the webhook delivery service after each processed crash.
+    let webhookSignal = WebhookSignal()
 
     private let acceptedCounter = Counter(label: "crashsym_crashes_accepted_total")
     private let processedCounter = Counter(label: "crashsym_crashes_processed_total")
@@ -127,6 +129,7 @@ final class CrashService: Sendable {
             guard let input = try await store.processingInput(seq: job.seq) else { return }
             let result = try await analyse(input)
             _ = try await store.finish(seq: job.seq, result: result, now: currentMilliseconds(), spike: spike)
+            webhookSignal.signal()
             if result.state == .failed { failedCounter.increment() } else { processedCounter.increment() }
             if job.kind == .resymbolicate { requeuedCounter.increment() }
             board.finished(input.id)

@@ -21,8 +21,10 @@ struct WebhookDeliveryService: Service {
     let store: CrashStore
     let configuration: WebhookConfiguration
     let logger: Logger
-    /// How often the outbox is read when nothing else wakes the service.
-    var poll: Duration = .milliseconds(200)
+    /// Rung when a crash was processed (its transaction may have queued notifications).
+    let signal: WebhookSignal
+    /// How often the outbox is read when nothing rings `signal` (retries coming due).
+    var poll: Duration = .milliseconds(500)
 
     /// How long ended deliveries stay listed (30 days), and how often older ones are deleted.
     static let keptMilliseconds: Int64 = 30 * 86_400_000
@@ -41,9 +43,9 @@ struct WebhookDeliveryService: Service {
 
     private func deliverLoop(pool: NIOThreadPool) async {
         await withTaskGroup(of: String?.self) { group in
-            let poll = self.poll
+            let poll = self.poll, signal = self.signal
             // A child that returns nil is the clock: the outbox is read again when it ends.
-            group.addTask { try? await Task.sleep(for: poll); return nil }
+            group.addTask { await signal.wait(upTo: poll); return nil }
             var busy = Set<String>()
             var swept: Int64 = 0
             while !Task.isCancelled {
@@ -85,7 +87,7 @@ struct WebhookDeliveryService: Service {
                 if let webhook = finished {
                     busy.remove(webhook)
                 } else if !Task.isCancelled {
-                    group.addTask { try? await Task.sleep(for: poll); return nil }
+                    group.addTask { await signal.wait(upTo: poll); return nil }
                 }
             }
             group.cancelAll()
