@@ -151,6 +151,25 @@ struct WebhookTests {
         #expect(failed["last_error"] as? String == "HTTP 410")
     }
 
+    @Test("receiver down: connection failures are retried with backoff; once it is back, delivered with the same id")
+    func receiverDown() throws {
+        let server = try TestServer(arguments: ["--webhook-retry-base", "0.2", "--spike-min", "1000"])
+        let gone = try WebhookReceiver(directory: server.scratch)
+        let port = gone.port
+        gone.stop()
+        let hook = try server.addWebhook("http://127.0.0.1:\(port)/ok", ["--events", "new-group"])
+        try server.submitCrash(in: "down_bug")
+        #expect(try CrashFixtures.eventually(within: 10) { (try server.deliveries(hook).first?["attempts"] as? Int ?? 0) >= 3 })
+        let failing = try #require(try server.deliveries(hook).first)
+        #expect(failing["state"] as? String == "pending")
+        #expect(failing["last_status"] is NSNull)
+        let back = try WebhookReceiver(directory: server.scratch, port: port)
+        #expect(try CrashFixtures.eventually(within: 15) { try server.deliveries(hook).first?["state"] as? String == "delivered" })
+        #expect(back.requests().count == 1)
+        #expect(back.requests().first?.delivery == failing["id"] as? String)
+        #expect((try server.deliveries(hook).first?["attempts"] as? Int ?? 0) > 3)
+    }
+
     @Test("kill -9 with a delivery in flight, and with the receiver down: after a restart each is delivered with its delivery id")
     func killAndRestart() throws {
         let server = try TestServer(arguments: ["--webhook-retry-base", "0.5", "--webhook-timeout", "60", "--spike-min", "1000"])
