@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "SymServer",
             dependencies: [
-                "SymBytes", "SymBundle", "Symbolication", "SymTable",
+                "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

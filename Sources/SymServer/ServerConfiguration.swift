@@ -51,7 +51,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
         "header-timeout", "max-connections", "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
-    ] + CrashServiceConfiguration.settingNames
+    ] + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
     public static func environmentName(_ setting: String) -> String {

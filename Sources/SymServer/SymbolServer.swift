@@ -22,12 +22,15 @@ public struct SymbolServer: Sendable {
     let uploads: UploadLimiter
     /// The crash service: ingestion, processing, symbolication, groups.
     let crashes: CrashService
+    /// Notifications: spike rule, links, delivery limits.
+    let webhooks: WebhookConfiguration
 
     /// Opens the data directory (removing scratch files an interrupted run left) and prepares
     /// the routes; `run()` starts serving. The server's metrics are created here, through
     /// swift-metrics' factory: bootstrap it first (`metricsFactory(registry:)` over `metrics`).
     public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry,
-                crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration()) throws {
+                crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration(),
+                webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
         self.configuration = configuration
         self.logger = logger
         store = try SymbolStore(dataDirectory: configuration.dataDirectory)
@@ -35,7 +38,9 @@ public struct SymbolServer: Sendable {
         registry = metrics
         self.metrics = ServerMetrics()
         uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
-        crashes = CrashService(symbols: store, configuration: crashConfiguration, logger: logger)
+        crashes = CrashService(symbols: store, configuration: crashConfiguration, logger: logger,
+                               spike: CrashStore.SpikeRule(factor: webhooks.spikeFactor, minimum: webhooks.spikeMinimum))
+        self.webhooks = webhooks
     }
 
     /// Serves until SIGTERM or SIGINT, then drains in-flight requests. `onListening` receives the
@@ -70,7 +75,9 @@ public struct SymbolServer: Sendable {
         let group = ServiceGroup(configuration: .init(
             services: [application,
                        CrashProcessor(service: crashes, workers: crashes.configuration.workers),
-                       RetentionService(service: crashes, days: crashes.configuration.retentionDays)],
+                       RetentionService(service: crashes, days: crashes.configuration.retentionDays),
+                       WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
+                                              signal: crashes.webhookSignal)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
@@ -93,6 +100,7 @@ public struct SymbolServer: Sendable {
         router.get("buildid/:buildId/debuginfo") { request, context in try await debugFile(request, context) }
         router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
         addCrashServiceRoutes(to: router)
+        addWebhookRoutes(to: router)
         return router
     }
 

@@ -20,7 +20,7 @@ extension Crashsym {
                 `list` and `rotate-key` refuse a directory that holds no store (a mistyped --data-dir); \
                 `create` and `serve` create it.
                 """,
-            subcommands: [Create.self, List.self, RotateKey.self]
+            subcommands: [Create.self, List.self, RotateKey.self, Webhooks.self]
         )
 
         /// The store of the data directory; only `create` makes a new one (a mistyped `--data-dir`

@@ -85,6 +85,8 @@ extension Crashsym {
         @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
         var crashWorkers: Int?
 
+        @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
+
         var flags: [String: String] {
             var flags: [String: String] = [:]
             flags["data-dir"] = location.dataDirectory
@@ -105,15 +107,18 @@ extension Crashsym {
             flags["retention-days"] = retentionDays.map { String($0) }
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
+            flags.merge(notifications.flags) { given, _ in given }
             return flags
         }
 
         func run() async throws {
             let configuration: ServerConfiguration
             let crashConfiguration: CrashServiceConfiguration
+            let webhooks: WebhookConfiguration
             do {
                 configuration = try ServerConfiguration.resolve(flags: flags, configFile: location.config)
                 crashConfiguration = try CrashServiceConfiguration.resolve(flags: flags, configFile: location.config)
+                webhooks = try WebhookConfiguration.resolve(flags: flags, configFile: location.config)
             } catch {
                 throw ValidationError("\(error)")
             }
@@ -133,7 +138,7 @@ extension Crashsym {
             let server: SymbolServer
             do {
                 server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry,
-                                          crashConfiguration: crashConfiguration)
+                                          crashConfiguration: crashConfiguration, webhooks: webhooks)
             } catch {
                 let reason = (error as? SymbolStore.OpenError)?.message ?? "cannot open the data directory \(configuration.dataDirectory): \(error)"
                 FileOutput.standardError("crashsym: \(reason)\n")

@@ -20,6 +20,10 @@ final class CrashService: Sendable {
     let board = CompletionBoard()
     let limiter: CrashRateLimiter
     let logger: Logger
+    /// When a group's growth is a spike (notifications, docs/webhooks.md).
+    let spike: CrashStore.SpikeRule
+    /// Wakes the webhook delivery service after each processed crash.
+    let webhookSignal = WebhookSignal()
 
     private let acceptedCounter = Counter(label: "crashsym_crashes_accepted_total")
     private let processedCounter = Counter(label: "crashsym_crashes_processed_total")
@@ -28,7 +32,9 @@ final class CrashService: Sendable {
     private let processingTimer = Timer(label: "crashsym_crash_processing_seconds")
     private let symbolicateTimer = Timer(label: "crashsym_symbolicate_seconds")
 
-    init(symbols: SymbolStore, configuration: CrashServiceConfiguration, logger: Logger) {
+    init(symbols: SymbolStore, configuration: CrashServiceConfiguration, logger: Logger,
+         spike: CrashStore.SpikeRule = CrashStore.SpikeRule()) {
+        self.spike = spike
         store = CrashStore(symbols: symbols)
         objects = symbols.objects
         self.configuration = configuration
@@ -122,7 +128,8 @@ final class CrashService: Sendable {
         do {
             guard let input = try await store.processingInput(seq: job.seq) else { return }
             let result = try await analyse(input)
-            _ = try await store.finish(seq: job.seq, result: result, now: currentMilliseconds())
+            _ = try await store.finish(seq: job.seq, result: result, now: currentMilliseconds(), spike: spike)
+            webhookSignal.signal()
             if result.state == .failed { failedCounter.increment() } else { processedCounter.increment() }
             if job.kind == .resymbolicate { requeuedCounter.increment() }
             board.finished(input.id)

@@ -84,7 +84,7 @@ extension CrashStore {
         }
     }
 
-    private static func groupSummary(_ db: Database, _ row: Row) throws -> GroupSummary {
+    static func groupSummary(_ db: Database, _ row: Row) throws -> GroupSummary {
         let id: String = row["id"]
         let versions = try String.fetchAll(db, sql: "SELECT version FROM crash_group_version WHERE group_id = ? AND count > 0",
                                            arguments: [id]).sorted(by: VersionOrder.ascending)
@@ -111,24 +111,25 @@ extension CrashStore {
         }
     }
 
-    /// The group of `signature` in the app, created when new.
-    static func group(_ db: Database, appID: String, signature: String, title: String, now: Int64) throws -> String {
+    /// The group of `signature` in the app, created when new (`created` says so).
+    static func group(_ db: Database, appID: String, signature: String, title: String, now: Int64) throws -> (id: String, created: Bool) {
         if let id = try String.fetchOne(db, sql: "SELECT id FROM crash_group WHERE app_id = ? AND signature = ?",
                                         arguments: [appID, signature]) {
-            return id
+            return (id, false)
         }
         let id = randomHex(bytes: 8)
         try db.execute(sql: """
             INSERT INTO crash_group (id, app_id, signature, title, first_seen_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?)
             """, arguments: [id, appID, signature, String(title.prefix(512)), now, now])
-        return id
+        return (id, true)
     }
 
     /// Counts a crash into a group; a resolved group hit by a newer version than it was
-    /// resolved in opens again and says which.
-    static func join(_ db: Database, group: String, crashID: String, version: String, host: String?, received: Int64) throws {
+    /// resolved in opens again and says which; returns whether it reopened.
+    @discardableResult
+    static func join(_ db: Database, group: String, crashID: String, version: String, host: String?, received: Int64) throws -> Bool {
         guard let row = try Row.fetchOne(db, sql: "SELECT count, first_seen_ms, last_seen_ms, state, resolved_in FROM crash_group WHERE id = ?",
-                                         arguments: [group]) else { return }
+                                         arguments: [group]) else { return false }
         let count: Int = row["count"]
         let first: Int64 = count == 0 ? received : min(row["first_seen_ms"], received)
         let last: Int64 = count == 0 ? received : max(row["last_seen_ms"], received)
@@ -136,9 +137,11 @@ extension CrashStore {
             UPDATE crash_group SET count = count + 1, first_seen_ms = ?, last_seen_ms = ?,
                 sample_crash_id = coalesce(sample_crash_id, ?) WHERE id = ?
             """, arguments: [first, last, crashID, group])
+        var reopened = false
         if row["state"] == GroupState.resolved.rawValue,
            VersionOrder.ascending(row["resolved_in"] as String? ?? "", version) {
             try db.execute(sql: "UPDATE crash_group SET state = 'open', reopened_in = ? WHERE id = ?", arguments: [version, group])
+            reopened = true
         }
         try db.execute(sql: """
             INSERT INTO crash_group_version (group_id, version, count) VALUES (?, ?, 1)
@@ -147,6 +150,7 @@ extension CrashStore {
         if let host {
             try db.execute(sql: "INSERT OR IGNORE INTO crash_group_host (group_id, host) VALUES (?, ?)", arguments: [group, host])
         }
+        return reopened
     }
 
     /// Takes a crash out of a group's counts (it moved to another group or was deleted).

@@ -55,6 +55,7 @@ public final class CrashStore: Sendable {
                 CREATE TABLE grouping_rules (app_id TEXT PRIMARY KEY NOT NULL, rules TEXT NOT NULL, updated_ms INTEGER NOT NULL);
                 """)
         }
+        registerWebhookMigrations(&migrator)
     }
 
     // MARK: Types
@@ -219,8 +220,9 @@ public final class CrashStore: Sendable {
     }
 
     /// Records the outcome of processing crash `seq`, moves it between groups, and ends its job
-    /// (unless it was re-armed meanwhile), in one transaction. Returns the crash's group.
-    func finish(seq: Int64, result: ProcessingResult, now: Int64) async throws -> String? {
+    /// (unless it was re-armed meanwhile), in one transaction with the notifications the group
+    /// change calls for (CrashStore+Webhooks.swift). Returns the crash's group.
+    func finish(seq: Int64, result: ProcessingResult, now: Int64, spike: SpikeRule = SpikeRule()) async throws -> String? {
         try await write { db in
             guard let crash = try Row.fetchOne(db, sql: """
                 SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = ?
@@ -235,14 +237,18 @@ public final class CrashStore: Sendable {
             }
             let oldGroup: String? = crash["group_id"]
             var newGroup: String?
+            var created = false
             if result.state == .done, let signature = result.signature {
-                newGroup = try Self.group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
+                (newGroup, created) = try Self.group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
             }
             if oldGroup != newGroup {
                 if let oldGroup { try Self.leave(db, group: oldGroup, version: crash["version"]) }
                 if let newGroup {
-                    try Self.join(db, group: newGroup, crashID: crash["id"], version: version, host: crash["host"],
-                                  received: crash["received_ms"])
+                    let reopened = try Self.join(db, group: newGroup, crashID: crash["id"], version: version, host: crash["host"],
+                                                 received: crash["received_ms"])
+                    try Self.recordGroupEvents(db, appID: appID, change: GroupChange(groupID: newGroup, created: created, reopened: reopened),
+                                               crashID: crash["id"], version: version, received: crash["received_ms"], now: now,
+                                               spike: spike)
                 }
             }
             let missingIDs = result.missing.map(\.buildID)
