@@ -1,0 +1,121 @@
+import SymBytes
+import SymCore
+import SymELF
+import SymReport
+import SymTable
+import SymUnwind
+
+extension Symbolicator {
+    /// Walks every thread of `core` and symbolicates the frames, through the same providers,
+    /// build-id checks and address rules as any report. `path` names the core in the report.
+    public func symbolicate(core: CoreFile, path: String) throws(FormatError) -> SymbolicatedReport {
+        symbolicate(try report(core: core, path: path))
+    }
+
+    /// The report of a core: its modules (mapped ELF images with the build-ids the core's memory
+    /// holds, else their files' on disk), one stack per thread walked with each module's CFI
+    /// (`StackWalker`), the signal of `NT_SIGINFO`, the thread that took it marked crashed. Its
+    /// lines are `eu-stack -i`'s (`PID n - core`, `TID n:`, `#N  0xPC`), which the text writer
+    /// completes like any eu-stack report.
+    public func report(core: CoreFile, path: String) throws(FormatError) -> CrashReport {
+        var report = CrashReport(format: .euStack)
+        var walkModules: [WalkModule] = []
+        var moduleIndices: [Int] = []
+        for module in core.modules {
+            var buildID = module.buildID
+            var binary: ELFFile?
+            if buildID == nil, let file = try? ELFFile(path: module.path) {
+                // The core did not keep the image's first page: the file on disk names the build.
+                buildID = file.buildIDHex
+                binary = file
+            }
+            let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
+            report.modules[index].size = module.end - module.start
+            // The ELF file of the build, as the providers found it (the one engine), else the path
+            // the process mapped when its build-id matches.
+            if binary == nil {
+                let found = resolveEntry(report.modules[index]).module.binaryPath
+                for candidate in [found, module.path].compactMap({ $0 }) where binary == nil {
+                    if let file = try? ELFFile(path: candidate), buildID == nil || file.buildIDHex == buildID { binary = file }
+                }
+            }
+            walkModules.append(Self.walkModule(start: module.start, end: module.end, binary: binary))
+            moduleIndices.append(index)
+        }
+        // The vDSO is in the core's memory, not in a file: its rules come from there.
+        if let address = core.auxiliaryValue(33), let segment = core.segment(at: address),
+           let bytes = core.bytes(at: address, count: Int(min(segment.memorySize - (address - segment.address), 1 << 20))),
+           let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
+            let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
+            report.modules[index].size = UInt64(bytes.count)
+            walkModules.append(Self.walkModule(start: address, end: address + UInt64(bytes.count), binary: image))
+            moduleIndices.append(index)
+        }
+        let pid = core.process?.pid ?? core.threads.first.map(\.id) ?? 0
+        var lines: [String] = ["PID \(pid) - core"]
+        if let name = core.process?.name, !name.isEmpty { report.metadata.append(ReportMetadata("process", name)) }
+        report.metadata.append(ReportMetadata("pid", "\(pid)"))
+        if let signal = core.signal {
+            report.signal = signal.name
+            report.reason = signal.codeName + (signal.address.map { " at 0x" + String($0, radix: 16) } ?? "")
+            lines.append("Signal \(signal.name) (\(report.reason!))")
+        }
+        let crashed = core.crashedThread?.id
+        for thread in core.threads {
+            var stack = ReportStack(name: "TID \(thread.id)", thread: "\(thread.id)", crashed: thread.id == crashed)
+            lines.append("TID \(thread.id):")
+            let frames = try core.walk(thread, modules: walkModules)
+            for (number, frame) in frames.enumerated() {
+                let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
+                stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
+                                                convention: frame.lookupAddress == frame.pc ? .exact : .returnAddress,
+                                                line: lines.count))
+                lines.append("#\(number)  0x" + Self.paddedHex(frame.pc))
+            }
+            report.stacks.append(stack)
+        }
+        let text = lines.joined(separator: "\n")
+        report.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        return report
+    }
+
+    /// A module for the walker: its mapping and, from `binary`, its CFI and bias.
+    static func walkModule(start: UInt64, end: UInt64, binary: ELFFile?) -> WalkModule {
+        guard let binary, let layout = ModuleLayout(binary) else { return WalkModule(start: start, end: end, bias: 0, cfi: nil) }
+        return WalkModule(start: start, end: end, bias: start &- layout.mappingBase, cfi: try? CallFrameInfo.read(binary: binary))
+    }
+
+    /// 16 hex digits, as eu-stack prints a pc.
+    static func paddedHex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+}
+
+extension Symbolicator {
+    /// The report in the file at `path`: a core file or a minidump (detected by their first
+    /// bytes, read through a mapping and walked), else a text or JSON report parsed as `format`
+    /// says (or detected).
+    func readReport(_ path: String, format: ReportFormat?) throws(FormatError) -> CrashReport {
+        if format == nil, let kind = Self.binaryKind(path) {
+            let file = try MappedFile(path: path)
+            switch kind {
+            case .core: return try report(core: try CoreFile(file: file), path: path)
+            }
+        }
+        return try CrashReport.parse(try Self.readText(path), format: format)
+    }
+
+    /// The binary report formats.
+    enum BinaryKind { case core }
+
+    /// Which binary report the file at `path` holds, from its first bytes (nil: text, or unreadable
+    /// here, which the text reader then says).
+    static func binaryKind(_ path: String) -> BinaryKind? {
+        guard let file = try? MappedFile(path: path) else { return nil }
+        return withExtendedLifetime(file) {
+            CoreFile.isCore(file.bytes) ? .core : nil
+        }
+    }
+}
+
