@@ -62,6 +62,14 @@ public struct CoreFile: Sendable {
         public var code: Int32
         public var errno: Int32
         public var address: UInt64?
+
+        /// Creates a signal description.
+        public init(number: Int32, code: Int32, errno: Int32, address: UInt64?) {
+            self.number = number
+            self.code = code
+            self.errno = errno
+            self.address = address
+        }
     }
 
     /// `NT_PRPSINFO`: the process id, the executable's name (up to 15 bytes) and arguments (80).
