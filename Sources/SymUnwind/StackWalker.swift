@@ -1,6 +1,7 @@
 /// How a frame of a walked stack was found (DESIGN.md "Stack walking").
 public enum FrameTrust: String, Sendable, Hashable {
-    /// The registers the dump recorded (the first frame).
+    /// The registers the dump recorded (the first frame), or those the kernel saved when a
+    /// signal interrupted the frame (its `rt_sigframe`).
     case context
     /// Unwound with call-frame information.
     case cfi
@@ -19,17 +20,22 @@ public struct StackFrame: Sendable, Equatable {
     public var registers: [UInt16: UInt64]
     /// How the frame was found.
     public var trust: FrameTrust
+    /// Whether a signal interrupted this frame (its callee is a signal trampoline: CFI with the
+    /// `S` augmentation, or the kernel's `rt_sigframe`): its pc is the interrupted instruction,
+    /// no return address.
+    public var isInterrupted: Bool
 
     /// Creates a frame.
-    public init(pc: UInt64, registers: [UInt16: UInt64], trust: FrameTrust) {
+    public init(pc: UInt64, registers: [UInt16: UInt64], trust: FrameTrust, isInterrupted: Bool = false) {
         self.pc = pc
         self.registers = registers
         self.trust = trust
+        self.isInterrupted = isInterrupted
     }
 
-    /// The address to look the frame up at: the pc itself for the first frame, else the call
-    /// instruction (`pc - 1`).
-    public var lookupAddress: UInt64 { trust == .context || pc == 0 ? pc : pc - 1 }
+    /// The address to look the frame up at: the pc itself for the first frame and for a frame a
+    /// signal interrupted, else the call instruction (`pc - 1`).
+    public var lookupAddress: UInt64 { trust == .context || isInterrupted || pc == 0 ? pc : pc - 1 }
 }
 
 /// A module the walker knows: where it is mapped and its unwind rules.
