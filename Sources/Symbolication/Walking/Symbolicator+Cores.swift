@@ -19,6 +19,7 @@ extension Symbolicator {
     /// completes like any eu-stack report.
     public func report(core: CoreFile, path: String) throws(FormatError) -> CrashReport {
         var report = CrashReport(format: .euStack)
+        report.metadata.append(ReportMetadata("input", "core"))
         var walkModules: [WalkModule] = []
         var moduleIndices: [Int] = []
         for module in core.modules {
@@ -31,14 +32,7 @@ extension Symbolicator {
             }
             let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
             report.modules[index].size = module.end - module.start
-            // The ELF file of the build, as the providers found it (the one engine), else the path
-            // the process mapped when its build-id matches.
-            if binary == nil {
-                let found = resolveEntry(report.modules[index]).module.binaryPath
-                for candidate in [found, module.path].compactMap({ $0 }) where binary == nil {
-                    if let file = try? ELFFile(path: candidate), buildID == nil || file.buildIDHex == buildID { binary = file }
-                }
-            }
+            if binary == nil { binary = self.binary(of: report.modules[index]) }
             walkModules.append(Self.walkModule(start: module.start, end: module.end, binary: binary))
             moduleIndices.append(index)
         }
@@ -79,6 +73,20 @@ extension Symbolicator {
         return report
     }
 
+    /// The ELF file of `module`'s build, for its unwind rules: the one the providers found (the
+    /// one engine: `--symbols`, the module path, debug directories), else the path the report
+    /// names when its build-id matches and module paths are read (a table from the cache has no
+    /// ELF file behind it).
+    func binary(of module: ReportModule) -> ELFFile? {
+        let found = resolveEntry(module).module.binaryPath
+        // The module path only where the chain reads module paths (not with --no-module-paths).
+        let readsModulePaths = provider.providers.contains { $0 is ModulePathProvider }
+        for candidate in [found, readsModulePaths ? module.path : nil].compactMap({ $0 }) {
+            if let file = try? ELFFile(path: candidate), module.buildID == nil || file.buildIDHex == module.buildID { return file }
+        }
+        return nil
+    }
+
     /// A module for the walker: its mapping and, from `binary`, its CFI and bias.
     static func walkModule(start: UInt64, end: UInt64, binary: ELFFile?) -> WalkModule {
         guard let binary, let layout = ModuleLayout(binary) else { return WalkModule(start: start, end: end, bias: 0, cfi: nil) }
@@ -101,20 +109,25 @@ extension Symbolicator {
             let file = try MappedFile(path: path)
             switch kind {
             case .core: return try report(core: try CoreFile(file: file), path: path)
+            case .minidump: return try report(minidump: try Minidump(file: file), path: path)
             }
         }
         return try CrashReport.parse(try Self.readText(path), format: format)
     }
 
     /// The binary report formats.
-    enum BinaryKind { case core }
+    enum BinaryKind { case core, minidump }
 
     /// Which binary report the file at `path` holds, from its first bytes (nil: text, or unreadable
     /// here, which the text reader then says).
     static func binaryKind(_ path: String) -> BinaryKind? {
         guard let file = try? MappedFile(path: path) else { return nil }
         return withExtendedLifetime(file) {
-            CoreFile.isCore(file.bytes) ? .core : nil
+            if CoreFile.isCore(file.bytes) { return .core }
+            let bytes = file.bytes
+            // "MDMP"
+            if bytes.count >= 4 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50 { return .minidump }
+            return nil
         }
     }
 }
