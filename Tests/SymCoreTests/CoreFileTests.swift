@@ -117,6 +117,27 @@ import TestSupport
         #expect(core.read(UInt64.max - 3, size: 8) == nil)
     }
 
+    @Test("aarch64: user_pt_regs x0-x30, sp, pc by DWARF number (pc as 32); the walk gives the pc alone")
+    func aarch64Registers() throws {
+        var builder = Self.sample()
+        builder.machine = 183
+        var status = [UInt8](repeating: 0, count: 392)
+        status.replaceSubrange(32..<36, with: CoreBuilder.le(7, 4))
+        for index in 0..<33 { status.replaceSubrange((112 + index * 8)..<(120 + index * 8), with: CoreBuilder.le(0x1000 + UInt64(index), 8)) }
+        builder.notes = [("CORE", 1, status)]
+        let core = try CoreFile(bytes: builder.build())
+        #expect(core.machine == .aarch64)
+        #expect(core.threads[0].registers[29] == 0x1000 + 29)  // fp
+        #expect(core.threads[0].registers[30] == 0x1000 + 30)  // lr
+        #expect(core.threads[0].registers[31] == 0x1000 + 31)  // sp
+        #expect(core.threads[0].pc == 0x1000 + 32)
+        let frames = try core.walk(core.threads[0], modules: [])
+        #expect(frames.map(\.pc) == [0x1000 + 32])
+        // An x86_64-sized prstatus is too short for aarch64's registers.
+        builder.notes = [("CORE", 1, Array(status.prefix(336)))]
+        #expect { try CoreFile(bytes: builder.build()) } throws: { ($0 as? FormatError)?.code == .truncated }
+    }
+
     @Test("Not a core: an executable, a 32-bit file, another CPU, no thread")
     func refusesOtherFiles() {
         var executable = Self.sample()
