@@ -197,6 +197,25 @@ import TestSupport
         #expect(lines.contains { $0.hasPrefix("#0  0x") && $0.contains(" in leaf ") && $0.contains("crash.c:4") })
     }
 
+    @Test("The program from --symbols alone (module paths not read): its CFI walks the program's frames")
+    func programFromSymbols() throws {
+        let directory = try Self.cores.get()
+        let elsewhere = directory + "/elsewhere"
+        try? FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: elsewhere + "/app")
+        try FileManager.default.copyItem(atPath: directory + "/crash-O2", toPath: elsewhere + "/app")
+        let run = try CLI.run(["symbolicate", directory + "/crash-O2.core", "--format", "json", "--no-cache",
+                               "--no-module-paths", "--symbols", elsewhere + "/app"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let names = frames.prefix(4).map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String) ?? "??" }
+        #expect(names == ["leaf", "middle", "top", "main"])
+        let expected = try Self.euStack(directory + "/crash-O2.core", executable: directory + "/crash-O2")
+        let pcs = frames.prefix(4).compactMap { ($0["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } }
+        #expect(pcs == expected.values.first.map { Array($0.prefix(4).map(\.pc)) })
+    }
+
     @Test("The frame a signal interrupted is looked up at its pc, not pc - 1")
     func interruptedFrameIsExact() throws {
         let directory = try Self.cores.get()
