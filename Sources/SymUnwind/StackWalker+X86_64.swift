@@ -49,8 +49,7 @@ public enum X86_64StackWalker {
     /// The caller by CFI: the row at the callee's lookup address, its CFA and the rules.
     static func viaCFI(_ callee: StackFrame, input: WalkInput) -> StackFrame? {
         let address = callee.lookupAddress
-        guard let module = input.module(at: address), let cfi = module.cfi,
-              let (entry, row) = cfi.row(at: address &- module.bias) else { return nil }
+        guard let module = input.module(at: address), let (entry, row) = module.row(at: address &- module.bias) else { return nil }
         let registers = callee.registers
         func register(_ number: UInt16) -> UInt64? { registers[number] }
         let cfa: UInt64

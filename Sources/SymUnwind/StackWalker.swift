@@ -48,13 +48,24 @@ public struct WalkModule: Sendable {
     public var bias: UInt64
     /// Its call-frame information, when known.
     public var cfi: CallFrameInfo?
+    /// The rules of one file address found on demand (an `.eh_frame_hdr` search reading one FDE),
+    /// asked when `cfi` is nil: a walk needs a few rows of a module, not all of them.
+    public var rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)?
 
     /// Creates a module.
-    public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?) {
+    public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?,
+                rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)? = nil) {
         self.start = start
         self.end = end
         self.bias = bias
         self.cfi = cfi
+        self.rules = rules
+    }
+
+    /// The unwind rules at file address `address`: from `cfi`, else from `rules`.
+    public func row(at address: UInt64) -> (entry: UnwindEntry, row: UnwindRow)? {
+        if let cfi { return cfi.row(at: address) }
+        return rules?(address)
     }
 }
 

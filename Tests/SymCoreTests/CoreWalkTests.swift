@@ -1,6 +1,7 @@
 import Foundation
 import SymBytes
 import SymCore
+import SymELF
 import SymReport
 import SymUnwind
 import Symbolication
@@ -36,6 +37,25 @@ import TestSupport
         #expect(frames[trampoline + 2].convention == .returnAddress)
         #expect(frames[0].convention == .exact)
         #expect(frames.dropFirst().filter { $0.convention == .exact }.count == 1)
+    }
+
+    @Test("Rows found on demand through .eh_frame_hdr walk exactly as the whole CFI read first", arguments: ["threads", "signal-abort", "crash-O2"])
+    func onDemandRulesEqualWholeCFI(_ name: String) throws {
+        let directory = try #require(Self.cores, "scripts/build-core-fixtures failed")
+        let core = try CoreFile(file: MappedFile(path: "\(directory)/\(name).core"))
+        func modules(whole: Bool) -> [WalkModule] {
+            core.modules.map { WalkModule(start: $0.start, end: $0.end, binary: try? ELFFile(path: $0.path), wholeCFI: whole) }
+        }
+        let lazy = modules(whole: false), whole = modules(whole: true)
+        #expect(lazy.contains { $0.cfi == nil && $0.rules != nil })
+        for thread in core.threads {
+            let onDemand = try core.walk(thread, modules: lazy)
+            let read = try core.walk(thread, modules: whole)
+            #expect(onDemand == read)
+            #expect(onDemand.count > 3)
+            // Every caller found by CFI: the walk never fell back to frame pointers or scanning.
+            #expect(onDemand.dropFirst().allSatisfy { $0.trust == .cfi }, "\(onDemand.map { ($0.pc, $0.trust) })")
+        }
     }
 
     @Test("Every thread of the multi-threaded core ends in clone3, the crashed one marked")

@@ -33,7 +33,7 @@ extension Symbolicator {
             let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
             report.modules[index].size = module.end - module.start
             if binary == nil { binary = self.binary(of: report.modules[index]) }
-            walkModules.append(Self.walkModule(start: module.start, end: module.end, binary: binary))
+            walkModules.append(WalkModule(start: module.start, end: module.end, binary: binary))
             moduleIndices.append(index)
         }
         // The vDSO is in the core's memory, not in a file: its rules come from there.
@@ -42,7 +42,7 @@ extension Symbolicator {
            let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
             let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
             report.modules[index].size = UInt64(bytes.count)
-            walkModules.append(Self.walkModule(start: address, end: address + UInt64(bytes.count), binary: image))
+            walkModules.append(WalkModule(start: address, end: address + UInt64(bytes.count), binary: image))
             moduleIndices.append(index)
         }
         let pid = core.process?.pid ?? core.threads.first.map(\.id) ?? 0
@@ -85,12 +85,6 @@ extension Symbolicator {
             if let file = try? ELFFile(path: candidate), module.buildID == nil || file.buildIDHex == module.buildID { return file }
         }
         return nil
-    }
-
-    /// A module for the walker: its mapping and, from `binary`, its CFI and bias.
-    static func walkModule(start: UInt64, end: UInt64, binary: ELFFile?) -> WalkModule {
-        guard let binary, let layout = ModuleLayout(binary) else { return WalkModule(start: start, end: end, bias: 0, cfi: nil) }
-        return WalkModule(start: start, end: end, bias: start &- layout.mappingBase, cfi: try? CallFrameInfo.read(binary: binary))
     }
 
     /// 16 hex digits, as eu-stack prints a pc.
