@@ -216,6 +216,21 @@ import TestSupport
         #expect(pcs == expected.values.first.map { Array($0.prefix(4).map(\.pc)) })
     }
 
+    @Test("A call through a null pointer: eu-stack stops at pc 0, crashsym goes on as gdb does (the caller by scanning)")
+    func nullFunctionPointer() throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/null-call.core", executable = "\(directory)/null-call"
+        let ours = try #require(try Self.ours(core).threads.values.first)
+        // eu-stack: "dwfl_thread_getframes … at 0x0 in <unknown>: address out of range", one frame.
+        let theirs = try #require(try Self.euStack(core, executable: executable).values.first)
+        #expect(theirs.map(\.pc) == [0])
+        let gdbFrames = try #require(try Self.gdb(core, executable: executable).values.first)
+        #expect(ours.first?.pc == 0)
+        let names = ours.map { $0.functions.first ?? "??" }
+        #expect(Array(names.dropFirst().prefix(2)) == ["invoke", "main"])
+        #expect(Array(ours.dropFirst().prefix(2).map(\.pc)) == Array(gdbFrames.dropFirst().prefix(2).compactMap(\.pc)))
+    }
+
     @Test("The frame a signal interrupted is looked up at its pc, not pc - 1")
     func interruptedFrameIsExact() throws {
         let directory = try Self.cores.get()
