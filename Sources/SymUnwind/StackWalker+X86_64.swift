@@ -26,15 +26,20 @@ public enum X86_64StackWalker {
             var found: StackFrame?
             for method in methods where found == nil {
                 switch method {
-                case .cfi: found = viaCFI(callee, input: input)
+                case .cfi: found = viaCFI(callee, input: input) ?? viaSignalFrame(callee, input: input)
                 case .framePointer: found = frames.count == 1 ? nil : viaFramePointer(callee, input: input)
                 case .scan: found = viaScan(callee, isFirst: frames.count == 1, input: input)
                 case .context: break
                 }
             }
             guard let caller = found else { break }
-            // The stack grows down: a caller's frame is above its callee's.
-            guard let newSP = caller.registers[rsp], let oldSP = callee.registers[rsp], newSP > oldSP || (newSP == oldSP && caller.trust == .cfi && caller.pc != callee.pc) else { break }
+            // The stack grows down: a caller's frame is above its callee's. Not across a signal
+            // frame: a handler on an alternate stack (sigaltstack) may lie anywhere relative
+            // to the interrupted code's; the frame limit and the repeat check bound that walk.
+            guard let newSP = caller.registers[rsp], let oldSP = callee.registers[rsp],
+                  newSP > oldSP || (newSP == oldSP && caller.trust == .cfi && caller.pc != callee.pc)
+                    || (caller.isInterrupted && !frames.contains { $0.pc == caller.pc && $0.registers[rsp] == newSP })
+            else { break }
             if caller.pc == 0 { break }
             frames.append(caller)
         }
@@ -44,8 +49,7 @@ public enum X86_64StackWalker {
     /// The caller by CFI: the row at the callee's lookup address, its CFA and the rules.
     static func viaCFI(_ callee: StackFrame, input: WalkInput) -> StackFrame? {
         let address = callee.lookupAddress
-        guard let module = input.module(at: address), let cfi = module.cfi,
-              let (entry, row) = cfi.row(at: address &- module.bias) else { return nil }
+        guard let module = input.module(at: address), let (entry, row) = module.row(at: address &- module.bias) else { return nil }
         let registers = callee.registers
         func register(_ number: UInt16) -> UInt64? { registers[number] }
         let cfa: UInt64
@@ -79,7 +83,36 @@ public enum X86_64StackWalker {
         guard let returnAddress = caller[entry.returnAddressRegister] else { return nil }  // undefined: the end
         caller[rip] = returnAddress
         if caller[rsp] == nil { caller[rsp] = cfa }
-        return StackFrame(pc: returnAddress, registers: caller, trust: .cfi)
+        // A signal trampoline's caller (augmentation `S`) is the interrupted instruction.
+        return StackFrame(pc: returnAddress, registers: caller, trust: .cfi, isInterrupted: entry.isSignalFrame)
+    }
+
+    /// glibc's and musl's `__restore_rt`, the x86_64 kernel's `rt_sigreturn` call:
+    /// `mov $15, %rax; syscall`.
+    static let sigreturnCode: [UInt8] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05]
+    /// Where `struct sigcontext`'s general registers start in the kernel's `rt_sigframe` once
+    /// the handler returned into the trampoline (rsp at `uc`): `uc_flags`, `uc_link`, `uc_stack`
+    /// (40 bytes) come first.
+    static let sigcontextOffset: UInt64 = 40
+    /// `sigcontext`'s registers in order (r8-r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip)
+    /// as DWARF numbers (Linux `arch/x86/include/uapi/asm/sigcontext.h`).
+    static let sigcontextRegisters: [UInt16] = [8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16]
+
+    /// The interrupted frame when the callee is a signal trampoline that no CFI describes:
+    /// its code is the `rt_sigreturn` call and its stack pointer the kernel's `ucontext`, which
+    /// holds every register of the interrupted code (the memory must hold the trampoline's code).
+    static func viaSignalFrame(_ callee: StackFrame, input: WalkInput) -> StackFrame? {
+        guard let sp = callee.registers[rsp] else { return nil }
+        for (index, byte) in sigreturnCode.enumerated() {
+            guard input.memory(callee.pc &+ UInt64(index), 1) == UInt64(byte) else { return nil }
+        }
+        var caller: [UInt16: UInt64] = [:]
+        for (index, number) in sigcontextRegisters.enumerated() {
+            guard let value = input.memory(sp &+ sigcontextOffset &+ UInt64(index * 8), 8) else { return nil }
+            caller[number] = value
+        }
+        guard let pc = caller[rip] else { return nil }
+        return StackFrame(pc: pc, registers: caller, trust: .context, isInterrupted: true)
     }
 
     /// The caller by the frame-pointer chain: saved rbp at [rbp], return address at [rbp + 8].

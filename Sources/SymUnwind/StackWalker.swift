@@ -1,6 +1,7 @@
 /// How a frame of a walked stack was found (DESIGN.md "Stack walking").
 public enum FrameTrust: String, Sendable, Hashable {
-    /// The registers the dump recorded (the first frame).
+    /// The registers the dump recorded (the first frame), or those the kernel saved when a
+    /// signal interrupted the frame (its `rt_sigframe`).
     case context
     /// Unwound with call-frame information.
     case cfi
@@ -19,17 +20,22 @@ public struct StackFrame: Sendable, Equatable {
     public var registers: [UInt16: UInt64]
     /// How the frame was found.
     public var trust: FrameTrust
+    /// Whether a signal interrupted this frame (its callee is a signal trampoline: CFI with the
+    /// `S` augmentation, or the kernel's `rt_sigframe`): its pc is the interrupted instruction,
+    /// no return address.
+    public var isInterrupted: Bool
 
     /// Creates a frame.
-    public init(pc: UInt64, registers: [UInt16: UInt64], trust: FrameTrust) {
+    public init(pc: UInt64, registers: [UInt16: UInt64], trust: FrameTrust, isInterrupted: Bool = false) {
         self.pc = pc
         self.registers = registers
         self.trust = trust
+        self.isInterrupted = isInterrupted
     }
 
-    /// The address to look the frame up at: the pc itself for the first frame, else the call
-    /// instruction (`pc - 1`).
-    public var lookupAddress: UInt64 { trust == .context || pc == 0 ? pc : pc - 1 }
+    /// The address to look the frame up at: the pc itself for the first frame and for a frame a
+    /// signal interrupted, else the call instruction (`pc - 1`).
+    public var lookupAddress: UInt64 { trust == .context || isInterrupted || pc == 0 ? pc : pc - 1 }
 }
 
 /// A module the walker knows: where it is mapped and its unwind rules.
@@ -42,13 +48,24 @@ public struct WalkModule: Sendable {
     public var bias: UInt64
     /// Its call-frame information, when known.
     public var cfi: CallFrameInfo?
+    /// The rules of one file address found on demand (an `.eh_frame_hdr` search reading one FDE),
+    /// asked when `cfi` is nil: a walk needs a few rows of a module, not all of them.
+    public var rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)?
 
     /// Creates a module.
-    public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?) {
+    public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?,
+                rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)? = nil) {
         self.start = start
         self.end = end
         self.bias = bias
         self.cfi = cfi
+        self.rules = rules
+    }
+
+    /// The unwind rules at file address `address`: from `cfi`, else from `rules`.
+    public func row(at address: UInt64) -> (entry: UnwindEntry, row: UnwindRow)? {
+        if let cfi { return cfi.row(at: address) }
+        return rules?(address)
     }
 }
 

@@ -33,7 +33,7 @@ extension Symbolicator {
                 while index >= emitted.load(ordering: .acquiring) + window { usleep(200) }
                 let outcome: Result<[UInt8], FormatError>
                 do throws(FormatError) {
-                    let report = try CrashReport.parse(try Self.readText(paths[index]), format: inputFormat)
+                    let report = try readReport(paths[index], format: inputFormat)
                     outcome = .success(render(symbolicate(report, worker: worker, reportDirectory: Self.directory(of: paths[index]))))
                 } catch {
                     outcome = .failure(error.at(path: paths[index]))

@@ -15,9 +15,11 @@ extension Crashsym {
     struct Symbolicate: ParsableCommand {
         static let configuration = CommandConfiguration(
             _superCommandName: "crashsym",  // for `Crashsym.quickParse`, which says why
-            abstract: "Symbolicate crash reports: sanitizer output, Swift backtraces, tombstones, glibc backtraces, eu-stack, crashsym JSON.",
+            abstract: "Symbolicate crash reports: sanitizer output, Swift backtraces, tombstones, glibc backtraces, eu-stack, crashsym JSON, core files, minidumps.",
             discussion: """
                 The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
+
+                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are; --format json marks the crashed thread and gives the signal. Pass the program with --symbols when the core's paths are not on this machine.
 
                 Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
@@ -30,6 +32,7 @@ extension Crashsym {
                 Examples:
                   crashsym symbolicate asan.log --symbols build/
                   crashsym symbolicate tombstone_03 --symbols symbols/ --format json
+                  crashsym symbolicate core.1234 --symbols build/app
                   ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --explain
                 """
         )

@@ -1,0 +1,128 @@
+import SymBytes
+import SymCore
+import SymELF
+import SymReport
+import SymTable
+import SymUnwind
+
+extension Symbolicator {
+    /// Walks every thread of `core` and symbolicates the frames, through the same providers,
+    /// build-id checks and address rules as any report. `path` names the core in the report.
+    public func symbolicate(core: CoreFile, path: String) throws(FormatError) -> SymbolicatedReport {
+        symbolicate(try report(core: core, path: path))
+    }
+
+    /// The report of a core: its modules (mapped ELF images with the build-ids the core's memory
+    /// holds, else their files' on disk), one stack per thread walked with each module's CFI
+    /// (`StackWalker`), the signal of `NT_SIGINFO`, the thread that took it marked crashed. Its
+    /// lines are `eu-stack -i`'s (`PID n - core`, `TID n:`, `#N  0xPC`), which the text writer
+    /// completes like any eu-stack report.
+    public func report(core: CoreFile, path: String) throws(FormatError) -> CrashReport {
+        var report = CrashReport(format: .euStack)
+        report.metadata.append(ReportMetadata("input", "core"))
+        var walkModules: [WalkModule] = []
+        var moduleIndices: [Int] = []
+        for module in core.modules {
+            var buildID = module.buildID
+            var binary: ELFFile?
+            if buildID == nil, let file = try? ELFFile(path: module.path) {
+                // The core did not keep the image's first page: the file on disk names the build.
+                buildID = file.buildIDHex
+                binary = file
+            }
+            let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
+            report.modules[index].size = module.end - module.start
+            if binary == nil { binary = self.binary(of: report.modules[index]) }
+            walkModules.append(WalkModule(start: module.start, end: module.end, binary: binary))
+            moduleIndices.append(index)
+        }
+        // The vDSO is in the core's memory, not in a file: its rules come from there.
+        if let address = core.auxiliaryValue(33), let segment = core.segment(at: address),
+           let bytes = core.bytes(at: address, count: Int(min(segment.memorySize - (address - segment.address), 1 << 20))),
+           let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
+            let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
+            report.modules[index].size = UInt64(bytes.count)
+            walkModules.append(WalkModule(start: address, end: address + UInt64(bytes.count), binary: image))
+            moduleIndices.append(index)
+        }
+        let pid = core.process?.pid ?? core.threads.first.map(\.id) ?? 0
+        var lines: [String] = ["PID \(pid) - core"]
+        if let name = core.process?.name, !name.isEmpty { report.metadata.append(ReportMetadata("process", name)) }
+        report.metadata.append(ReportMetadata("pid", "\(pid)"))
+        if let signal = core.signal {
+            report.signal = signal.name
+            report.reason = signal.codeName + (signal.address.map { " at 0x" + String($0, radix: 16) } ?? "")
+            lines.append("Signal \(signal.name) (\(report.reason!))")
+        }
+        let crashed = core.crashedThread?.id
+        for thread in core.threads {
+            var stack = ReportStack(name: "TID \(thread.id)", thread: "\(thread.id)", crashed: thread.id == crashed)
+            lines.append("TID \(thread.id):")
+            let frames = try core.walk(thread, modules: walkModules)
+            for (number, frame) in frames.enumerated() {
+                let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
+                stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
+                                                convention: frame.lookupAddress == frame.pc ? .exact : .returnAddress,
+                                                line: lines.count))
+                lines.append("#\(number)  0x" + Self.paddedHex(frame.pc))
+            }
+            report.stacks.append(stack)
+        }
+        let text = lines.joined(separator: "\n")
+        report.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        return report
+    }
+
+    /// The ELF file of `module`'s build, for its unwind rules: the one the providers found (the
+    /// one engine: `--symbols`, the module path, debug directories), else the path the report
+    /// names when its build-id matches and module paths are read (a table from the cache has no
+    /// ELF file behind it).
+    func binary(of module: ReportModule) -> ELFFile? {
+        let found = resolveEntry(module).module.binaryPath
+        // The module path only where the chain reads module paths (not with --no-module-paths).
+        let readsModulePaths = provider.providers.contains { $0 is ModulePathProvider }
+        for candidate in [found, readsModulePaths ? module.path : nil].compactMap({ $0 }) {
+            if let file = try? ELFFile(path: candidate), module.buildID == nil || file.buildIDHex == module.buildID { return file }
+        }
+        return nil
+    }
+
+    /// 16 hex digits, as eu-stack prints a pc.
+    static func paddedHex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+}
+
+extension Symbolicator {
+    /// The report in the file at `path`: a core file or a minidump (detected by their first
+    /// bytes, read through a mapping and walked), else a text or JSON report parsed as `format`
+    /// says (or detected).
+    func readReport(_ path: String, format: ReportFormat?) throws(FormatError) -> CrashReport {
+        if format == nil, let kind = Self.binaryKind(path) {
+            let file = try MappedFile(path: path)
+            switch kind {
+            case .core: return try report(core: try CoreFile(file: file), path: path)
+            case .minidump: return try report(minidump: try Minidump(file: file), path: path)
+            }
+        }
+        return try CrashReport.parse(try Self.readText(path), format: format)
+    }
+
+    /// The binary report formats.
+    enum BinaryKind { case core, minidump }
+
+    /// Which binary report the file at `path` holds, from its first bytes (nil: text, or unreadable
+    /// here, which the text reader then says).
+    static func binaryKind(_ path: String) -> BinaryKind? {
+        guard let file = try? MappedFile(path: path) else { return nil }
+        return withExtendedLifetime(file) {
+            if CoreFile.isCore(file.bytes) { return .core }
+            let bytes = file.bytes
+            // "MDMP"
+            if bytes.count >= 4 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50 { return .minidump }
+            return nil
+        }
+    }
+}
+

@@ -1,0 +1,61 @@
+import SymBytes
+import SymCore
+import SymELF
+import SymReport
+import SymTable
+import SymUnwind
+
+extension Symbolicator {
+    /// Walks every thread of `dump` and symbolicates the frames (see `report(minidump:path:)`).
+    public func symbolicate(minidump dump: Minidump, path: String) throws(FormatError) -> SymbolicatedReport {
+        symbolicate(try report(minidump: dump, path: path))
+    }
+
+    /// The report of a Breakpad/Crashpad minidump: its modules (build-ids from their CodeView
+    /// records), one stack per thread walked with the CFI of each module's ELF file when one is
+    /// found (as the providers find symbols), else by frame pointers and stack scanning; the
+    /// exception's signal and address, its thread marked crashed. Lines in `eu-stack -i`'s
+    /// layout, as for core files.
+    public func report(minidump dump: Minidump, path: String) throws(FormatError) -> CrashReport {
+        var report = CrashReport(format: .euStack)
+        report.metadata.append(ReportMetadata("input", "minidump"))
+        var unwind: [UInt64: (cfi: CallFrameInfo, loadAddress: UInt64)] = [:]
+        var indexByBase: [UInt64: Int] = [:]
+        for module in dump.modules {
+            // A BpEL record carries the ELF build-id itself.
+            let buildID = module.codeViewSignature == 0x4270_454c ? module.codeID.map(hexString) : nil
+            let index = report.moduleIndex(path: module.name, buildID: buildID, loadAddress: module.base)
+            report.modules[index].size = UInt64(module.size)
+            indexByBase[module.base] = index
+            if let binary = binary(of: report.modules[index]), let layout = ModuleLayout(binary),
+               let cfi = try? CallFrameInfo.read(binary: binary) {
+                unwind[module.base] = (cfi, layout.mappingBase)
+            }
+        }
+        var lines: [String] = ["PID \(dump.threads.first.map(\.id) ?? 0) - minidump"]
+        if let reason = dump.crashReason, let exception = dump.exception {
+            report.signal = String(reason.prefix { $0 != " " })
+            report.reason = reason + " at 0x" + String(exception.address, radix: 16)
+            lines.append("Crash reason: \(reason)")
+            lines.append("Crash address: 0x" + String(exception.address, radix: 16))
+        }
+        if let system = dump.system { report.metadata.append(ReportMetadata("os", system.operatingSystem)) }
+        let crashed = dump.crashedThread?.id
+        for thread in dump.threads {
+            var stack = ReportStack(name: thread.name.map { "TID \(thread.id) \($0)" } ?? "TID \(thread.id)",
+                                    thread: "\(thread.id)", crashed: thread.id == crashed)
+            lines.append("TID \(thread.id):")
+            let frames = try dump.walk(thread) { unwind[$0.base] }
+            for (number, frame) in frames.enumerated() {
+                let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
+                stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module.flatMap { indexByBase[$0.base] },
+                                                convention: frame.lookupAddress == frame.pc ? .exact : .returnAddress,
+                                                line: lines.count))
+                lines.append("#\(number)  0x" + Self.paddedHex(frame.pc))
+            }
+            report.stacks.append(stack)
+        }
+        report.lines = lines.joined(separator: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        return report
+    }
+}

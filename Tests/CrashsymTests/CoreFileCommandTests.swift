@@ -1,0 +1,246 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `crashsym symbolicate core`: real cores made by `scripts/build-core-fixtures` (into a
+/// temporary directory, once), walked by crashsym and compared with `eu-stack -i` and gdb's
+/// `thread apply all bt` on the same core.
+@Suite(.serialized) struct CoreFileCommandTests {
+    /// The fixtures' directory: the programs and their cores.
+    static let cores: Result<String, CoreFixtureError> = {
+        guard let directory = try? CLI.temporaryDirectory() else { return .failure(CoreFixtureError(description: "no temporary directory")) }
+        let script = CLI.root.appendingPathComponent("scripts/build-core-fixtures").path
+        guard let run = try? Tool.run("/bin/bash", [script, directory]), run.status == 0 else {
+            return .failure(CoreFixtureError(description: "scripts/build-core-fixtures failed"))
+        }
+        return .success(directory)
+    }()
+
+    struct CoreFixtureError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let fixtures = ["crash-O0", "crash-O2", "threads", "libc-strlen", "signal-abort"]
+
+    /// A physical frame: its pc and the functions at it, innermost (inlined) first.
+    struct Frame: Equatable, CustomStringConvertible {
+        var pc: UInt64
+        var functions: [String]
+        var description: String { "0x" + String(pc, radix: 16) + " " + functions.joined(separator: " < ") }
+    }
+
+    /// crashsym's frames by thread id, the crashed thread and the signal, from `--format json`.
+    static func ours(_ core: String) throws -> (threads: [String: [Frame]], crashed: [String], signal: String?, reason: String?) {
+        // One conversion cache for all runs (libc's tables are converted once).
+        let cache = URL(fileURLWithPath: core).deletingLastPathComponent().appendingPathComponent("cache").path
+        let run = try CLI.run(["symbolicate", core, "--format", "json", "--cache-dir", cache])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        var threads: [String: [Frame]] = [:]
+        var crashed: [String] = []
+        for stack in document["stacks"] as? [[String: Any]] ?? [] {
+            let thread = try #require(stack["thread"] as? String)
+            if stack["crashed"] as? Bool == true { crashed.append(thread) }
+            threads[thread] = (stack["frames"] as? [[String: Any]] ?? []).map { frame in
+                let address = (frame["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } ?? 0
+                let names = (frame["symbolized"] as? [[String: Any]] ?? []).compactMap { $0["function"] as? String }
+                return Frame(pc: address, functions: names)
+            }
+        }
+        return (threads, crashed, document["signal"] as? String, document["reason"] as? String)
+    }
+
+    /// eu-stack -i's frames by thread id; its inlined frames (the same pc printed again) are
+    /// folded into one physical frame.
+    static func euStack(_ core: String, executable: String) throws -> [String: [Frame]] {
+        let text = try Tool.output("/usr/bin/eu-stack", ["-i", "--core", core, "-e", executable])
+        var threads: [String: [Frame]] = [:]
+        var current: String?
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("TID ") {
+                current = String(line.dropFirst(4).dropLast())
+                threads[current!] = []
+                continue
+            }
+            guard let thread = current, line.hasPrefix("#") else { continue }
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, let pc = UInt64(fields[1].dropFirst(2), radix: 16) else { continue }
+            let name = fields.count > 2 ? String(fields[2]) : "??"
+            if let last = threads[thread]?.last, last.pc == pc {
+                threads[thread]![threads[thread]!.count - 1].functions.append(name)
+            } else {
+                threads[thread]!.append(Frame(pc: pc, functions: [name]))
+            }
+        }
+        return threads
+    }
+
+    /// gdb's frames by thread id (LWP): (pc when printed, function); `<signal handler called>`
+    /// is kept as such.
+    static func gdb(_ core: String, executable: String) throws -> [String: [(pc: UInt64?, function: String)]] {
+        let text = try Tool.output("/usr/bin/gdb", ["-q", "-batch", "-ex", "thread apply all bt", executable, core])
+        var threads: [String: [(pc: UInt64?, function: String)]] = [:]
+        var current: String?
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("Thread "), let range = line.range(of: "(LWP ") {
+                current = String(line[range.upperBound...].prefix { $0.isNumber })
+                threads[current!] = []
+                continue
+            }
+            guard let thread = current, line.hasPrefix("#") else { continue }
+            var fields = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst()
+            var pc: UInt64?
+            if let first = fields.first, first.hasPrefix("0x") {
+                pc = UInt64(first.dropFirst(2), radix: 16)
+                fields = fields.dropFirst(2)  // "0x… in"
+            }
+            let function = fields.first.map(String.init) ?? "??"
+            threads[thread]!.append((pc, function.hasPrefix("<signal") ? "<signal handler called>" : function))
+        }
+        return threads
+    }
+
+    /// The names eu-stack prints that are another name of the same glibc function crashsym
+    /// names from DWARF: eu-stack takes the ELF symbol it meets first at the address (glibc's
+    /// internal `__GI_` aliases, the versioned `_impl` and triple-underscore definitions),
+    /// crashsym the `DW_AT_name` of the function. Each pair was checked in libc's symbol table:
+    /// both names are symbols at the same address.
+    static let glibcAliases: [String: String] = [
+        "__libc_start_main_impl": "__libc_start_main", "__GI_raise": "raise", "__GI_abort": "abort",
+        "___pthread_cond_wait": "pthread_cond_wait", "__GI___clock_nanosleep": "clock_nanosleep",
+        "__GI___nanosleep": "__nanosleep", "__clone3": "clone3",
+    ]
+
+    /// A function name without a compiler clone suffix (`crash.constprop.0` is `crash`: eu-stack
+    /// names the clone by its DWARF origin, crashsym by the clone's symbol).
+    static func withoutCloneSuffix(_ name: String) -> String {
+        for suffix in [".constprop.", ".isra.", ".part.", ".cold"] {
+            if let range = name.range(of: suffix) { return String(name[..<range.lowerBound]) }
+        }
+        return name
+    }
+
+    @Test("Every thread of every fixture core: the same pcs as eu-stack -i, the same functions", arguments: fixtures)
+    func framesMatchEuStack(_ name: String) throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/\(name).core", executable = "\(directory)/\(name)"
+        let ours = try Self.ours(core).threads
+        let theirs = try Self.euStack(core, executable: executable)
+        #expect(Set(ours.keys) == Set(theirs.keys))
+        for (thread, expected) in theirs {
+            let frames = ours[thread] ?? []
+            #expect(frames.map(\.pc) == expected.map(\.pc), "thread \(thread): ours \(frames) eu-stack \(expected)")
+            for (mine, their) in zip(frames, expected) where mine.pc == their.pc {
+                // eu-stack prints the inlined frames' DWARF names innermost first, as crashsym does;
+                // the physical function's name may be another symbol of it (glibcAliases).
+                let innermost = Self.withoutCloneSuffix(mine.functions.first ?? "??")
+                let expectedName = their.functions.first.map { Self.glibcAliases[$0] ?? $0 } ?? "??"
+                #expect(innermost == expectedName, "thread \(thread) pc 0x\(String(mine.pc, radix: 16)): \(mine) / eu-stack \(their)")
+                #expect(mine.functions.count == their.functions.count, "inline depth at \(mine) / eu-stack \(their)")
+            }
+        }
+    }
+
+    @Test("gdb's thread apply all bt: every caller pc crashsym finds, in gdb's order", arguments: fixtures)
+    func framesMatchGDB(_ name: String) throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/\(name).core", executable = "\(directory)/\(name)"
+        let ours = try Self.ours(core).threads
+        let theirs = try Self.gdb(core, executable: executable)
+        #expect(Set(ours.keys) == Set(theirs.keys))
+        for (thread, gdbFrames) in theirs {
+            let frames = ours[thread] ?? []
+            // Differences, each explained:
+            // - gdb prints no pc for a frame whose pc starts a line (frame 0 mostly) nor for
+            //   inlined frames: only printed pcs are compared;
+            // - gdb stops at main (its "backtrace past-main" is off): ours go on to _start;
+            // - gdb adds frames for tail calls from DWARF call-site records
+            //   (`__GI___futex_abstimed_wait_cancelable64`, `__pthread_kill_internal`): pcs that
+            //   are no return address on the stack, which neither eu-stack nor crashsym print. So
+            //   each of our pcs up to main must be among gdb's, in order, not the reverse.
+            let gdbPCs = gdbFrames.compactMap(\.pc)
+            let lastGDB = frames.firstIndex { $0.functions.contains("main") } ?? frames.count - 1
+            var position = 0
+            // gdb's `<signal handler called>` has no pc: our trampoline frame is matched below.
+            for frame in frames.prefix(lastGDB + 1).dropFirst() where frame.functions.first != "__restore_rt" {
+                guard let found = gdbPCs[position...].firstIndex(of: frame.pc) else {
+                    Issue.record("thread \(thread): 0x\(String(frame.pc, radix: 16)) (\(frame)) is not in gdb's \(gdbFrames)")
+                    break
+                }
+                position = found + 1
+            }
+            // Where gdb shows the kernel's signal frame, ours has glibc's trampoline.
+            if gdbFrames.contains(where: { $0.function == "<signal handler called>" }) {
+                #expect(frames.contains { $0.functions.first == "__restore_rt" }, "thread \(thread): \(frames)")
+            }
+        }
+    }
+
+    @Test("The signal from NT_SIGINFO, the crashed thread marked, the text in eu-stack's layout")
+    func signalAndCrashedThread() throws {
+        let directory = try Self.cores.get()
+        let segv = try Self.ours("\(directory)/threads.core")
+        #expect(segv.signal == "SIGSEGV")
+        #expect(segv.reason == "SEGV_MAPERR at 0x0")
+        #expect(segv.crashed.count == 1)
+        #expect(segv.threads[segv.crashed[0]]?.first?.functions.first.map(Self.withoutCloneSuffix) == "crash")
+        let strlen = try Self.ours("\(directory)/libc-strlen.core")
+        #expect(strlen.reason == "SEGV_MAPERR at 0x10")
+        let abort = try Self.ours("\(directory)/signal-abort.core")
+        #expect(abort.signal == "SIGABRT")
+        #expect(abort.reason == "SI_TKILL")
+        let text = try CLI.run(["symbolicate", "\(directory)/crash-O0.core", "--cache-dir", "\(directory)/cache"])
+        #expect(text.status == 0)
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasSuffix(" - core") == true)
+        #expect(lines.contains { $0.hasPrefix("TID ") && $0.hasSuffix(":") })
+        #expect(lines.contains { $0.hasPrefix("#0  0x") && $0.contains(" in leaf ") && $0.contains("crash.c:4") })
+    }
+
+    @Test("The program from --symbols alone (module paths not read): its CFI walks the program's frames")
+    func programFromSymbols() throws {
+        let directory = try Self.cores.get()
+        let elsewhere = directory + "/elsewhere"
+        try? FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: elsewhere + "/app")
+        try FileManager.default.copyItem(atPath: directory + "/crash-O2", toPath: elsewhere + "/app")
+        let run = try CLI.run(["symbolicate", directory + "/crash-O2.core", "--format", "json", "--no-cache",
+                               "--no-module-paths", "--symbols", elsewhere + "/app"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let names = frames.prefix(4).map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String) ?? "??" }
+        #expect(names == ["leaf", "middle", "top", "main"])
+        let expected = try Self.euStack(directory + "/crash-O2.core", executable: directory + "/crash-O2")
+        let pcs = frames.prefix(4).compactMap { ($0["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } }
+        #expect(pcs == expected.values.first.map { Array($0.prefix(4).map(\.pc)) })
+    }
+
+    @Test("A call through a null pointer: eu-stack stops at pc 0, crashsym goes on as gdb does (the caller by scanning)")
+    func nullFunctionPointer() throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/null-call.core", executable = "\(directory)/null-call"
+        let ours = try #require(try Self.ours(core).threads.values.first)
+        // eu-stack: "dwfl_thread_getframes … at 0x0 in <unknown>: address out of range", one frame.
+        let theirs = try #require(try Self.euStack(core, executable: executable).values.first)
+        #expect(theirs.map(\.pc) == [0])
+        let gdbFrames = try #require(try Self.gdb(core, executable: executable).values.first)
+        #expect(ours.first?.pc == 0)
+        let names = ours.map { $0.functions.first ?? "??" }
+        #expect(Array(names.dropFirst().prefix(2)) == ["invoke", "main"])
+        #expect(Array(ours.dropFirst().prefix(2).map(\.pc)) == Array(gdbFrames.dropFirst().prefix(2).compactMap(\.pc)))
+    }
+
+    @Test("The frame a signal interrupted is looked up at its pc, not pc - 1")
+    func interruptedFrameIsExact() throws {
+        let directory = try Self.cores.get()
+        let run = try CLI.run(["symbolicate", "\(directory)/signal-abort.core", "--format", "json", "--cache-dir", "\(directory)/cache"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let names = frames.map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String) ?? "??" }
+        let trampoline = try #require(names.firstIndex(of: "__restore_rt"))
+        #expect(names[trampoline + 1] == "fault")
+        #expect(frames[trampoline + 1]["address_kind"] as? String == "exact")
+        #expect(frames[trampoline + 2]["address_kind"] as? String == "return-address")
+    }
+}
