@@ -198,16 +198,22 @@ final class CrashService: Sendable {
     func parse(_ bytes: [UInt8], format: ReportFormat?) async throws -> Result<CrashReport, ServerError> {
         let maxFrames = configuration.maxFrames
         return try await NIOThreadPool.singleton.runIfActive {
-            do {
-                let report = try CrashReport.parse(String(decoding: bytes, as: UTF8.self), format: format)
-                guard report.frameCount <= maxFrames else {
-                    return .failure(ServerError(.badRequest, "the report has \(report.frameCount) frames, over the limit of \(maxFrames)"))
-                }
-                return .success(report)
-            } catch {
-                return .failure(ServerError(.badRequest, "cannot read the report: \(error)"))
-            }
+            Result { () throws(ServerError) in try Self.parseNow(bytes, format: format, maxFrames: maxFrames) }
         }
+    }
+
+    /// `parse`, on the calling thread.
+    static func parseNow(_ bytes: [UInt8], format: ReportFormat?, maxFrames: Int) throws(ServerError) -> CrashReport {
+        let report: CrashReport
+        do {
+            report = try CrashReport.parse(String(decoding: bytes, as: UTF8.self), format: format)
+        } catch {
+            throw ServerError(.badRequest, "cannot read the report: \(error)")
+        }
+        guard report.frameCount <= maxFrames else {
+            throw ServerError(.badRequest, "the report has \(report.frameCount) frames, over the limit of \(maxFrames)")
+        }
+        return report
     }
 
     /// Modules with a build-id of which some frame found no symbols.
@@ -250,17 +256,22 @@ final class CrashService: Sendable {
     /// Symbolicates a report with the app's tables and renders it as the CLI does.
     func symbolicate(appID: String, body: [UInt8], format: ReportFormat?, version: String?, output: Output,
                      explain: Bool) async throws -> [UInt8] {
-        guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
         let start = ContinuousClock.now
         defer { symbolicateTimer.recordInterval(since: start) }
-        let report = try await parse(body, format: format).get()
-        let result = try await symbolication.symbolicate(report, appID: appID, version: version,
-                                                         renderings: output == .json ? .json : .text)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(1024 + report.frameCount * 256)
-        if output == .json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
-        else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
-        return bytes
+        let maxFrames = configuration.maxFrames
+        let symbolication = symbolication
+        // One thread-pool job: check, parse, find the tables, symbolicate and render.
+        return try await NIOThreadPool.singleton.runIfActive {
+            guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
+            let report = try Self.parseNow(body, format: format, maxFrames: maxFrames)
+            let result = try symbolication.symbolicateNow(report, appID: appID, version: version,
+                                                          renderings: output == .json ? .json : .text)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(1024 + report.frameCount * 256)
+            if output == .json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
+            else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
+            return bytes
+        }
     }
 
     /// The frames of each address of table `buildID`, as `crashsym lookup --format json` prints

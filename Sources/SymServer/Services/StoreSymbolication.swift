@@ -24,20 +24,27 @@ struct StoreSymbolication: Sendable {
     }
 
     /// Symbolicates `report` with the tables of app `appID` (`version`: the crash's version, for
-    /// modules without a build-id), rendered for `renderings`.
+    /// modules without a build-id), rendered for `renderings`, on the thread pool.
     func symbolicate(_ report: CrashReport, appID: String, version: String?,
                      renderings: LocationChain.Renderings) async throws -> SymbolicatedReport {
+        try await NIOThreadPool.singleton.runIfActive {
+            try symbolicateNow(report, appID: appID, version: version, renderings: renderings)
+        }
+    }
+
+    /// `symbolicate`, on the calling thread: the store is read and the engine runs here, so a
+    /// request that parses, symbolicates and renders does it in one thread-pool job.
+    func symbolicateNow(_ report: CrashReport, appID: String, version: String?,
+                        renderings: LocationChain.Renderings) throws -> SymbolicatedReport {
         let buildIDs = Set(report.modules.compactMap(\.buildID))
         let names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
-        let stored = try await crashes.tables(appID: appID, buildIDs: buildIDs, names: names, version: version)
+        let stored = try crashes.tablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
         let found = StoreSymbolProvider.Found(
             byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
             byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })
         let provider = StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
-        return try await NIOThreadPool.singleton.runIfActive {
-            Symbolicator(providers: [provider], conversion: ConversionSettings(tableCache: nil), renderings: renderings)
-                .symbolicate(report)
-        }
+        return Symbolicator(providers: [provider], conversion: ConversionSettings(tableCache: nil), renderings: renderings)
+            .symbolicate(report)
     }
 }
 

@@ -506,9 +506,11 @@ public final class CrashStore: Sendable {
     /// The tables of app `appID` that a report needs, in one read: the table of each of
     /// `buildIDs` the app has (its SHA-256 by build-id), and for each of `names` (modules reported
     /// without a build-id) the tables of the app's version `version` whose module has that name.
-    public func tables(appID: String, buildIDs: Set<String>, names: Set<String>, version: String?) async throws
+    /// Synchronous: it runs on the calling thread (a thread-pool thread that goes on to
+    /// symbolicate), so a request does not hop threads for it.
+    func tablesNow(appID: String, buildIDs: Set<String>, names: Set<String>, version: String?) throws
         -> (byBuildID: [String: String], byName: [String: [(buildID: String, sha256: String)]]) {
-        try await read { db in
+        try readNow { db in
             var byBuildID: [String: String] = [:]
             let table = try db.cachedStatement(sql: "SELECT symbols_sha256 FROM module WHERE app_id = ? AND build_id = ?")
             for id in buildIDs {
@@ -535,6 +537,17 @@ public final class CrashStore: Sendable {
     func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         do {
             return try await database.read(body)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// `read`, on the calling thread (never call it from an event loop or a cooperative thread).
+    func readNow<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try database.read(body)
         } catch let error as StoreError {
             throw error
         } catch let error as DatabaseError {
