@@ -7,6 +7,7 @@ import Glibc
 // Layers (lower never imports higher), see ../shared/DESIGN.md:
 //   C shims -> SymBytes -> SymELF, SymTable -> SymDWARF -> SymDemangle -> Symbolication
 //   SymReport (crash-report model and parsers) -> Symbolication
+//   Symbolication -> SymLookup (the address-batch front ends of `crashsym`: lookup, the drop-ins)
 //   SymBundle (zip + manifest) -> SymClient (libcurl), SymServer (Hummingbird, GRDB) -> crashsym
 // The symbolication core (everything up to Symbolication and SymReport) has no Foundation, NIO or
 // Hummingbird in it, so its tests build in seconds.
@@ -103,6 +104,14 @@ let package = Package(
             dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymHTTP", "SymUnwind", "SymCore", "CMalloc", "CPrefetch"]
         ),
 
+        // The address-batch front ends only the `crashsym` executable needs: `lookup`'s ordered
+        // parallel pipeline, the addr2line and llvm-symbolizer drop-ins, the demangling filter.
+        // Kept out of Symbolication so that the server and the agent link the engine alone.
+        .target(
+            name: "SymLookup",
+            dependencies: ["SymBytes", "SymELF", "SymTable", "SymDemangle", "Symbolication"]
+        ),
+
         // Upload pipeline and server.
         .target(
             name: "SymBundle",
@@ -146,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "crashsym",
             dependencies: [
-                "SymBytes", "Symbolication", "SymReport", "CrashsymCommandLine",
+                "SymBytes", "Symbolication", "SymLookup", "SymReport", "CrashsymCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             linkerSettings: releaseLink
@@ -172,6 +181,7 @@ let package = Package(
         .testTarget(name: "SymUnwindTests", dependencies: ["TestSupport", "SymUnwind", "SymELF", "SymBytes", "Symbolication"]),
         .testTarget(name: "SymCoreTests", dependencies: ["TestSupport", "SymCore", "SymBytes", "SymUnwind", "SymELF", "Symbolication"]),
         .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF"]),
+        .testTarget(name: "SymLookupTests", dependencies: ["TestSupport", "SymLookup"]),
         .testTarget(name: "SymBundleTests", dependencies: ["TestSupport", "SymBundle", "SymTable"]),
         .testTarget(
             name: "SymServerTests",

@@ -51,7 +51,7 @@ public struct FrameRenderer: ~Copyable {
     /// indices): cheaper than a `Dictionary` (no SipHash per frame); a collision only costs
     /// re-rendering. Values are slices of one arena, which is emptied (with the keys) when it
     /// would grow past `arenaLimit`, so memory stays bounded however many addresses are asked.
-    struct ByteCache: ~Copyable {
+    package struct ByteCache: ~Copyable {
         /// Per slot: the key + 1 (0: empty), then `offset << 32 | length` of its bytes in `arena`.
         /// Zero-filled by `calloc`, so the pages of slots never used are never touched.
         private let slots: UnsafeMutablePointer<UInt64>
@@ -88,10 +88,10 @@ public struct FrameRenderer: ~Copyable {
         }
 
         /// A cache of 2^12 slots (the drop-in renderers' size).
-        init() { self.init(slots: 1 << 12) }
+        package init() { self.init(slots: 1 << 12) }
 
         /// A copy of the bytes cached for `key`, nil when there are none.
-        func value(_ key: UInt64) -> [UInt8]? {
+        package func value(_ key: UInt64) -> [UInt8]? {
             let slot = slot(key)
             guard slots[2 * slot] == key &+ 1 else { return nil }
             let span = slots[2 * slot + 1]
@@ -100,7 +100,7 @@ public struct FrameRenderer: ~Copyable {
         }
 
         /// Caches `bytes` for `key`.
-        mutating func store(_ key: UInt64, _ bytes: [UInt8]) {
+        package mutating func store(_ key: UInt64, _ bytes: [UInt8]) {
             bytes.withUnsafeBytes { store(key, $0) }
         }
 
@@ -576,7 +576,7 @@ public struct FrameRenderer: ~Copyable {
     private mutating func appendPath(_ index: UInt32, to output: inout OutputBytes) throws(FormatError) {
         if let entry = strings.entry(.path, index) { return output.append(entry) }
         let (directory, file) = try table.file(index)
-        SymbolizerStrings.joinedPath(table, directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
+        Self.joinedPath(table, directory, file).withUnsafeBytes { output.append(keepEscaped(.path, index, $0)) }
     }
 
     /// Whether file record `index` names no file (its rendered path is empty when seen before).
@@ -629,7 +629,7 @@ public struct FrameRenderer: ~Copyable {
 
     /// Whether a name starts like a C++, Swift or Rust mangled name (C names skip the demangler).
     @inline(__always)
-    static func mayBeMangled(_ name: some RandomAccessCollection<UInt8>) -> Bool {
+    package static func mayBeMangled(_ name: some RandomAccessCollection<UInt8>) -> Bool {
         guard name.count >= 2 else { return false }
         let first = name[name.startIndex], second = name[name.index(after: name.startIndex)]
         if first == UInt8(ascii: "_") {
@@ -660,6 +660,22 @@ public struct FrameRenderer: ~Copyable {
         static var jsonInlinedFalse: StaticString { ",\"inlined\":false" }
         static var jsonSymbolOnly: StaticString { ",\"symbol_only\":true" }
         static var jsonEnd: StaticString { "]}\n" }
+    }
+
+    /// The source path of a frame: the file name under its directory unless it is absolute;
+    /// empty when the file is unknown (the drop-ins print the same paths).
+    package static func joinedPath(_ table: SymbolTable, _ directory: StringRef, _ file: StringRef) -> [UInt8] {
+        var name: [UInt8] = [], folder: [UInt8] = []
+        table.withUTF8(file) { name = Array($0) }
+        table.withUTF8(directory) { folder = Array($0) }
+        guard !name.isEmpty else { return [] }
+        var joined: [UInt8] = []
+        if !folder.isEmpty && name.first != UInt8(ascii: "/") {
+            joined = folder
+            if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
+        }
+        joined.append(contentsOf: name)
+        return joined
     }
 
     /// Parses a hex address (`0x` optional) from bytes, ignoring surrounding spaces; nil if invalid.

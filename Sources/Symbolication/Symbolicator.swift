@@ -60,6 +60,7 @@ public final class Symbolicator: Sendable {
     /// `reportDirectory` is the directory of the report's file (relative module paths may be
     /// relative to it).
     func symbolicate(_ report: CrashReport, worker: Worker?, reportDirectory: String? = nil) -> SymbolicatedReport {
+        prefetch(report, reportDirectory: reportDirectory)
         // Load biases learnt from frames that print both an absolute pc and a file virtual
         // address: they place symbol-relative or absolute-only frames of the same module (only
         // needed when the report has such frames).

@@ -1,9 +1,7 @@
 import ArgumentParser
 import CrashsymCommandLine
+import SymLookup
 import Symbolication
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension Crashsym {
     /// `crashsym addr2line` (or crashsym run through a link named `addr2line`): GNU binutils
@@ -109,52 +107,10 @@ extension Crashsym {
             switches.addresses = addresses
             switches.pretty = pretty
             switches.basenames = basenames
-            var renderer = Addr2lineRenderer(module: module, options: switches)
-            var output: [UInt8] = []
-            output.reserveCapacity(1 << 16)
-            var failed = false
-            func answer(_ line: UnsafeRawBufferPointer) {
-                do {
-                    let given = renderer.address(of: line)
-                    guard let sectionRange else {
-                        try renderer.render(given, into: &output)
-                        return
-                    }
-                    let start = output.count
-                    // Outside the section: an address nothing covers (binutils answers ?? too).
-                    let address = given < sectionRange.size ? sectionRange.address &+ given : UInt64.max
-                    try renderer.render(address, into: &output)
-                    if addresses { Self.replaceLeadingAddress(with: given, inAnswerAt: start, of: &output) }
-                } catch {
-                    FileOutput.standardError("crashsym addr2line: \(file): \(error)\n")
-                    failed = true
-                }
+            let renderer = Addr2lineRenderer(module: module, options: switches)
+            guard Addr2lineSession.run(renderer, file: file, section: sectionRange, addresses: addressList) else {
+                throw ExitCode.failure
             }
-            if addressList.isEmpty {
-                InputLines.forEachLine(of: STDIN_FILENO, answer) {
-                    FileOutput.writeAll(output, to: STDOUT_FILENO)
-                    output.removeAll(keepingCapacity: true)
-                }
-            } else {
-                for address in addressList {
-                    var copy = address
-                    copy.withUTF8 { answer(UnsafeRawBufferPointer($0)) }
-                }
-            }
-            FileOutput.writeAll(output, to: STDOUT_FILENO)
-            if failed { throw ExitCode.failure }
-        }
-
-        /// The `-a` line of the answer at `output[start...]` (`0x` and zero-padded hex digits)
-        /// naming `address`, in the same width: with `-j`, binutils prints the offset as given.
-        static func replaceLeadingAddress(with address: UInt64, inAnswerAt start: Int, of output: inout [UInt8]) {
-            guard output.count >= start + 2, output[start] == UInt8(ascii: "0"), output[start + 1] == UInt8(ascii: "x") else { return }
-            var end = start + 2
-            while end < output.count, (0x30...0x39).contains(output[end]) || (0x61...0x66).contains(output[end]) { end += 1 }
-            let digits = String(address, radix: 16)
-            let width = end - start - 2
-            let padded = String(repeating: "0", count: max(0, width - digits.count)) + digits
-            output.replaceSubrange((start + 2)..<end, with: Array(padded.utf8))
         }
     }
 }

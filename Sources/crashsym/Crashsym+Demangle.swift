@@ -1,6 +1,7 @@
 import ArgumentParser
 import CrashsymCommandLine
 import SymDemangle
+import SymLookup
 import Symbolication
 #if canImport(Glibc)
 import Glibc

@@ -15,6 +15,9 @@ final class FakeSymbolServer {
         var manifest: [String: Any]?
         var entries: [String]?
         var scripted: Bool
+        /// When a table request ended, and how many were in flight when it began (itself included).
+        var end: Double? = nil
+        var concurrent: Int? = nil
     }
 
     let port: Int
@@ -76,7 +79,8 @@ final class FakeSymbolServer {
                            headers: object["headers"] as? [String: String] ?? [:],
                            bodySize: object["body_size"] as? Int, bodySHA256: object["body_sha256"] as? String,
                            json: object["json"] as? [String: Any], manifest: object["manifest"] as? [String: Any],
-                           entries: object["entries"] as? [String], scripted: object["action"] != nil)
+                           entries: object["entries"] as? [String], scripted: object["action"] != nil,
+                           end: object["end"] as? Double, concurrent: object["concurrent"] as? Int)
         }
     }
 }

@@ -13,6 +13,9 @@ SCRIPT is a JSON object:
   "upload":   list of actions for POST .../symbols, used in order, then the default
   "present":  build-ids the server already has
   "key":      the app key to require (default: any Bearer key)
+  "tables":   a directory of <build-id>.csym served by GET /api/v1/apps/{app}/symbols/{build-id}
+              (404 for others), each after "table_delay" seconds; such a request is logged when
+              it ends, with "end" and "concurrent" (the table requests in flight when it began)
 An action is {"status": 503, "retry_after": "1", "body": {...}} (read the body, answer that),
 {"hang": SECONDS} (read nothing, answer nothing for that long, then close), or {"close": true}
 (close the connection at once). The default missing answer lists every build-id not in "present";
@@ -23,6 +26,7 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import socket
 import sys
 import tempfile
@@ -32,7 +36,7 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
-STATE = {"missing": [], "upload": [], "present": set(), "key": None}
+STATE = {"missing": [], "upload": [], "present": set(), "key": None, "tables": None, "table_delay": 0, "in_flight": 0}
 
 
 def log_request(log_path, entry):
@@ -156,6 +160,31 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         entry = {"time": time.time(), "method": "GET", "path": self.path}
+        parts = self.path.split("/")
+        # /api/v1/apps/{app}/symbols/{build-id}: a table of "tables", after "table_delay" seconds.
+        if STATE["tables"] and len(parts) == 7 and parts[1:4] == ["api", "v1", "apps"] and parts[5] == "symbols":
+            with LOCK:
+                STATE["in_flight"] += 1
+                entry["concurrent"] = STATE["in_flight"]
+            try:
+                time.sleep(STATE["table_delay"])
+                path = os.path.join(STATE["tables"], os.path.basename(parts[6]) + ".csym")
+                if os.path.isfile(path):
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    self.answer(404, {"error": {"code": "not_found", "message": "no such table"}})
+            finally:
+                with LOCK:
+                    STATE["in_flight"] -= 1
+            entry["end"] = time.time()
+            log_request(self.server.log_path, entry)
+            return
         log_request(self.server.log_path, entry)
         self.answer(200 if self.path == "/healthz" else 404, {"status": "ok"})
 
@@ -173,6 +202,8 @@ def main():
         STATE["upload"] = list(script.get("upload", []))
         STATE["present"] = set(script.get("present", []))
         STATE["key"] = script.get("key")
+        STATE["tables"] = script.get("tables")
+        STATE["table_delay"] = float(script.get("table_delay", 0))
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
     server.daemon_threads = True
     server.log_path = options.log

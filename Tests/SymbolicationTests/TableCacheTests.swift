@@ -7,8 +7,9 @@ import Testing
 @testable import Symbolication
 import TestSupport
 
-/// The persistent table cache as the drop-in symbolizers use it (through `ModuleCache`): hits by
-/// build-id only, the same answers as a conversion, nothing cached without a build-id or DWARF.
+/// The persistent table cache as `ModuleSymbols(path:cache:)` uses it (the drop-in symbolizers'
+/// `ModuleCache`, in SymLookup, opens every module through it): hits by build-id only, the same
+/// answers as a conversion, nothing cached without a build-id or DWARF.
 @Suite struct TableCacheTests {
     /// The GNU build-id of `path`, as readelf prints it.
     static func buildID(_ path: String) throws -> String {
@@ -37,13 +38,9 @@ import TestSupport
         try addresses.map { address throws(FormatError) in try symbols.frames(at: address) }
     }
 
-    /// A module cache seeing only `cache` (no system debug directory).
-    static func modules(_ cache: String) -> ModuleCache {
-        ModuleCache(locator: DebugFileLocator(includeSystemDirectory: false), tableCache: TableCache(directory: cache))
-    }
-
+    /// The module at `path` opened through the table cache at `cache` (no system debug directory).
     static func open(_ cache: String, _ path: String) throws -> ModuleSymbols {
-        try modules(cache).module(at: path).get().symbols
+        try ModuleSymbols(path: path, locator: DebugFileLocator(includeSystemDirectory: false), cache: TableCache(directory: cache))
     }
 
     /// What an uncached conversion answers.

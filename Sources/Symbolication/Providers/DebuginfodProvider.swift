@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import SymELF
-import SymHTTP
 import SymReport
 
 /// Debug files fetched by build-id from debuginfod servers (elfutils' protocol: `GET
@@ -91,6 +85,8 @@ public struct DebuginfodProvider: SymbolProvider {
     /// may carry DWARF or at least its symbol table).
     static let artifacts = ["debuginfo", "executable"]
 
+    public var fetchesOverNetwork: Bool { true }
+
     public func find(_ module: ModuleQuery) -> SymbolAnswer {
         // Only for a verified build-id, and only while nothing with DWARF has been found.
         guard let id = module.buildID, Self.isBuildID(id), !module.tableFound,
@@ -119,14 +115,15 @@ public struct DebuginfodProvider: SymbolProvider {
     func fetch(_ artifact: String, of module: ModuleQuery, candidates: inout [SymbolCandidate]) -> ELFFile? {
         guard let id = module.buildID else { return nil }
         let directory = "\(configuration.cacheDirectory)/\(id)"
-        let path = "\(directory)/\(artifact)"
-        switch cached(path) {
+        let entry = CachedDownload(path: "\(directory)/\(artifact)", directory: directory, missMarker: .emptyEntry,
+                                   missExpiry: missExpirySeconds)
+        switch entry.state() {
         case .present:
-            let inspection = module.inspect(path, source: Self.source)
+            let inspection = module.inspect(entry.path, source: Self.source)
             candidates.append(inspection.candidate)
             return inspection.object
         case .miss:
-            candidates.append(SymbolCandidate(source: Self.source, location: path,
+            candidates.append(SymbolCandidate(source: Self.source, location: entry.path,
                                               outcome: .unreadable(reason: "no server had it (a remembered miss)")))
             return nil
         case .absent:
@@ -135,13 +132,14 @@ public struct DebuginfodProvider: SymbolProvider {
         var everyServerMissed = true
         for server in configuration.servers {
             let url = "\(server)/buildid/\(id)/\(artifact)"
-            switch download(url, to: path, directory: directory) {
+            switch entry.download(url, maxBytes: configuration.maxBytes, connectTimeout: configuration.timeout,
+                                  progress: configuration.progress) {
             case .success(200):
-                let inspection = module.inspect(path, source: Self.source)
+                let inspection = module.inspect(entry.path, source: Self.source)
                 candidates.append(SymbolCandidate(source: Self.source, location: url, outcome: inspection.candidate.outcome))
                 if let object = inspection.object { return object }
                 // Not the module's after all (a server answering with another build): not kept.
-                unlink(path)
+                entry.discard()
             case .success(let status):
                 if status != 404 { everyServerMissed = false }
                 candidates.append(SymbolCandidate(source: Self.source, location: url,
@@ -151,24 +149,8 @@ public struct DebuginfodProvider: SymbolProvider {
                 candidates.append(SymbolCandidate(source: Self.source, location: url, outcome: .unreadable(reason: failure.message)))
             }
         }
-        if everyServerMissed { rememberMiss(path, directory: directory) }
+        if everyServerMissed { entry.rememberMiss() }
         return nil
-    }
-
-    // MARK: The client cache
-
-    enum CacheEntry { case absent, present, miss }
-
-    /// What the cache holds at `path`: a file, a remembered miss (empty and recent), or nothing
-    /// (an expired miss is removed).
-    func cached(_ path: String) -> CacheEntry {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return .absent }
-        if status.st_size > 0 { return .present }
-        let age = Int64(time(nil)) - Int64(status.st_mtim.tv_sec)
-        if age >= 0 && age < missExpirySeconds { return .miss }
-        unlink(path)
-        return .absent
     }
 
     /// `<cache>/cache_miss_s` when it holds a number, else the configuration's expiry.
@@ -178,33 +160,6 @@ public struct DebuginfodProvider: SymbolProvider {
             return seconds
         }
         return configuration.missExpiry.components.seconds
-    }
-
-    /// Remembers that no server has `path`'s artifact: an empty file without permissions, as
-    /// elfutils writes (best effort: a cache that cannot be written only costs a request later).
-    func rememberMiss(_ path: String, directory: String) {
-        guard (try? FileSystem.createDirectory(directory)) != nil else { return }
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0)
-        if descriptor >= 0 { close(descriptor) }
-    }
-
-    /// Downloads `url` into `path` (whole or not at all); the HTTP status, or why there was none.
-    func download(_ url: String, to path: String, directory: String) -> Result<Int, TransferFailure> {
-        do {
-            try FileSystem.createDirectory(directory)
-        } catch {
-            return .failure(TransferFailure(kind: .io, message: "\(error)", retryable: false))
-        }
-        let transfer: CurlTransfer
-        do {
-            transfer = try CurlTransfer()
-        } catch {
-            return .failure(error)
-        }
-        configuration.progress?("Downloading from \(url)")
-        return transfer.download(url, to: path, maxBytes: configuration.maxBytes, userAgent: "crashsym",
-                                 timeout: .seconds(24 * 3600), connectTimeout: configuration.timeout,
-                                 stallTimeout: configuration.timeout).map(\.status)
     }
 
     /// Whether `text` is a build-id as a server path may carry it (hex digits only).

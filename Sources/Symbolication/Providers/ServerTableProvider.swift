@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-import SymHTTP
 import SymReport
 
 /// Symbol tables fetched from a crashsym server (`GET /api/v1/apps/{app}/symbols/{build-id}`,
@@ -76,62 +70,44 @@ public struct ServerTableProvider: SymbolProvider {
         self.configuration = configuration
     }
 
+    public var fetchesOverNetwork: Bool { true }
+
     public func find(_ module: ModuleQuery) -> SymbolAnswer {
         // A table is only fetched by build-id, and only when no provider before found one.
         guard let id = module.buildID, DebuginfodProvider.isBuildID(id), !module.tableFound else { return SymbolAnswer() }
         let source = SymbolCandidate.Source(rawValue: configuration.displayServer)
         let directory = configuration.directory
-        let path = "\(directory)/\(id).csym"
-        let missPath = "\(directory)/\(id).missing"
+        let entry = CachedDownload(path: "\(directory)/\(id).csym", directory: directory,
+                                   missMarker: .file("\(directory)/\(id).missing"),
+                                   missExpiry: configuration.missExpiry.components.seconds)
         let url = "\(configuration.server)/api/v1/apps/\(configuration.appID)/symbols/\(id)"
         let display = "\(configuration.displayServer)/api/v1/apps/\(configuration.appID)/symbols/\(id)"
-        if FileSystem.kind(of: path) == .file {
-            return module.table(at: path, source: source, opening: tables)
-        }
-        if let age = Self.age(of: missPath), age < configuration.missExpiry.components.seconds {
+        switch entry.state() {
+        case .present:
+            return module.table(at: entry.path, source: source, opening: tables)
+        case .miss:
             return .notFound([SymbolCandidate(source: source, location: display,
                                               outcome: .unreadable(reason: "the server had no table for it (remembered for \(configuration.missExpiry.components.seconds) s)"))])
+        case .absent:
+            break
         }
-        do {
-            try FileSystem.createDirectory(directory)
-        } catch {
-            return .notFound([SymbolCandidate(source: source, location: display, outcome: .unreadable(reason: "\(error)"))])
-        }
-        let transfer: CurlTransfer
-        do {
-            transfer = try CurlTransfer()
-        } catch {
-            return .notFound([SymbolCandidate(source: source, location: display, outcome: .unreadable(reason: error.message))])
-        }
-        let outcome = transfer.download(url, headers: ["Authorization: Bearer \(configuration.appKey)"], to: path,
-                                        maxBytes: 8 << 30, userAgent: "crashsym", timeout: .seconds(3600),
-                                        connectTimeout: configuration.timeout, stallTimeout: configuration.timeout)
-        switch outcome {
-        case .success(let download) where download.status == 200:
-            unlink(missPath)
-            let answer = module.table(at: path, source: source, opening: tables)
-            if answer.table == nil { unlink(path) }
+        switch entry.download(url, headers: ["Authorization: Bearer \(configuration.appKey)"], maxBytes: 8 << 30,
+                              connectTimeout: configuration.timeout) {
+        case .success(200):
+            let answer = module.table(at: entry.path, source: source, opening: tables)
+            if answer.table == nil { entry.discard() }
             return SymbolAnswer(table: answer.table, tableLocation: answer.table == nil ? nil : display,
                                 candidates: answer.candidates.map { SymbolCandidate(source: source, location: display, outcome: $0.outcome) })
-        case .success(let download):
-            if download.status == 404 {
-                let descriptor = open(missPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                if descriptor >= 0 { close(descriptor) }
-                return .notFound([SymbolCandidate(source: source, location: display, outcome: .absent)])
-            }
-            let hint = download.status == 401
+        case .success(404):
+            entry.rememberMiss()
+            return .notFound([SymbolCandidate(source: source, location: display, outcome: .absent)])
+        case .success(let status):
+            let hint = status == 401
                 ? "the server refused the key (HTTP 401): check that --app-id is the id printed by `crashsym apps create` and the key is its key"
-                : "HTTP \(download.status)"
+                : "HTTP \(status)"
             return .notFound([SymbolCandidate(source: source, location: display, outcome: .unreadable(reason: hint))])
         case .failure(let failure):
             return .notFound([SymbolCandidate(source: source, location: display, outcome: .unreadable(reason: failure.message))])
         }
-    }
-
-    /// Seconds since `path` was last written; nil when there is no such file.
-    static func age(of path: String) -> Int64? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return Int64(time(nil)) - Int64(status.st_mtim.tv_sec)
     }
 }

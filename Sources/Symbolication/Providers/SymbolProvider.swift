@@ -37,6 +37,16 @@ import SymReport
 public protocol SymbolProvider: Sendable {
     /// The symbols of `module`, or the candidates tried when this provider has none.
     func find(_ module: ModuleQuery) -> SymbolAnswer
+
+    /// Whether `find` may wait on a network (a debuginfod server, a crashsym server): the
+    /// `Symbolicator` then resolves the modules of a report at once, so that the waits overlap
+    /// ("fetch first, then look up").
+    var fetchesOverNetwork: Bool { get }
+}
+
+extension SymbolProvider {
+    /// Local providers answer without waiting on a network.
+    public var fetchesOverNetwork: Bool { false }
 }
 
 /// What a provider answers for one module.
@@ -97,10 +107,13 @@ public struct SymbolAnswer: Sendable {
 public struct SymbolProviderChain: SymbolProvider {
     /// The providers, in the order they are asked.
     public let providers: [any SymbolProvider]
+    /// Whether some provider fetches over a network.
+    public let fetchesOverNetwork: Bool
 
     /// A chain asking `providers` in order.
     public init(_ providers: [any SymbolProvider]) {
         self.providers = providers
+        fetchesOverNetwork = providers.contains { $0.fetchesOverNetwork }
     }
 
     public func find(_ module: ModuleQuery) -> SymbolAnswer {

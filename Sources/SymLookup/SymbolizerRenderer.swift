@@ -1,6 +1,7 @@
 import SymBytes
 import SymDemangle
 import SymTable
+import Symbolication
 
 /// Writes llvm-symbolizer's answers (LLVM and JSON output styles, LLVM 21's `DIPrinter.cpp`)
 /// straight into bytes, like `FrameRenderer`: names and paths are rendered once per distinct

@@ -1,4 +1,4 @@
-import CrashsymCommandLine
+import SymBytes
 import SymTable
 import Symbolication
 import Synchronization
@@ -158,7 +158,7 @@ final class LookupWorker: Sendable {
         for note in notes {
             output.write(written..<note.offset, to: STDOUT_FILENO)
             written = note.offset
-            FileOutput.standardError(note.message)
+            StandardError.write(note.message)
         }
         output.write(written..<output.count, to: STDOUT_FILENO)
     }

@@ -1,5 +1,6 @@
 import SymBytes
 import SymELF
+import Symbolication
 
 /// An ELF symbol table searched the way BFD's `elf_find_function` does for `addr2line`.
 struct Addr2lineSymbols {

@@ -1,6 +1,7 @@
 import SymDemangle
 #if canImport(Glibc)
 import Glibc
+import Symbolication
 #endif
 
 /// The Itanium demangler (`Demangler.demangleItanium`, libiberty's) called directly, with its

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import Symbolication
 #endif
 
 /// llvm-symbolizer's command-line options, parsed its way (LLVM 21's `Opts.td` and OptTable):

@@ -2,6 +2,7 @@ import SymBytes
 import SymDemangle
 #if canImport(Glibc)
 import Glibc
+import Symbolication
 #endif
 
 /// `crashsym demangle`: names given as arguments, or text read from a descriptor and written back

@@ -2,6 +2,7 @@ import SymBytes
 import SymDemangle
 import SymELF
 import SymTable
+import Symbolication
 
 /// Writes GNU binutils `addr2line` answers (binutils 2.40 `addr2line.c` `translate_addresses`)
 /// straight into bytes: `-f` function names, `-i` inlined frames, `-C` demangling, `-a`

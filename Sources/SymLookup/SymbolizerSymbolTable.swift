@@ -1,5 +1,6 @@
 import SymBytes
 import SymELF
+import Symbolication
 
 /// An ELF file's own symbols indexed the way llvm-symbolizer indexes them
 /// (`SymbolizableObjectFile::addSymbol`): the names of `DATA` answers, of code the DWARF does not

@@ -1,5 +1,6 @@
 import SymBytes
 import SymTable
+import Symbolication
 
 /// llvm-symbolizer's `--print-source-context-lines=N`: the source lines around each frame's line,
 /// read from the file the frame names when it exists here, printed after the frame's location
@@ -42,7 +43,7 @@ public struct SymbolizerSourceContext {
             let shown = options.inlines ? frames.count : 1
             for index in 0..<shown {
                 let location = frames[index]
-                var path = SymbolizerStrings.joinedPath(table, location.directory, location.file)
+                var path = FrameRenderer.joinedPath(table, location.directory, location.file)
                 if index == shown - 1, path.isEmpty, let file = symbol?.file { path = Array(file.utf8) }
                 locations.append((path, location.line))
             }

@@ -1,4 +1,5 @@
 import SymTable
+import Symbolication
 
 /// String pieces both drop-in renderers (`SymbolizerRenderer`, `Addr2lineRenderer`) build from a
 /// table, keyed for their per-module caches.
@@ -21,29 +22,13 @@ enum SymbolizerStrings {
         UInt64(directory.offset) << 32 | UInt64(file.offset)
     }
 
-    /// The source path of a frame: the file name under its directory unless it is absolute;
-    /// empty when the file is unknown.
-    static func joinedPath(_ table: SymbolTable, _ directory: StringRef, _ file: StringRef) -> [UInt8] {
-        var name: [UInt8] = [], folder: [UInt8] = []
-        table.withUTF8(file) { name = Array($0) }
-        table.withUTF8(directory) { folder = Array($0) }
-        guard !name.isEmpty else { return [] }
-        var joined: [UInt8] = []
-        if !folder.isEmpty && name.first != UInt8(ascii: "/") {
-            joined = folder
-            if folder.last != UInt8(ascii: "/") { joined.append(UInt8(ascii: "/")) }
-        }
-        joined.append(contentsOf: name)
-        return joined
-    }
-
     /// The printed path of a frame's (directory, file), from `cache` or else joined, passed
     /// through `render` (base name, escaping) and stored there.
     static func path(_ table: SymbolTable, _ directory: StringRef, _ file: StringRef, cache: inout FrameRenderer.ByteCache,
                      render: ([UInt8]) -> [UInt8]) -> [UInt8] {
         let key = key(directory, file)
         if let cached = cache.value(key) { return cached }
-        let bytes = render(joinedPath(table, directory, file))
+        let bytes = render(FrameRenderer.joinedPath(table, directory, file))
         cache.store(key, bytes)
         return bytes
     }

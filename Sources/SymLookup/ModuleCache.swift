@@ -1,5 +1,6 @@
 import SymBytes
 import SymELF
+import Symbolication
 
 /// One module opened by path for the drop-in symbolizers: its symbol table (an ELF file converted
 /// in memory or read from the persistent table cache by build-id, or a `.csym` mapped) and, for an ELF file, its own ELF symbol table, read on first
