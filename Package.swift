@@ -119,6 +119,16 @@ let package = Package(
             name: "SymClient",
             dependencies: ["SymHTTP", "SymBundle", .product(name: "Logging", package: "swift-log")]
         ),
+        // The collector daemon (`crashsym agent`): spools, durable queue, forwarding over SymHTTP.
+        .target(
+            name: "SymAgent",
+            dependencies: [
+                "SymBytes", "SymReport", "SymHTTP", "SymClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "SymServer",
             dependencies: [
@@ -154,7 +164,8 @@ let package = Package(
         .executableTarget(
             name: "crashsym-net",
             dependencies: [
-                "Symbolication", "SymBundle", "SymClient", "SymServer", "CrashsymCommandLine",
+                "Symbolication", "SymBundle", "SymClient", "SymServer", "SymAgent", "CrashsymCommandLine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,0 +1,244 @@
+import Logging
+import SymClient
+import SymReport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's one loop: notice complete files in the spools, move each into the durable queue,
+/// send the queue oldest first, back off on transient failures. Single-threaded by design: a
+/// crash file is small, the server is the bottleneck, and one thread makes the order of every
+/// step (take, send, remove) plain. Core files (`crashsym agent capture`, issue 16) will enter
+/// through `take(_:spool:)` as a report written into a spool, like any other crash file.
+public final class Collector {
+    /// What `--once` did.
+    public struct Summary: Sendable, Equatable {
+        public var taken = 0
+        public var delivered = 0
+        public var rejected = 0
+        public var dropped = 0
+        /// Reports still queued (a transient failure stopped the run).
+        public var remaining = 0
+        /// The last transient failure, when one stopped the run.
+        public var failure: String?
+    }
+
+    private let configuration: AgentConfiguration
+    private let logger: Logger
+    private let queue: ReportQueue
+    private let forwarder: Forwarder
+    private let watcher: SpoolWatcher
+    private let retry: RetryPolicy
+    private var random = SystemRandomNumberGenerator()
+    /// Queued IDs in sending order (taken in this process are appended; IDs sort by time).
+    private var order: [String]
+    private var head = 0
+    /// Files seen but not complete yet, with when to look again.
+    private var pending: [SpoolWatcher.Candidate: ContinuousClock.Instant] = [:]
+    private var status: AgentStatus
+    private var statusWritten = ContinuousClock.now
+    private var statusDirty = false
+    /// Consecutive transient failures, and when the next attempt may start.
+    private var failures = 0
+    private var nextAttempt = ContinuousClock.now
+    private var summary = Summary()
+
+    /// Opens the state directory (taking its lock) and the spools; fails with a message saying
+    /// what to fix.
+    public init(configuration: AgentConfiguration, waker: Waker, logger: Logger) throws(AgentError) {
+        self.configuration = configuration
+        self.logger = logger
+        do {
+            queue = try ReportQueue(directory: configuration.stateDirectory)
+        } catch {
+            throw AgentError(error.description)
+        }
+        forwarder = try Forwarder(configuration: configuration)
+        watcher = try SpoolWatcher(spools: configuration.spools.map(\.path), poll: configuration.poll, waker: waker)
+        retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
+                            maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
+        order = queue.entries()
+        status = AgentStatus.load(from: configuration.stateDirectory)
+        if !order.isEmpty {
+            logger.info("reports queued from an earlier run", metadata: ["crashsym.queue_length": "\(order.count)"])
+        }
+    }
+
+    /// Takes every complete file in the spools, sends every queued report once, and returns; a
+    /// transient failure stops the sending (the rest stays queued for the next run).
+    public func runOnce() -> Summary {
+        let now = ContinuousClock.now
+        for candidate in watcher.list() { consider(candidate, now: now) }
+        while head < order.count {
+            if !sendNext() { break }
+        }
+        finish()
+        return summary
+    }
+
+    /// Runs until the waker is woken (SIGTERM): an upload under way finishes first, and whatever
+    /// is queued stays queued.
+    public func run() {
+        logger.info("agent started", metadata: [
+            "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
+            "crashsym.state_dir": "\(configuration.stateDirectory)",
+        ])
+        for candidate in watcher.list() { consider(candidate, now: .now) }
+        while true {
+            let now = ContinuousClock.now
+            for (candidate, deadline) in pending where deadline <= now {
+                pending[candidate] = nil
+                consider(candidate, now: now)
+            }
+            var timeout: Duration?
+            if head < order.count {
+                if now >= nextAttempt {
+                    sendNext()
+                    timeout = .zero
+                } else {
+                    timeout = now.duration(to: nextAttempt)
+                }
+            }
+            if let earliest = pending.values.min() {
+                timeout = min(timeout ?? .seconds(3600), max(.zero, now.duration(to: earliest)))
+            }
+            if configuration.poll { timeout = min(timeout ?? configuration.settle, max(configuration.settle, .milliseconds(100))) }
+            writeStatus(force: false)
+            let (candidates, stopped) = watcher.wait(timeout: timeout)
+            if stopped { break }
+            let seen = ContinuousClock.now
+            for candidate in candidates { consider(candidate, now: seen) }
+            if watcher.overflowed {
+                logger.warning("inotify queue overflowed: listing the spools again")
+                for candidate in watcher.list() { consider(candidate, now: seen) }
+            }
+        }
+        finish()
+        logger.info("agent stopped", metadata: ["crashsym.queue_length": "\(order.count - head)"])
+    }
+
+    /// Decides about one file, and takes it when complete.
+    private func consider(_ candidate: SpoolWatcher.Candidate, now: ContinuousClock.Instant) {
+        let spool = configuration.spools[candidate.spool]
+        switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: candidate.closed,
+                                   settle: configuration.settle, now: now) {
+        case .ignore:
+            pending[SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)] = nil
+        case .waitUntil(let deadline):
+            let key = SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)
+            pending[key] = min(pending[key] ?? deadline, deadline)
+        case .take:
+            pending[SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)] = nil
+            take(spool.path + "/" + candidate.name, spool: spool)
+        }
+    }
+
+    /// Moves a complete file into the queue and keeps the queue within its bound.
+    func take(_ path: String, spool: AgentConfiguration.Spool) {
+        let metadata = ReportQueue.Metadata(appID: spool.appID ?? configuration.appID, version: spool.version ?? configuration.version,
+                                            environment: spool.environment ?? configuration.environment,
+                                            format: spool.format?.rawValue, source: path)
+        let id: String?
+        do {
+            id = try queue.take(path, metadata: metadata)
+        } catch {
+            logger.error("cannot queue a crash file", metadata: ["crashsym.source": "\(path)", "crashsym.error": "\(error)"])
+            noteError(error.description)
+            return
+        }
+        guard let id else { return }
+        order.append(id)
+        summary.taken += 1
+        logger.info("crash file queued", metadata: ["crashsym.report": "\(id)", "crashsym.source": "\(path)"])
+        let dropped = queue.dropOldest(toFit: configuration.maxQueueBytes)
+        if !dropped.isEmpty {
+            let gone = Set(dropped)
+            order.removeSubrange(0..<head)
+            head = 0
+            order.removeAll { gone.contains($0) }
+            status.dropped += dropped.count
+            summary.dropped += dropped.count
+            logger.warning("queue over its bound: oldest reports dropped", metadata: [
+                "crashsym.dropped": "\(dropped.count)", "crashsym.max_queue_bytes": "\(configuration.maxQueueBytes)",
+            ])
+            writeStatus(force: true)
+        }
+    }
+
+    /// Sends the oldest queued report once; false when a transient failure means waiting.
+    @discardableResult
+    private func sendNext() -> Bool {
+        let id = order[head]
+        let path = queue.reportPath(id)
+        guard access(path, F_OK) == 0 else {
+            head += 1
+            return true
+        }
+        let metadata = queue.metadata(id) ?? ReportQueue.Metadata(
+            appID: configuration.appID, version: configuration.version, environment: configuration.environment, format: nil,
+            source: path)
+        let outcome = forwarder.send(path: path, metadata: metadata)
+        switch outcome {
+        case .delivered(let code):
+            queue.remove(id)
+            head += 1
+            failures = 0
+            status.delivered += 1
+            summary.delivered += 1
+            status.lastSuccess = AgentStatus.timestamp()
+            statusDirty = true
+            logger.info("crash delivered", metadata: ["crashsym.report": "\(id)", "crashsym.status": "\(code)"])
+            return true
+        case .rejected(let code, let answer):
+            head += 1
+            do {
+                try queue.reject(id, answer: answer)
+            } catch {
+                logger.error("cannot move a refused report to rejected/", metadata: ["crashsym.report": "\(id)", "crashsym.error": "\(error)"])
+            }
+            status.rejected += 1
+            summary.rejected += 1
+            let text = String(decoding: answer.prefix(300), as: UTF8.self)
+            noteError("report \(id) refused (HTTP \(code)): \(text)")
+            logger.error("crash refused by the server: moved to rejected/", metadata: [
+                "crashsym.report": "\(id)", "crashsym.status": "\(code)", "crashsym.answer": "\(text)",
+            ])
+            return true
+        case .transient(let reason, let retryAfter):
+            failures += 1
+            let delay = retry.delay(beforeAttempt: min(failures + 1, 40), retryAfter: retryAfter, using: &random)
+            nextAttempt = .now + delay
+            summary.failure = reason
+            noteError(reason)
+            logger.warning("crash not delivered; will retry", metadata: [
+                "crashsym.report": "\(id)", "crashsym.error": "\(reason)", "crashsym.delay_ms": "\(delay.curlMillisecondsRoundedUp)",
+                "crashsym.failures": "\(failures)",
+            ])
+            return false
+        }
+    }
+
+    private func noteError(_ message: String) {
+        status.lastError = message
+        status.lastErrorTime = AgentStatus.timestamp()
+        statusDirty = true
+    }
+
+    /// Writes the status file at most once a second (and when forced).
+    private func writeStatus(force: Bool) {
+        guard statusDirty || force else { return }
+        let now = ContinuousClock.now
+        guard force || statusWritten.duration(to: now) >= .seconds(1) else { return }
+        status.queueLength = order.count - head
+        status.queueBytes = queue.totalBytes
+        status.running = nil
+        status.store(in: configuration.stateDirectory)
+        statusWritten = now
+        statusDirty = false
+    }
+
+    private func finish() {
+        summary.remaining = order.count - head
+        writeStatus(force: true)
+    }
+}

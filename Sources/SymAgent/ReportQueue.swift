@@ -1,0 +1,232 @@
+import Foundation
+import SymBytes
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's durable queue on disk (docs/agent.md, "Queue layout"):
+///
+/// ```
+/// STATE/lock                     flock: one agent per state directory
+/// STATE/queue/ID.meta            where the report goes (app, version, environment, format), written first
+/// STATE/queue/ID.report          the crash file, renamed here from its spool (same filesystem)
+/// STATE/rejected/ID.report       refused by the server (4xx other than 408/429) …
+/// STATE/rejected/ID.answer.json  … with the server's answer
+/// STATE/tmp/                     scratch files (emptied at start)
+/// ```
+///
+/// IDs sort in the order reports were taken (nanoseconds since 1970, then the process and a
+/// counter). An entry exists once its `.report` is in `queue/`; a `.meta` without it (a crash
+/// between the two steps) is removed at start, and its file is still in the spool.
+public final class ReportQueue {
+    /// Where a queued report goes.
+    public struct Metadata: Codable, Sendable, Equatable {
+        public var appID: String
+        public var version: String?
+        public var environment: String?
+        public var format: String?
+        /// The spool file it was taken from (for logs).
+        public var source: String
+
+        /// Metadata of one report.
+        public init(appID: String, version: String?, environment: String?, format: String?, source: String) {
+            self.appID = appID
+            self.version = version
+            self.environment = environment
+            self.format = format
+            self.source = source
+        }
+    }
+
+    /// A failure of the queue's own files: the message names the path and the reason.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        init(_ description: String) { self.description = description }
+        init(_ what: String, _ path: String, _ code: Int32) {
+            description = "\(path): \(what): \(String(cString: strerror(code)))"
+        }
+    }
+
+    public let directory: String
+    let queueDirectory: String
+    let rejectedDirectory: String
+    let scratchDirectory: String
+    private let lockDescriptor: Int32
+    private var counter: UInt64 = 0
+    /// Bytes of the `.report` files in the queue.
+    public private(set) var totalBytes: UInt64 = 0
+
+    /// Opens (and creates) the state directory, takes its lock and clears what a crash left
+    /// half-done. Fails when another agent holds the lock.
+    public init(directory: String) throws(Failure) {
+        self.directory = directory
+        queueDirectory = directory + "/queue"
+        rejectedDirectory = directory + "/rejected"
+        scratchDirectory = directory + "/tmp"
+        for path in [directory, queueDirectory, rejectedDirectory, scratchDirectory] {
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw Failure("cannot create the directory", path, errno)
+            }
+        }
+        let lockPath = directory + "/lock"
+        lockDescriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockDescriptor >= 0 else { throw Failure("cannot open", lockPath, errno) }
+        guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(lockDescriptor)
+            if code == EWOULDBLOCK {
+                throw Failure("\(directory): another crashsym agent uses this state directory (give each agent its own --state-dir)")
+            }
+            throw Failure("cannot lock", lockPath, code)
+        }
+        for name in Self.names(in: scratchDirectory) { unlink(scratchDirectory + "/" + name) }
+        let names = Self.names(in: queueDirectory)
+        let reports = Set(names.filter { $0.hasSuffix(".report") }.map { String($0.dropLast(7)) })
+        for name in names where name.hasSuffix(".meta") && !reports.contains(String(name.dropLast(5))) {
+            unlink(queueDirectory + "/" + name)
+        }
+        for id in reports { totalBytes += size(of: reportPath(id)) }
+    }
+
+    deinit {
+        close(lockDescriptor)
+    }
+
+    /// The queued report IDs, oldest first.
+    public func entries() -> [String] {
+        Self.names(in: queueDirectory).filter { $0.hasSuffix(".report") }.map { String($0.dropLast(7)) }.sorted()
+    }
+
+    /// The path of a queued report.
+    public func reportPath(_ id: String) -> String { "\(queueDirectory)/\(id).report" }
+
+    /// The metadata of a queued report (nil when its `.meta` is unreadable: the caller uses defaults).
+    public func metadata(_ id: String) -> Metadata? {
+        guard let data = FileManager.default.contents(atPath: "\(queueDirectory)/\(id).meta") else { return nil }
+        return try? JSONDecoder().decode(Metadata.self, from: data)
+    }
+
+    /// Moves the complete spool file at `path` into the queue, durably: its metadata first, then
+    /// the file itself (rename within one filesystem, else a synced copy), then the directory.
+    /// Returns the new entry's ID; nil when the file vanished before it could be taken.
+    public func take(_ path: String, metadata: Metadata) throws(Failure) -> String? {
+        let id = nextID()
+        let metaPath = "\(queueDirectory)/\(id).meta"
+        let encoded: [UInt8]
+        do {
+            encoded = Array(try JSONEncoder().encode(metadata))
+        } catch {
+            throw Failure("cannot encode the metadata of \(path): \(error)")
+        }
+        let metaError = FileIO.writeDurably(encoded, to: metaPath, scratch: "\(scratchDirectory)/\(id).meta")
+        guard metaError == 0 else { throw Failure("cannot write", metaPath, metaError) }
+        let destination = reportPath(id)
+        var error = FileIO.durablyRename(path, to: destination)
+        if error == EXDEV {
+            error = copyDurably(path, to: destination, id: id)
+            if error == 0 { unlink(path) }
+        }
+        if error == ENOENT && access(path, F_OK) != 0 {
+            unlink(metaPath)
+            return nil
+        }
+        guard error == 0 else {
+            unlink(metaPath)
+            throw Failure("cannot move \(path) into the queue", destination, error)
+        }
+        totalBytes += size(of: destination)
+        return id
+    }
+
+    /// Removes a delivered report.
+    public func remove(_ id: String) {
+        let path = reportPath(id)
+        let bytes = size(of: path)
+        if unlink(path) == 0 { totalBytes -= min(totalBytes, bytes) }
+        unlink("\(queueDirectory)/\(id).meta")
+    }
+
+    /// Moves a refused report to `rejected/`, with the server's answer beside it.
+    public func reject(_ id: String, answer: [UInt8]) throws(Failure) {
+        let answerPath = "\(rejectedDirectory)/\(id).answer.json"
+        let error = FileIO.writeDurably(answer, to: answerPath, scratch: "\(scratchDirectory)/\(id).answer")
+        guard error == 0 else { throw Failure("cannot write", answerPath, error) }
+        let path = reportPath(id)
+        let bytes = size(of: path)
+        let moved = FileIO.durablyRename(path, to: "\(rejectedDirectory)/\(id).report")
+        guard moved == 0 else { throw Failure("cannot move to rejected/", path, moved) }
+        totalBytes -= min(totalBytes, bytes)
+        unlink("\(queueDirectory)/\(id).meta")
+    }
+
+    /// Drops the oldest reports until the queue holds at most `maximumBytes`; returns the IDs dropped.
+    public func dropOldest(toFit maximumBytes: UInt64) -> [String] {
+        guard totalBytes > maximumBytes else { return [] }
+        var dropped: [String] = []
+        for id in entries() {
+            guard totalBytes > maximumBytes else { break }
+            remove(id)
+            dropped.append(id)
+        }
+        return dropped
+    }
+
+    /// Reports in `rejected/`.
+    public func rejectedCount() -> Int {
+        Self.names(in: rejectedDirectory).filter { $0.hasSuffix(".report") }.count
+    }
+
+    private func nextID() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        counter += 1
+        let nanoseconds = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        let time = String(nanoseconds)
+        let counterText = String(counter)
+        return String(repeating: "0", count: max(0, 20 - time.count)) + time + "-\(getpid())-"
+            + String(repeating: "0", count: max(0, 8 - counterText.count)) + counterText
+    }
+
+    /// Copies `source` into the queue through a synced scratch file (a spool on another filesystem).
+    private func copyDurably(_ source: String, to destination: String, id: String) -> Int32 {
+        let scratch = "\(scratchDirectory)/\(id).copy"
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return errno }
+        defer { close(input) }
+        let output = open(scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { return errno }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var failure: Int32 = 0
+        while failure == 0 {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                break
+            }
+            if count == 0 { break }
+            failure = buffer.withUnsafeBytes { FileIO.writeAll(output, UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        }
+        close(output)
+        if failure == 0 { failure = FileIO.durablyRename(scratch, to: destination) }
+        if failure != 0 { unlink(scratch) }
+        return failure
+    }
+
+    func size(of path: String) -> UInt64 {
+        var status = stat()
+        return stat(path, &status) == 0 ? UInt64(status.st_size) : 0
+    }
+
+    /// The entries of `directory` (not `.` and `..`); empty when it cannot be read.
+    static func names(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
