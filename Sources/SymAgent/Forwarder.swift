@@ -13,9 +13,10 @@ public final class Forwarder {
     public enum Outcome: Sendable, Equatable {
         /// Stored by the server (2xx): remove it from the queue.
         case delivered(status: Int)
-        /// Refused for good (4xx other than 408 and 429): move it to `rejected/` with this answer.
+        /// Refused for good (4xx other than 401, 403, 408 and 429): move it to `rejected/` with
+        /// this answer.
         case rejected(status: Int, answer: [UInt8])
-        /// Worth another attempt later (connection failure, 408, 429, 5xx), after `retryAfter`
+        /// Worth another attempt later (connection failure, 401/403: a key to fix, 408, 429, 5xx), after `retryAfter`
         /// when the server gave one.
         case transient(reason: String, retryAfter: Duration?)
     }
@@ -87,6 +88,11 @@ public final class Forwarder {
                                           || response.status < 400:
             let text = String(decoding: response.body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ")
             return .transient(reason: "HTTP \(response.status): \(text)", retryAfter: response.retryAfter)
+        case .success(let response) where response.status == 401 || response.status == 403:
+            // The key, not the report, is wrong (rotated, mistyped): keep every report queued until
+            // the configuration is fixed instead of rejecting them all.
+            return .transient(reason: "HTTP \(response.status): the server refused the app key for app \(metadata.appID) "
+                                + "(check --app-id and --app-key)", retryAfter: nil)
         case .success(let response):
             return .rejected(status: response.status, answer: response.body)
         case .failure(let failure) where failure.kind == .io:

@@ -91,14 +91,19 @@ final class SpoolWatcher {
         if inotify >= 0 { close(inotify) }
     }
 
-    /// Every file now in the spools (at start, after an overflow, and at each poll).
+    /// Every file now in the spools (at start, after an overflow, and at each poll), oldest
+    /// modification first, so the queue keeps the order in which crashes happened.
     func list() -> [Candidate] {
         overflowed = false
-        var found: [Candidate] = []
+        var found: [(Candidate, Int, Int)] = []
         for (index, path) in spools.enumerated() {
-            for name in ReportQueue.names(in: path) { found.append(Candidate(spool: index, name: name, closed: false)) }
+            for name in ReportQueue.names(in: path) {
+                var status = stat()
+                guard stat(path + "/" + name, &status) == 0 else { continue }
+                found.append((Candidate(spool: index, name: name, closed: false), status.st_mtim.tv_sec, status.st_mtim.tv_nsec))
+            }
         }
-        return found
+        return found.sorted { ($0.1, $0.2) < ($1.1, $1.2) }.map(\.0)
     }
 
     /// Waits until a file is complete in a spool, `timeout` passes (nil: forever), or the waker is
