@@ -87,6 +87,7 @@ let package = Package(
         .systemLibrary(name: "CPrefetch", path: "Sources/CPrefetch"),
         // libcurl is loaded with dlopen by `upload` only (see Sources/CCurl/shim.h), not linked.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
+        .systemLibrary(name: "CSyncfs", path: "Sources/CSyncfs"),
 
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),
@@ -123,7 +124,7 @@ let package = Package(
         .target(
             name: "SymAgent",
             dependencies: [
-                "SymBytes", "SymReport", "SymHTTP", "SymClient",
+                "SymBytes", "SymReport", "SymHTTP", "SymClient", "CSyncfs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -9,7 +9,7 @@ import Glibc
 /// send the queue oldest first, back off on transient failures. Single-threaded by design: a
 /// crash file is small, the server is the bottleneck, and one thread makes the order of every
 /// step (take, send, remove) plain. Core files (`crashsym agent capture`, issue 16) will enter
-/// through `take(_:spool:)` as a report written into a spool, like any other crash file.
+/// through a spool, as a report written there like any other crash file.
 public final class Collector {
     /// What `--once` did.
     public struct Summary: Sendable, Equatable {
@@ -42,6 +42,9 @@ public final class Collector {
     private var failures = 0
     private var nextAttempt = ContinuousClock.now
     private var summary = Summary()
+    /// Complete files waiting to be taken in the next batch.
+    private var ready: [(path: String, metadata: ReportQueue.Metadata)] = []
+    private var readyPaths: Set<String> = []
 
     /// Opens the state directory (taking its lock) and the spools; fails with a message saying
     /// what to fix.
@@ -69,6 +72,7 @@ public final class Collector {
     public func runOnce() -> Summary {
         let now = ContinuousClock.now
         for candidate in watcher.list() { consider(candidate, now: now) }
+        takeReady()
         while head < order.count {
             if !sendNext() { break }
         }
@@ -84,12 +88,14 @@ public final class Collector {
             "crashsym.state_dir": "\(configuration.stateDirectory)",
         ])
         for candidate in watcher.list() { consider(candidate, now: .now) }
+        takeReady()
         while true {
             let now = ContinuousClock.now
             for (candidate, deadline) in pending where deadline <= now {
                 pending[candidate] = nil
                 consider(candidate, now: now)
             }
+            takeReady()
             var timeout: Duration?
             if head < order.count {
                 if now >= nextAttempt {
@@ -112,6 +118,7 @@ public final class Collector {
                 logger.warning("inotify queue overflowed: listing the spools again")
                 for candidate in watcher.list() { consider(candidate, now: seen) }
             }
+            takeReady()
         }
         finish()
         logger.info("agent stopped", metadata: ["crashsym.queue_length": "\(order.count - head)"])
@@ -129,27 +136,40 @@ public final class Collector {
             pending[key] = min(pending[key] ?? deadline, deadline)
         case .take:
             pending[SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)] = nil
-            take(spool.path + "/" + candidate.name, spool: spool)
+            let path = spool.path + "/" + candidate.name
+            guard !readyPaths.contains(path) else { return }
+            readyPaths.insert(path)
+            ready.append((path, ReportQueue.Metadata(
+                appID: spool.appID ?? configuration.appID, version: spool.version ?? configuration.version,
+                environment: spool.environment ?? configuration.environment, format: spool.format?.rawValue, source: path)))
+            if ready.count >= Self.batchLimit { takeReady() }
         }
     }
 
-    /// Moves a complete file into the queue and keeps the queue within its bound.
-    func take(_ path: String, spool: AgentConfiguration.Spool) {
-        let metadata = ReportQueue.Metadata(appID: spool.appID ?? configuration.appID, version: spool.version ?? configuration.version,
-                                            environment: spool.environment ?? configuration.environment,
-                                            format: spool.format?.rawValue, source: path)
-        let id: String?
+    /// Files taken in one batch at most (one sync per batch).
+    static let batchLimit = 1000
+
+    /// Moves the complete files found into the queue (one durable batch) and keeps the queue
+    /// within its bound.
+    func takeReady() {
+        guard !ready.isEmpty else { return }
+        let batch = ready
+        ready.removeAll()
+        readyPaths.removeAll()
+        let ids: [String?]
         do {
-            id = try queue.take(path, metadata: metadata)
+            ids = try queue.take(batch)
         } catch {
-            logger.error("cannot queue a crash file", metadata: ["crashsym.source": "\(path)", "crashsym.error": "\(error)"])
+            logger.error("cannot queue crash files", metadata: ["crashsym.error": "\(error)"])
             noteError(error.description)
             return
         }
-        guard let id else { return }
-        order.append(id)
-        summary.taken += 1
-        logger.info("crash file queued", metadata: ["crashsym.report": "\(id)", "crashsym.source": "\(path)"])
+        for (id, file) in zip(ids, batch) {
+            guard let id else { continue }
+            order.append(id)
+            summary.taken += 1
+            logger.info("crash file queued", metadata: ["crashsym.report": "\(id)", "crashsym.source": "\(file.path)"])
+        }
         let dropped = queue.dropOldest(toFit: configuration.maxQueueBytes)
         if !dropped.isEmpty {
             let gone = Set(dropped)

@@ -1,4 +1,5 @@
 import Foundation
+import CSyncfs
 import SymBytes
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +9,8 @@ import Glibc
 ///
 /// ```
 /// STATE/lock                     flock: one agent per state directory
-/// STATE/queue/ID.meta            where the report goes (app, version, environment, format), written first
-/// STATE/queue/ID.report          the crash file, renamed here from its spool (same filesystem)
+/// STATE/queue/ID.meta            where the report goes (app, version, environment, format), made durable first
+/// STATE/queue/ID.report          the crash file, renamed here from its spool (same filesystem), then made durable
 /// STATE/rejected/ID.report       refused by the server (4xx other than 408/429) …
 /// STATE/rejected/ID.answer.json  … with the server's answer
 /// STATE/tmp/                     scratch files (emptied at start)
@@ -106,36 +107,61 @@ public final class ReportQueue {
         return try? JSONDecoder().decode(Metadata.self, from: data)
     }
 
-    /// Moves the complete spool file at `path` into the queue, durably: its metadata first, then
-    /// the file itself (rename within one filesystem, else a synced copy), then the directory.
-    /// Returns the new entry's ID; nil when the file vanished before it could be taken.
-    public func take(_ path: String, metadata: Metadata) throws(Failure) -> String? {
-        let id = nextID()
-        let metaPath = "\(queueDirectory)/\(id).meta"
-        let encoded: [UInt8]
-        do {
-            encoded = Array(try JSONEncoder().encode(metadata))
-        } catch {
-            throw Failure("cannot encode the metadata of \(path): \(error)")
+    /// Moves complete spool files into the queue, durably, as one batch: the metadata of each
+    /// first, made durable together (syncfs(2)), then each file (rename within one filesystem, else
+    /// a copy), made durable together, and only then are copied sources removed. One sync per
+    /// step, whatever the batch's size, instead of one fsync per file. Returns each file's new ID
+    /// (nil for a file that vanished before it could be taken).
+    public func take(_ files: [(path: String, metadata: Metadata)]) throws(Failure) -> [String?] {
+        guard !files.isEmpty else { return [] }
+        let encoder = JSONEncoder()
+        var ids: [String?] = []
+        for file in files {
+            let id = nextID()
+            let metaPath = "\(queueDirectory)/\(id).meta"
+            let encoded: Data
+            do {
+                encoded = try encoder.encode(file.metadata)
+            } catch {
+                throw Failure("cannot encode the metadata of \(file.path): \(error)")
+            }
+            let descriptor = open(metaPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw Failure("cannot create", metaPath, errno) }
+            let error = Array(encoded).withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
+            close(descriptor)
+            guard error == 0 else { throw Failure("cannot write", metaPath, error) }
+            ids.append(id)
         }
-        let metaError = FileIO.writeDurably(encoded, to: metaPath, scratch: "\(scratchDirectory)/\(id).meta")
-        guard metaError == 0 else { throw Failure("cannot write", metaPath, metaError) }
-        let destination = reportPath(id)
-        var error = FileIO.durablyRename(path, to: destination)
-        if error == EXDEV {
-            error = copyDurably(path, to: destination, id: id)
-            if error == 0 { unlink(path) }
+        try syncQueue()
+        var copied: [String] = []
+        for (index, file) in files.enumerated() {
+            guard let id = ids[index] else { continue }
+            let destination = reportPath(id)
+            var error: Int32 = rename(file.path, destination) == 0 ? 0 : errno
+            if error == EXDEV {
+                error = copy(file.path, to: destination, id: id)
+                if error == 0 { copied.append(file.path) }
+            }
+            if error != 0 {
+                unlink("\(queueDirectory)/\(id).meta")
+                ids[index] = nil
+                // Gone (another process took it, or its writer removed it): nothing to queue.
+                if error == ENOENT { continue }
+                throw Failure("cannot move \(file.path) into the queue", destination, error)
+            }
+            totalBytes += size(of: destination)
         }
-        if error == ENOENT && access(path, F_OK) != 0 {
-            unlink(metaPath)
-            return nil
-        }
-        guard error == 0 else {
-            unlink(metaPath)
-            throw Failure("cannot move \(path) into the queue", destination, error)
-        }
-        totalBytes += size(of: destination)
-        return id
+        try syncQueue()
+        for path in copied { unlink(path) }
+        return ids
+    }
+
+    /// syncfs(2) of the queue's filesystem: every file written or renamed there is on disk.
+    private func syncQueue() throws(Failure) {
+        let descriptor = open(queueDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure("cannot open", queueDirectory, errno) }
+        defer { close(descriptor) }
+        guard syncfs(descriptor) == 0 else { throw Failure("cannot flush to disk", queueDirectory, errno) }
     }
 
     /// Removes a delivered report.
@@ -187,8 +213,9 @@ public final class ReportQueue {
             + String(repeating: "0", count: max(0, 8 - counterText.count)) + counterText
     }
 
-    /// Copies `source` into the queue through a synced scratch file (a spool on another filesystem).
-    private func copyDurably(_ source: String, to destination: String, id: String) -> Int32 {
+    /// Copies `source` into the queue through a scratch file (a spool on another filesystem); the
+    /// caller syncs the batch.
+    private func copy(_ source: String, to destination: String, id: String) -> Int32 {
         let scratch = "\(scratchDirectory)/\(id).copy"
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { return errno }
@@ -208,7 +235,7 @@ public final class ReportQueue {
             failure = buffer.withUnsafeBytes { FileIO.writeAll(output, UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
         }
         close(output)
-        if failure == 0 { failure = FileIO.durablyRename(scratch, to: destination) }
+        if failure == 0 && rename(scratch, destination) != 0 { failure = errno }
         if failure != 0 { unlink(scratch) }
         return failure
     }

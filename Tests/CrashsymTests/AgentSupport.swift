@@ -88,6 +88,14 @@ final class AgentTestServer {
 
     /// The raw bytes of one crash.
     func raw(_ id: String) throws -> Data { try get("/api/v1/apps/\(appID)/crashes/\(id)/raw") }
+
+    /// The raw bytes of every crash listed, one after the other (one curl process, one connection).
+    func rawOfAll() throws -> String {
+        let urls = try crashes().map { base + "/api/v1/apps/\(appID)/crashes/\($0["id"] as! String)/raw" }
+        let run = try Tool.run("/usr/bin/curl", ["-sS", "--fail", "--max-time", "120", "-H", "Authorization: Bearer \(key)"] + urls)
+        guard run.status == 0 else { throw AgentTestFailure("GET raw: \(run.stderr)") }
+        return run.text
+    }
 }
 
 /// A `crashsym agent` running in the background (the real binary), its log in a file.
