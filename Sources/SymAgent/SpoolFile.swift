@@ -39,7 +39,9 @@ enum SpoolFile {
         let age = Duration.seconds(realNow.tv_sec - status.st_mtim.tv_sec)
             + .nanoseconds(realNow.tv_nsec - status.st_mtim.tv_nsec)
         let settledAt = now + max(.zero, settle - age)
-        guard status.st_size > 0 else { return closed ? .ignore : .waitUntil(settledAt) }
+        // An empty file: its writer may still fill it (a write event brings it back); once settled,
+        // it is left alone rather than looked at forever.
+        guard status.st_size > 0 else { return closed || age >= settle ? .ignore : .waitUntil(settledAt) }
         if !closed && age < settle { return .waitUntil(settledAt) }
 
         let pid = processID(inName: name)
