@@ -124,7 +124,7 @@ let package = Package(
         .target(
             name: "SymAgent",
             dependencies: [
-                "SymBytes", "SymReport", "SymHTTP", "SymClient", "CSyncfs",
+                "SymBytes", "SymReport", "Symbolication", "SymHTTP", "SymClient", "CSyncfs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),

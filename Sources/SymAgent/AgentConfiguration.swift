@@ -50,6 +50,8 @@ public struct AgentConfiguration: Sendable {
     public var settle: Duration
     /// Disk the queue may use; past it the oldest reports are dropped (and counted).
     public var maxQueueBytes: UInt64
+    /// Reports of one crash signature kept per minute (0: no limit); the rest are deleted and counted.
+    public var maxReportsPerMinute: Int
     /// Per-attempt timeout of an upload.
     public var requestTimeout: Duration
     /// Backoff bounds for transient failures.
@@ -62,7 +64,7 @@ public struct AgentConfiguration: Sendable {
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
                 version: String? = nil, environment: String? = nil, host: String = HostMetadata.current.hostName,
                 poll: Bool = false, settle: Duration = .seconds(2), maxQueueBytes: UInt64 = 256 << 20,
-                requestTimeout: Duration = .seconds(60), initialBackoff: Duration = .seconds(1),
+                maxReportsPerMinute: Int = 0, requestTimeout: Duration = .seconds(60), initialBackoff: Duration = .seconds(1),
                 maximumBackoff: Duration = .seconds(300), logLevel: String = "info") {
         self.server = server
         self.appID = appID
@@ -75,6 +77,7 @@ public struct AgentConfiguration: Sendable {
         self.poll = poll
         self.settle = settle
         self.maxQueueBytes = maxQueueBytes
+        self.maxReportsPerMinute = maxReportsPerMinute
         self.requestTimeout = requestTimeout
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff
@@ -94,6 +97,7 @@ public struct AgentConfiguration: Sendable {
         public var poll: Bool?
         public var settleSeconds: Double?
         public var maxQueueMB: Int?
+        public var maxReportsPerMinute: Int?
         public var logLevel: String?
 
         /// No flags.
@@ -109,7 +113,7 @@ public struct AgentConfiguration: Sendable {
 
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
-                                  "poll", "settle-seconds", "max-queue-mb", "log-level"]
+                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "log-level"]
     /// The members of one entry of `spools`.
     public static let spoolKeys = ["path", "app-id", "version", "format", "environment"]
 
@@ -160,10 +164,12 @@ public struct AgentConfiguration: Sendable {
         guard settle >= 0, settle <= 3600 else { throw Problem("settle-seconds must be between 0 and 3600") }
         let megabytes = flags.maxQueueMB ?? file.maxQueueMB ?? 256
         guard megabytes >= 1, megabytes <= 1 << 30 else { throw Problem("max-queue-mb must be at least 1") }
+        let perMinute = flags.maxReportsPerMinute ?? file.maxReportsPerMinute ?? 0
+        guard perMinute >= 0 else { throw Problem("max-reports-per-minute must be 0 (no limit) or more") }
         var configuration = AgentConfiguration(
             server: server, appID: appID ?? "", appKey: key, spools: spools, stateDirectory: state, version: version,
             environment: environmentName, poll: flags.poll ?? file.poll ?? false,
-            settle: .milliseconds(Int64(settle * 1000)), maxQueueBytes: UInt64(megabytes) << 20,
+            settle: .milliseconds(Int64(settle * 1000)), maxQueueBytes: UInt64(megabytes) << 20, maxReportsPerMinute: perMinute,
             logLevel: flags.logLevel ?? file.logLevel ?? "info")
         if let host = flags.host ?? file.host {
             guard isPrintable(host) else { throw Problem("host '\(host)' must be 1 to 255 printable characters") }
@@ -207,6 +213,7 @@ public struct AgentConfiguration: Sendable {
         var poll: Bool?
         var settleSeconds: Double?
         var maxQueueMB: Int?
+        var maxReportsPerMinute: Int?
     }
 
     /// Reads the JSON config file; every problem names the file and the setting.
@@ -251,6 +258,11 @@ public struct AgentConfiguration: Sendable {
                     throw Problem("\(path): \"max-queue-mb\" must be a whole number")
                 }
                 values.maxQueueMB = number
+            case "max-reports-per-minute":
+                guard case .number(let text) = value, let number = Int(text) else {
+                    throw Problem("\(path): \"max-reports-per-minute\" must be a whole number")
+                }
+                values.maxReportsPerMinute = number
             case "spools":
                 guard let list = value.array else {
                     throw Problem("\(path): \"spools\" must be a list of {\"path\": …, \"app-id\": …, \"version\": …, \"format\": …, \"environment\": …}")

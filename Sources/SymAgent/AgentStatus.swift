@@ -9,6 +9,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var rejected: Int = 0
     /// Reports dropped because the queue was over `max-queue-mb`.
     public var dropped: Int = 0
+    /// Reports deleted by the crash-storm limit, in all and per signature (the 100 most frequent).
+    public var suppressed: Int = 0
+    public var suppressedBySignature: [String: Int] = [:]
     /// When a report was last delivered (RFC 3339).
     public var lastSuccess: String?
     /// The last failure, and when (RFC 3339).
@@ -25,7 +28,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case delivered, rejected, dropped
+        case delivered, rejected, dropped, suppressed
+        case suppressedBySignature = "suppressed_by_signature"
         case lastSuccess = "last_success", lastError = "last_error", lastErrorTime = "last_error_time"
         case queueLength = "queue_length", queueBytes = "queue_bytes", running
     }
@@ -81,6 +85,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         delivered:    \(delivered)
         rejected:     \(rejected)
         dropped:      \(dropped)
+        suppressed:   \(suppressed)\(suppressedBySignature.sorted { $0.value > $1.value }.prefix(5).map { "\n  \($0.value) × \($0.key)" }.joined())
         last success: \(lastSuccess ?? "never")
         last error:   \(lastError.map { "\(lastErrorTime ?? "?") \($0)" } ?? "none")
 

@@ -17,6 +17,8 @@ public final class Collector {
         public var delivered = 0
         public var rejected = 0
         public var dropped = 0
+        /// Reports deleted by the crash-storm limit.
+        public var suppressed = 0
         /// Reports still queued (a transient failure stopped the run).
         public var remaining = 0
         /// The last transient failure, when one stopped the run.
@@ -45,6 +47,8 @@ public final class Collector {
     /// Complete files waiting to be taken in the next batch.
     private var ready: [(path: String, metadata: ReportQueue.Metadata)] = []
     private var readyPaths: Set<String> = []
+    /// The crash-storm limit (nil: none).
+    private let storms: StormLimiter?
 
     /// Opens the state directory (taking its lock) and the spools; fails with a message saying
     /// what to fix.
@@ -60,6 +64,7 @@ public final class Collector {
         watcher = try SpoolWatcher(spools: configuration.spools.map(\.path), poll: configuration.poll, waker: waker)
         retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
                             maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
+        storms = configuration.maxReportsPerMinute > 0 ? StormLimiter(limit: configuration.maxReportsPerMinute) : nil
         order = queue.entries()
         status = AgentStatus.load(from: configuration.stateDirectory)
         if !order.isEmpty {
@@ -153,9 +158,10 @@ public final class Collector {
     /// within its bound.
     func takeReady() {
         guard !ready.isEmpty else { return }
-        let batch = ready
+        var batch = ready
         ready.removeAll()
         readyPaths.removeAll()
+        if let storms { batch = limitStorms(batch, storms) }
         let ids: [String?]
         do {
             ids = try queue.take(batch)
@@ -182,6 +188,27 @@ public final class Collector {
                 "crashsym.dropped": "\(dropped.count)", "crashsym.max_queue_bytes": "\(configuration.maxQueueBytes)",
             ])
             writeStatus(force: true)
+        }
+    }
+
+    /// The files of `batch` within the crash-storm limit; the others are deleted and counted.
+    private func limitStorms(_ batch: [(path: String, metadata: ReportQueue.Metadata)],
+                             _ storms: StormLimiter) -> [(path: String, metadata: ReportQueue.Metadata)] {
+        let now = ContinuousClock.now
+        return batch.filter { file in
+            let signature = storms.signature(ofFile: file.path, format: file.metadata.format.flatMap(ReportFormat.init(rawValue:)))
+            if storms.admit(signature, now: now) { return true }
+            unlink(file.path)
+            status.suppressed += 1
+            summary.suppressed += 1
+            status.suppressedBySignature[signature, default: 0] += 1
+            if status.suppressedBySignature.count > 100,
+               let least = status.suppressedBySignature.min(by: { $0.value < $1.value })?.key {
+                status.suppressedBySignature[least] = nil
+            }
+            statusDirty = true
+            logger.notice("crash storm: report deleted", metadata: ["crashsym.source": "\(file.path)", "crashsym.signature": "\(signature)"])
+            return false
         }
     }
 

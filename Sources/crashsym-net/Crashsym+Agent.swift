@@ -46,7 +46,7 @@ extension Crashsym {
                     CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                     directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                     "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                    "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                    "max-reports-per-minute", "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
                     over the defaults. --spool flags replace the file's spools.
 
                     Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
@@ -103,6 +103,11 @@ extension Crashsym {
                     help: ArgumentHelp("Disk the queue may use; past it the oldest reports are dropped and counted (default 256).", valueName: "MiB"))
             var maxQueueMB: Int?
 
+            @Option(name: .customLong("max-reports-per-minute"),
+                    help: ArgumentHelp("Crash storms: reports of one crash signature kept per minute; the others are deleted and counted per signature in `crashsym agent status` (default 0: no limit).",
+                                       valueName: "count"))
+            var maxReportsPerMinute: Int?
+
             @Flag(help: "Take every complete file in the spools, send the queue once, and exit (for cron and tests).")
             var once = false
 
@@ -126,6 +131,7 @@ extension Crashsym {
                 flags.poll = poll ? true : nil
                 flags.settleSeconds = settle
                 flags.maxQueueMB = maxQueueMB
+                flags.maxReportsPerMinute = maxReportsPerMinute
                 flags.logLevel = logLevel
                 let environmentValues = ProcessInfo.processInfo.environment
                 let configuration: AgentConfiguration
@@ -186,14 +192,14 @@ extension Crashsym {
 
             static func text(_ summary: Collector.Summary) -> String {
                 var line = "taken \(summary.taken), delivered \(summary.delivered), rejected \(summary.rejected), "
-                    + "dropped \(summary.dropped), still queued \(summary.remaining)\n"
+                    + "dropped \(summary.dropped), suppressed \(summary.suppressed), still queued \(summary.remaining)\n"
                 if let failure = summary.failure, summary.remaining > 0 { line += "last failure: \(failure)\n" }
                 return line
             }
 
             static func json(_ summary: Collector.Summary) -> String {
                 var object: [String: Any] = ["taken": summary.taken, "delivered": summary.delivered, "rejected": summary.rejected,
-                                             "dropped": summary.dropped, "remaining": summary.remaining]
+                                             "dropped": summary.dropped, "suppressed": summary.suppressed, "remaining": summary.remaining]
                 object["failure"] = summary.failure ?? NSNull()
                 let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
                 return String(decoding: data, as: UTF8.self) + "\n"

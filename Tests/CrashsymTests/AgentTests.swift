@@ -209,6 +209,36 @@ import TestSupport
         #expect(try server.crashes().count == 1)
     }
 
+    /// A crash storm: ten reports of one bug (only the pid differs) and one of another; with
+    /// --max-reports-per-minute 3, three of the storm and the other one are sent, seven are
+    /// deleted and counted under their signature.
+    @Test func aCrashStormKeepsASampleWithCounts() throws {
+        let server = try AgentTestServer()
+        let (spool, state) = try Self.directories(server)
+        let asan = try String(contentsOf: CLI.root.appendingPathComponent("Fixtures/reports/asan-use-after-free.txt"), encoding: .utf8)
+        for index in 0..<10 {
+            let variant = asan.replacingOccurrences(of: #"==[0-9]+=="#, with: "==\(4000 + index)==", options: .regularExpression)
+            try AgentTest.write(variant, to: spool + "/storm-\(index).log", age: Double(20 - index))
+        }
+        try AgentTest.write(AgentTest.glibcReport(1), to: spool + "/other.txt", age: 5)
+        let run = try Self.agent(Self.flags(server, spool: spool, state: state, ["--once", "--max-reports-per-minute", "3"]),
+                                 key: server.key)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("taken 4, delivered 4, rejected 0, dropped 0, suppressed 7"), "\(run.stdout)")
+        let crashes = try server.crashes()
+        #expect(crashes.filter { $0["format"] as? String == "sanitizer" }.count == 3)
+        #expect(crashes.filter { $0["format"] as? String == "glibc" }.count == 1)
+        #expect(AgentTest.files(spool).isEmpty)
+        let status = try Self.agent(["status", "--state-dir", state, "--format", "json"], key: server.key)
+        let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(object["suppressed"] as? Int == 7)
+        let bySignature = object["suppressed_by_signature"] as? [String: Int] ?? [:]
+        #expect(bySignature.count == 1)
+        // The agent's class is the server's group: the same signature.
+        let serverSignature = try #require(crashes.first { $0["format"] as? String == "sanitizer" }?["signature"] as? String)
+        #expect(bySignature[serverSignature] == 7, "\(bySignature) vs \(serverSignature)")
+    }
+
     /// A wrong key is a configuration to fix, not a verdict on the reports: they stay queued.
     @Test func aWrongKeyKeepsReportsQueued() throws {
         let server = try AgentTestServer()
