@@ -194,6 +194,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SymClientTests", dependencies: ["TestSupport", "SymClient", "SymBundle"]),
+        .testTarget(name: "SymAgentTests", dependencies: ["TestSupport", "SymAgent"]),
         .testTarget(name: "CrashsymTests", dependencies: ["TestSupport", "crashsym", "crashsym-net"]),
     ],
     swiftLanguageModes: [.v6]

@@ -184,9 +184,35 @@ import TestSupport
         let crashes = try server.crashes()
         #expect(crashes.count == count)
         let markers = try server.rawOfAll().split(separator: "\n").filter { $0.hasPrefix("crash ") }.map { String($0.prefix { $0 != ":" }) }
-        #expect(markers.sorted() == (0..<count).map { "crash \($0)" }.sorted())
+        let twice = Dictionary(grouping: markers) { $0 }.filter { $0.value.count > 1 }.keys.sorted()
+        let missing = Set((0..<count).map { "crash \($0)" }).subtracting(markers).sorted()
+        #expect(twice.isEmpty, "stored twice: \(twice)")
+        #expect(missing.isEmpty, "missing: \(missing)")
         #expect(AgentTest.files(state + "/queue").isEmpty)
         #expect(AgentTest.files(spool).isEmpty)
+    }
+
+    /// SIGTERM while sending: the agent exits 0 once the upload under way is answered, what it
+    /// had not sent stays queued, and the next run sends it; nothing is stored twice.
+    @Test func sigtermLeavesTheRestQueuedForTheNextRun() throws {
+        let server = try AgentTestServer()
+        let (spool, state) = try Self.directories(server)
+        let count = 300
+        for index in 0..<count {
+            try AgentTest.write(AgentTest.glibcReport(index), to: spool + "/r-\(index).txt", age: 5)
+        }
+        let agent = try AgentProcess(Self.flags(server, spool: spool, state: state), key: server.key, scratch: server.scratch)
+        #expect(try AgentTest.eventually { try server.crashes().count >= 30 }, "\(agent.log)")
+        #expect(agent.terminate() == 0, "\(agent.log)")
+        #expect(agent.log.contains("agent stopped"))
+        let delivered = try server.crashes().count
+        let queued = AgentTest.files(state + "/queue").filter { $0.hasSuffix(".report") }.count
+        #expect(delivered < count)
+        #expect(delivered + queued == count, "delivered \(delivered), queued \(queued)")
+        let rest = try Self.agent(Self.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
+        #expect(rest.status == 0, "\(rest.stderr)")
+        #expect(rest.stdout.contains("taken 0, delivered \(queued),"), "\(rest.stdout)")
+        #expect(try server.crashes().count == count)
     }
 
     /// A report the server refuses for good (400: a NUL byte) goes to rejected/ with the answer;
