@@ -52,6 +52,8 @@ public struct AgentConfiguration: Sendable {
     public var maxQueueBytes: UInt64
     /// Reports of one crash signature kept per minute (0: no limit); the rest are deleted and counted.
     public var maxReportsPerMinute: Int
+    /// Reports sent at once (connections to the server).
+    public var connections: Int
     /// Per-attempt timeout of an upload.
     public var requestTimeout: Duration
     /// Backoff bounds for transient failures.
@@ -64,7 +66,7 @@ public struct AgentConfiguration: Sendable {
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
                 version: String? = nil, environment: String? = nil, host: String = HostMetadata.current.hostName,
                 poll: Bool = false, settle: Duration = .seconds(2), maxQueueBytes: UInt64 = 256 << 20,
-                maxReportsPerMinute: Int = 0, requestTimeout: Duration = .seconds(60), initialBackoff: Duration = .seconds(1),
+                maxReportsPerMinute: Int = 0, connections: Int = 4, requestTimeout: Duration = .seconds(60), initialBackoff: Duration = .seconds(1),
                 maximumBackoff: Duration = .seconds(300), logLevel: String = "info") {
         self.server = server
         self.appID = appID
@@ -78,6 +80,7 @@ public struct AgentConfiguration: Sendable {
         self.settle = settle
         self.maxQueueBytes = maxQueueBytes
         self.maxReportsPerMinute = maxReportsPerMinute
+        self.connections = max(1, connections)
         self.requestTimeout = requestTimeout
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff
@@ -98,6 +101,7 @@ public struct AgentConfiguration: Sendable {
         public var settleSeconds: Double?
         public var maxQueueMB: Int?
         public var maxReportsPerMinute: Int?
+        public var connections: Int?
         public var logLevel: String?
 
         /// No flags.
@@ -113,7 +117,7 @@ public struct AgentConfiguration: Sendable {
 
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
-                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "log-level"]
+                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level"]
     /// The members of one entry of `spools`.
     public static let spoolKeys = ["path", "app-id", "version", "format", "environment"]
 
@@ -166,10 +170,12 @@ public struct AgentConfiguration: Sendable {
         guard megabytes >= 1, megabytes <= 1 << 30 else { throw Problem("max-queue-mb must be at least 1") }
         let perMinute = flags.maxReportsPerMinute ?? file.maxReportsPerMinute ?? 0
         guard perMinute >= 0 else { throw Problem("max-reports-per-minute must be 0 (no limit) or more") }
+        let connections = flags.connections ?? file.connections ?? 4
+        guard (1...64).contains(connections) else { throw Problem("connections must be between 1 and 64") }
         var configuration = AgentConfiguration(
             server: server, appID: appID ?? "", appKey: key, spools: spools, stateDirectory: state, version: version,
             environment: environmentName, poll: flags.poll ?? file.poll ?? false,
-            settle: .milliseconds(Int64(settle * 1000)), maxQueueBytes: UInt64(megabytes) << 20, maxReportsPerMinute: perMinute,
+            settle: .milliseconds(Int64(settle * 1000)), maxQueueBytes: UInt64(megabytes) << 20, maxReportsPerMinute: perMinute, connections: connections,
             logLevel: flags.logLevel ?? file.logLevel ?? "info")
         if let host = flags.host ?? file.host {
             guard isPrintable(host) else { throw Problem("host '\(host)' must be 1 to 255 printable characters") }
@@ -214,6 +220,7 @@ public struct AgentConfiguration: Sendable {
         var settleSeconds: Double?
         var maxQueueMB: Int?
         var maxReportsPerMinute: Int?
+        var connections: Int?
     }
 
     /// Reads the JSON config file; every problem names the file and the setting.
@@ -263,6 +270,11 @@ public struct AgentConfiguration: Sendable {
                     throw Problem("\(path): \"max-reports-per-minute\" must be a whole number")
                 }
                 values.maxReportsPerMinute = number
+            case "connections":
+                guard case .number(let text) = value, let number = Int(text) else {
+                    throw Problem("\(path): \"connections\" must be a whole number")
+                }
+                values.connections = number
             case "spools":
                 guard let list = value.array else {
                     throw Problem("\(path): \"spools\" must be a list of {\"path\": …, \"app-id\": …, \"version\": …, \"format\": …, \"environment\": …}")

@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 /// The agent's one loop: notice complete files in the spools, move each into the durable queue,
-/// send the queue oldest first, back off on transient failures. Single-threaded by design: a
-/// crash file is small, the server is the bottleneck, and one thread makes the order of every
-/// step (take, send, remove) plain. Core files (`crashsym agent capture`, issue 16) will enter
+/// send the queue oldest first, back off on transient failures. One thread owns the queue and
+/// decides every step (take, send, remove); only the uploads themselves run on the
+/// `SenderPool`'s threads. Core files (`crashsym agent capture`, issue 16) will enter
 /// through a spool, as a report written there like any other crash file.
 public final class Collector {
     /// What `--once` did.
@@ -78,44 +78,52 @@ public final class Collector {
         let now = ContinuousClock.now
         for candidate in watcher.list() { consider(candidate, now: now) }
         takeReady()
-        while head < order.count {
-            if !sendNext() { break }
+        while let job = nextJob() {
+            if !apply(job.id, forwarder.send(path: job.path, metadata: job.metadata)) { break }
         }
         finish()
         return summary
     }
 
-    /// Runs until the waker is woken (SIGTERM): an upload under way finishes first, and whatever
-    /// is queued stays queued.
-    public func run() {
+    /// Runs until the waker is woken (SIGTERM): the uploads under way finish first, and whatever
+    /// is queued stays queued. Reports are sent on `connections` threads at once.
+    public func run() throws(AgentError) {
+        let pool = try SenderPool(configuration: configuration, count: configuration.connections)
         logger.info("agent started", metadata: [
             "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
-            "crashsym.state_dir": "\(configuration.stateDirectory)",
+            "crashsym.state_dir": "\(configuration.stateDirectory)", "crashsym.connections": "\(configuration.connections)",
         ])
         for candidate in watcher.list() { consider(candidate, now: .now) }
         takeReady()
+        var inFlight = 0
+        var listed = ContinuousClock.now
         while true {
             let now = ContinuousClock.now
             for (candidate, deadline) in pending where deadline <= now {
                 pending[candidate] = nil
                 consider(candidate, now: now)
             }
-            takeReady()
-            var timeout: Duration?
-            if head < order.count {
-                if now >= nextAttempt {
-                    sendNext()
-                    timeout = .zero
-                } else {
-                    timeout = now.duration(to: nextAttempt)
-                }
+            if configuration.poll && listed.duration(to: now) >= configuration.settle {
+                for candidate in watcher.list() { consider(candidate, now: now) }
+                listed = now
             }
+            takeReady()
+            while inFlight < pool.count, now >= nextAttempt, let job = nextJob() {
+                pool.submit(job)
+                inFlight += 1
+            }
+            var timeout: Duration?
+            if inFlight == 0 && head < order.count { timeout = max(.zero, now.duration(to: nextAttempt)) }
             if let earliest = pending.values.min() {
                 timeout = min(timeout ?? .seconds(3600), max(.zero, now.duration(to: earliest)))
             }
             if configuration.poll { timeout = min(timeout ?? configuration.settle, max(configuration.settle, .milliseconds(100))) }
             writeStatus(force: false)
-            let (candidates, stopped) = watcher.wait(timeout: timeout)
+            let (candidates, stopped) = watcher.wait(timeout: timeout, also: pool.notifier.descriptor)
+            for result in pool.takeResults() {
+                inFlight -= 1
+                apply(result.id, result.outcome)
+            }
             if stopped { break }
             let seen = ContinuousClock.now
             for candidate in candidates { consider(candidate, now: seen) }
@@ -125,6 +133,15 @@ public final class Collector {
             }
             takeReady()
         }
+        // Graceful stop: let the uploads under way be answered, then stop the senders.
+        while inFlight > 0 {
+            pool.notifier.wait(timeout: .milliseconds(200))
+            for result in pool.takeResults() {
+                inFlight -= 1
+                apply(result.id, result.outcome)
+            }
+        }
+        pool.shutdown()
         finish()
         logger.info("agent stopped", metadata: ["crashsym.queue_length": "\(order.count - head)"])
     }
@@ -212,23 +229,28 @@ public final class Collector {
         }
     }
 
-    /// Sends the oldest queued report once; false when a transient failure means waiting.
-    @discardableResult
-    private func sendNext() -> Bool {
-        let id = order[head]
-        let path = queue.reportPath(id)
-        guard access(path, F_OK) == 0 else {
+    /// The oldest queued report not handed out yet (nil: none).
+    private func nextJob() -> SenderPool.Job? {
+        while head < order.count {
+            let id = order[head]
             head += 1
-            return true
+            let path = queue.reportPath(id)
+            guard access(path, F_OK) == 0 else { continue }  // dropped by the bound meanwhile
+            let metadata = queue.metadata(id) ?? ReportQueue.Metadata(
+                appID: configuration.appID, version: configuration.version, environment: configuration.environment, format: nil,
+                source: path)
+            return SenderPool.Job(id: id, path: path, metadata: metadata)
         }
-        let metadata = queue.metadata(id) ?? ReportQueue.Metadata(
-            appID: configuration.appID, version: configuration.version, environment: configuration.environment, format: nil,
-            source: path)
-        let outcome = forwarder.send(path: path, metadata: metadata)
+        return nil
+    }
+
+    /// Applies the outcome of one attempt to the queue; false for a transient failure (the report
+    /// goes back to the head of the queue, and sending waits for the backoff).
+    @discardableResult
+    private func apply(_ id: String, _ outcome: Forwarder.Outcome) -> Bool {
         switch outcome {
         case .delivered(let code):
             queue.remove(id)
-            head += 1
             failures = 0
             status.delivered += 1
             summary.delivered += 1
@@ -237,7 +259,6 @@ public final class Collector {
             logger.info("crash delivered", metadata: ["crashsym.report": "\(id)", "crashsym.status": "\(code)"])
             return true
         case .rejected(let code, let answer):
-            head += 1
             do {
                 try queue.reject(id, answer: answer)
             } catch {
@@ -252,6 +273,7 @@ public final class Collector {
             ])
             return true
         case .transient(let reason, let retryAfter):
+            order.insert(id, at: head)
             failures += 1
             let delay = retry.delay(beforeAttempt: min(failures + 1, 40), retryAfter: retryAfter, using: &random)
             nextAttempt = .now + delay

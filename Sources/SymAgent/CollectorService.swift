@@ -26,7 +26,7 @@ public struct CollectorService: Service {
                 let thread = Thread {
                     do {
                         let collector = try Collector(configuration: configuration, waker: waker, logger: logger)
-                        collector.run()
+                        try collector.run()
                         continuation.resume()
                     } catch {
                         continuation.resume(throwing: error)

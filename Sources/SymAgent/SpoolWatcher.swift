@@ -28,10 +28,19 @@ public struct Waker: Sendable {
         _ = write(writeEnd, &byte, 1)
     }
 
-    /// Whether `wake` was called.
-    var woken: Bool {
+    /// Empties the pipe (after its wake-ups were seen).
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while buffer.withUnsafeMutableBytes({ read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// The descriptor poll(2) watches for wake-ups.
+    var descriptor: Int32 { readEnd }
+
+    /// Blocks until `wake` is called or `timeout` passes.
+    func wait(timeout: Duration) {
         var entry = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) > 0
+        _ = poll(&entry, 1, Int32(clamping: timeout.curlMillisecondsRoundedUp))
     }
 }
 
@@ -106,11 +115,13 @@ final class SpoolWatcher {
         return found.sorted { ($0.1, $0.2) < ($1.1, $1.2) }.map(\.0)
     }
 
-    /// Waits until a file is complete in a spool, `timeout` passes (nil: forever), or the waker is
-    /// woken (`stopped`). In poll mode, a timeout returns every file listed.
-    func wait(timeout: Duration?) -> (candidates: [Candidate], stopped: Bool) {
+    /// Waits until a file is complete in a spool, `timeout` passes (nil: forever), `also` is
+    /// readable (a sender's result), or the waker is woken (`stopped`). In poll mode, a timeout
+    /// returns every file listed.
+    func wait(timeout: Duration?, also: Int32? = nil) -> (candidates: [Candidate], stopped: Bool) {
         var entries = [pollfd(fd: waker.readEnd, events: Int16(POLLIN), revents: 0)]
         if inotify >= 0 { entries.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
+        if let also { entries.append(pollfd(fd: also, events: Int16(POLLIN), revents: 0)) }
         let milliseconds = timeout.map { $0 <= .zero ? 0 : Int32(clamping: $0.curlMillisecondsRoundedUp) } ?? -1
         let ready = poll(&entries, nfds_t(entries.count), milliseconds)
         if ready < 0 { return ([], false) }  // EINTR: the caller loops

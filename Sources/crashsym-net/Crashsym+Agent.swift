@@ -35,7 +35,7 @@ extension Crashsym {
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                "max-reports-per-minute", "connections", "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
                 Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
@@ -101,7 +101,11 @@ extension Crashsym {
                                    valueName: "count"))
         var maxReportsPerMinute: Int?
 
-        @Flag(help: "Take every complete file in the spools, send the queue once, and exit (for cron and tests).")
+        @Option(help: ArgumentHelp("Reports sent at once, each over its own connection (default 4; 1 to 64). The server makes each crash durable before it answers, so a few connections keep its disk busy.",
+                                   valueName: "count"))
+        var connections: Int?
+
+        @Flag(help: "Take every complete file in the spools, send the queue once (one report at a time), and exit (for cron and tests).")
         var once = false
 
         @Option(name: .customLong("log-level"),
@@ -125,6 +129,7 @@ extension Crashsym {
             flags.settleSeconds = settle
             flags.maxQueueMB = maxQueueMB
             flags.maxReportsPerMinute = maxReportsPerMinute
+            flags.connections = connections
             flags.logLevel = logLevel
             let environmentValues = ProcessInfo.processInfo.environment
             let configuration: AgentConfiguration
