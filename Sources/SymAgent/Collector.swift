@@ -44,6 +44,8 @@ public final class Collector {
     private var failures = 0
     private var nextAttempt = ContinuousClock.now
     private var summary = Summary()
+    /// Reports handed to the senders and not answered yet (never dropped by the bound).
+    private var sending: Set<String> = []
     /// Complete files waiting to be taken in the next batch.
     private var ready: [(path: String, metadata: ReportQueue.Metadata)] = []
     private var readyPaths: Set<String> = []
@@ -95,7 +97,6 @@ public final class Collector {
         ])
         for candidate in watcher.list() { consider(candidate, now: .now) }
         takeReady()
-        var inFlight = 0
         var listed = ContinuousClock.now
         while true {
             let now = ContinuousClock.now
@@ -108,12 +109,12 @@ public final class Collector {
                 listed = now
             }
             takeReady()
-            while inFlight < pool.count, now >= nextAttempt, let job = nextJob() {
+            while sending.count < pool.count, now >= nextAttempt, let job = nextJob() {
                 pool.submit(job)
-                inFlight += 1
+                sending.insert(job.id)
             }
             var timeout: Duration?
-            if inFlight == 0 && head < order.count { timeout = max(.zero, now.duration(to: nextAttempt)) }
+            if sending.isEmpty && head < order.count { timeout = max(.zero, now.duration(to: nextAttempt)) }
             if let earliest = pending.values.min() {
                 timeout = min(timeout ?? .seconds(3600), max(.zero, now.duration(to: earliest)))
             }
@@ -121,7 +122,7 @@ public final class Collector {
             writeStatus(force: false)
             let (candidates, stopped) = watcher.wait(timeout: timeout, also: pool.notifier.descriptor)
             for result in pool.takeResults() {
-                inFlight -= 1
+                sending.remove(result.id)
                 apply(result.id, result.outcome)
             }
             if stopped { break }
@@ -134,10 +135,10 @@ public final class Collector {
             takeReady()
         }
         // Graceful stop: let the uploads under way be answered, then stop the senders.
-        while inFlight > 0 {
+        while !sending.isEmpty {
             pool.notifier.wait(timeout: .milliseconds(200))
             for result in pool.takeResults() {
-                inFlight -= 1
+                sending.remove(result.id)
                 apply(result.id, result.outcome)
             }
         }
@@ -193,7 +194,7 @@ public final class Collector {
             summary.taken += 1
             logger.info("crash file queued", metadata: ["crashsym.report": "\(id)", "crashsym.source": "\(file.path)"])
         }
-        let dropped = queue.dropOldest(toFit: configuration.maxQueueBytes)
+        let dropped = queue.dropOldest(toFit: configuration.maxQueueBytes, keeping: sending)
         if !dropped.isEmpty {
             let gone = Set(dropped)
             order.removeSubrange(0..<head)
@@ -231,6 +232,12 @@ public final class Collector {
 
     /// The oldest queued report not handed out yet (nil: none).
     private func nextJob() -> SenderPool.Job? {
+        // IDs before `head` were handed out: forget them now and then, so that a long-running
+        // agent's memory does not grow with every report it ever sent.
+        if head >= 4096 && head * 2 >= order.count {
+            order.removeSubrange(0..<head)
+            head = 0
+        }
         while head < order.count {
             let id = order[head]
             head += 1

@@ -185,11 +185,12 @@ public final class ReportQueue {
         unlink("\(queueDirectory)/\(id).meta")
     }
 
-    /// Drops the oldest reports until the queue holds at most `maximumBytes`; returns the IDs dropped.
-    public func dropOldest(toFit maximumBytes: UInt64) -> [String] {
+    /// Drops the oldest reports (but not those in `keeping`: being sent) until the queue holds at
+    /// most `maximumBytes`; returns the IDs dropped.
+    public func dropOldest(toFit maximumBytes: UInt64, keeping: Set<String> = []) -> [String] {
         guard totalBytes > maximumBytes else { return [] }
         var dropped: [String] = []
-        for id in entries() {
+        for id in entries() where !keeping.contains(id) {
             guard totalBytes > maximumBytes else { break }
             remove(id)
             dropped.append(id)
