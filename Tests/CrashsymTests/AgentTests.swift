@@ -128,6 +128,28 @@ import TestSupport
         #expect(agent.terminate() == 0)
     }
 
+    /// A real Swift program crashing with the runtime's backtracer writing its JSON crash log
+    /// into the spool.
+    @Test func aRealSwiftCrashLogIsCollected() throws {
+        let server = try AgentTestServer()
+        let (spool, state) = try Self.directories(server)
+        let source = server.scratch + "/main.swift", program = server.scratch + "/crasher"
+        try "func element(_ values: [Int], _ index: Int) -> Int { values[index] }\nprint(element([1, 2, 3], CommandLine.arguments.count + 7))\n"
+            .write(toFile: source, atomically: true, encoding: .utf8)
+        let build = try DropIn.run("/opt/swift/usr/bin/swiftc", ["-g", "-Onone", "-module-cache-path", server.scratch + "/modules",
+                                                                 "-o", program, source])
+        try #require(build.status == 0, "\(build.stderr)")
+        let agent = try AgentProcess(Self.flags(server, spool: spool, state: state), key: server.key, scratch: server.scratch)
+        let run = try DropIn.run(program, [], environment: ["SWIFT_BACKTRACE": "enable=yes,symbolicate=off,format=json,output-to=\(spool)"])
+        #expect(run.status != 0)
+        #expect(try AgentTest.eventually { try server.crashes().count == 1 }, "\(agent.log)")
+        let crash = try #require(try server.crashes().first)
+        #expect(crash["format"] as? String == "swift-json")
+        #expect(crash["state"] as? String != "failed", "\(crash)")
+        #expect(AgentTest.files(spool).isEmpty)
+        #expect(agent.terminate() == 0)
+    }
+
     /// The server down: reports stay queued (status says why), the bound drops the oldest;
     /// the server back on the same port: the queue is delivered.
     @Test func reportsWaitInTheQueueWhileTheServerIsDown() throws {
