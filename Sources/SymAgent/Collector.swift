@@ -109,7 +109,9 @@ public final class Collector {
                 listed = now
             }
             takeReady()
-            while sending.count < pool.count, now >= nextAttempt, let job = nextJob() {
+            // Twice as many jobs as senders: a sender that finishes finds its next job waiting
+            // instead of waiting for this thread to wake up and hand one out.
+            while sending.count < 2 * pool.count, now >= nextAttempt, let job = nextJob() {
                 pool.submit(job)
                 sending.insert(job.id)
             }
@@ -134,7 +136,11 @@ public final class Collector {
             }
             takeReady()
         }
-        // Graceful stop: let the uploads under way be answered, then stop the senders.
+        // Graceful stop: take back the jobs not started (back at the head of the order), let the
+        // uploads under way be answered, then stop the senders.
+        let unstarted = pool.cancelQueued()
+        for job in unstarted { sending.remove(job.id) }
+        order.insert(contentsOf: unstarted.map(\.id), at: head)
         while !sending.isEmpty {
             pool.notifier.wait(timeout: .milliseconds(200))
             for result in pool.takeResults() {

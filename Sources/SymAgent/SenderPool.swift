@@ -68,6 +68,15 @@ final class SenderPool: Sendable {
         }
     }
 
+    /// Takes back the jobs no sender has started (graceful shutdown: their reports stay queued).
+    func cancelQueued() -> [Job] {
+        state.withLock { state in
+            let jobs = state.jobs
+            state.jobs.removeAll()
+            return jobs
+        }
+    }
+
     /// Stops the senders once they finish what they are sending; jobs not started are dropped
     /// (their reports stay queued on disk).
     func shutdown() {
