@@ -88,6 +88,7 @@ let package = Package(
         .systemLibrary(name: "CPrefetch", path: "Sources/CPrefetch"),
         // libcurl is loaded with dlopen by `upload` only (see Sources/CCurl/shim.h), not linked.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
+        .systemLibrary(name: "CSyncfs", path: "Sources/CSyncfs"),
 
         // Format core: no Foundation, no NIO.
         .target(name: "SymBytes"),
@@ -128,6 +129,16 @@ let package = Package(
             name: "SymClient",
             dependencies: ["SymHTTP", "SymBundle", .product(name: "Logging", package: "swift-log")]
         ),
+        // The collector daemon (`crashsym agent`): spools, durable queue, forwarding over SymHTTP.
+        .target(
+            name: "SymAgent",
+            dependencies: [
+                "SymBytes", "SymReport", "Symbolication", "SymHTTP", "SymClient", "CSyncfs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "SymServer",
             dependencies: [
@@ -163,7 +174,8 @@ let package = Package(
         .executableTarget(
             name: "crashsym-net",
             dependencies: [
-                "Symbolication", "SymBundle", "SymClient", "SymServer", "CrashsymCommandLine",
+                "Symbolication", "SymBundle", "SymClient", "SymServer", "SymAgent", "CrashsymCommandLine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -192,6 +204,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SymClientTests", dependencies: ["TestSupport", "SymClient", "SymBundle"]),
+        .testTarget(name: "SymAgentTests", dependencies: ["TestSupport", "SymAgent"]),
         .testTarget(name: "CrashsymTests", dependencies: ["TestSupport", "crashsym", "crashsym-net"]),
     ],
     swiftLanguageModes: [.v6]

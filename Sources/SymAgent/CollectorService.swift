@@ -1,0 +1,42 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The agent as a `Service` (STYLE.md 4): the collector's loop runs on a thread of its own (it
+/// blocks in poll(2) and libcurl), and graceful shutdown (SIGTERM) wakes it; the upload under way
+/// finishes, and the queue stays on disk for the next start.
+public struct CollectorService: Service {
+    private let configuration: AgentConfiguration
+    private let logger: Logger
+    private let waker: Waker
+
+    /// A service for `configuration`.
+    public init(configuration: AgentConfiguration, logger: Logger) throws(AgentError) {
+        self.configuration = configuration
+        self.logger = logger
+        waker = try Waker()
+    }
+
+    /// Runs the collector until graceful shutdown; throws when it cannot start (state directory
+    /// locked or unwritable, a spool missing, inotify refused).
+    public func run() async throws {
+        let configuration = configuration, logger = logger, waker = waker
+        try await withGracefulShutdownHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let thread = Thread {
+                    do {
+                        let collector = try Collector(configuration: configuration, waker: waker, logger: logger)
+                        try collector.run()
+                        continuation.resume()
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+                thread.name = "crashsym-agent"
+                thread.start()
+            }
+        } onGracefulShutdown: {
+            waker.wake()
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import ArgumentParser
+import CrashsymCommandLine
+import Foundation
+import Logging
+import ServiceLifecycle
+import SymAgent
+
+extension Crashsym {
+    /// `crashsym agent`: the collector daemon (docs/agent.md), or one pass with `--once`;
+    /// `crashsym agent status` shows its queue. `capture` (the kernel's `core_pattern` helper) joins
+    /// `Status` once core files can be read.
+    struct Agent: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Collect crash files from spool directories and forward them to a crashsym server without losing any.",
+            discussion: """
+                Each file in a spool directory is taken once it is complete: closed by its writer (inotify \
+                IN_CLOSE_WRITE) or renamed into the spool, or, for files found at start and with --poll, unchanged \
+                for --settle seconds. A sanitizer log (ASAN_OPTIONS=log_path=SPOOL/asan writes asan.<pid>) is taken \
+                once it ends with its ==PID==ABORTING line, or once process <pid> is gone. Hidden names and names \
+                ending .tmp, .part or ~ are left alone.
+
+                A taken file is moved (rename, syncfs) into the queue under --state-dir before anything else, and \
+                leaves it only when the server answered 2xx to POST /api/v1/apps/{app}/crashes, sent with an \
+                Idempotency-Key that is the SHA-256 of the file (a retry after a lost answer stores nothing \
+                twice; two files with identical bytes are one crash). A 4xx other than 401/403/408/429 moves it to \
+                STATE/rejected/ with the server's answer beside it; other failures are retried with exponential \
+                backoff and jitter (1 s doubling to 5 min, or the server's Retry-After); 401 and 403 (a wrong key) keep it queued too. Over --max-queue-mb the \
+                oldest reports are dropped and counted (`crashsym agent status`). SIGTERM or SIGINT: the upload \
+                under way finishes, the queue stays on disk for the next start.
+
+                Each crash is sent with host=<host name>, version and environment (when known) as query \
+                parameters, and the OS and kernel (uname) in the User-Agent.
+
+                Settings: a flag wins over the environment (CRASHSYM_SERVER, CRASHSYM_APP_ID, CRASHSYM_APP_KEY, \
+                CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
+                directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
+                "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
+                "max-reports-per-minute", "connections", "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                over the defaults. --spool flags replace the file's spools.
+
+                Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
+                --once: reports still queued or refused), 2 usage or configuration error.
+
+                Examples:
+                  crashsym agent --config /etc/crashsym/agent.json
+                  CRASHSYM_APP_KEY=… crashsym agent --server https://crashes.example.com --app-id demo --spool /var/crash/demo
+                  crashsym agent --config agent.json --once
+                  crashsym agent status --config agent.json
+
+                Documentation: docs/agent.md.
+                """,
+            subcommands: [Status.self]
+        )
+
+        @Option(help: ArgumentHelp("JSON config file (else $CRASHSYM_AGENT_CONFIG; none: flags and environment only).", valueName: "file"))
+        var config: String?
+
+        @Option(help: ArgumentHelp("crashsym server base URL (else $CRASHSYM_SERVER, else \"server\" in the config file).", valueName: "url"))
+        var server: String?
+
+        @Option(name: .customLong("app-id"),
+                help: ArgumentHelp("App the crashes belong to, as printed by `crashsym apps create` (else $CRASHSYM_APP_ID, else the config file; a spool's own app-id wins).",
+                                   valueName: "id"))
+        var appID: String?
+
+        @Option(name: .customLong("app-key"),
+                help: ArgumentHelp("The app's key (else $CRASHSYM_APP_KEY, else the config file; prefer those: a flag shows in the process list).",
+                                   valueName: "key"))
+        var appKey: String?
+
+        @Option(name: .customLong("spool"),
+                help: ArgumentHelp("Directory to collect crash files from (repeatable; replaces the config file's spools).", valueName: "dir"))
+        var spools: [String] = []
+
+        @Option(name: .customLong("state-dir"),
+                help: ArgumentHelp("Queue, rejected/ and status (else $CRASHSYM_STATE_DIR, else the config file, else $XDG_STATE_HOME/crashsym-agent, ~/.local/state/crashsym-agent, or /var/lib/crashsym-agent for root). On the spools' filesystem, files are moved, not copied.",
+                                   valueName: "dir"))
+        var stateDirectory: String?
+
+        @Option(help: ArgumentHelp("App version sent with each crash (else $CRASHSYM_VERSION, else the config file, else the version the report states).", valueName: "version"))
+        var version: String?
+
+        @Option(help: ArgumentHelp("Environment sent with each crash, e.g. prod (else $CRASHSYM_ENVIRONMENT, else the config file).", valueName: "name"))
+        var environment: String?
+
+        @Option(help: ArgumentHelp("Host name sent with each crash (else the config file, else this machine's).", valueName: "name"))
+        var host: String?
+
+        @Flag(help: "List the spools every --settle seconds instead of using inotify (filesystems without inotify, e.g. some network mounts).")
+        var poll = false
+
+        @Option(help: ArgumentHelp("Seconds a file not known to be closed must stay unchanged before it is taken (default 2).", valueName: "seconds"))
+        var settle: Double?
+
+        @Option(name: .customLong("max-queue-mb"),
+                help: ArgumentHelp("Disk the queue may use; past it the oldest reports are dropped and counted (default 256).", valueName: "MiB"))
+        var maxQueueMB: Int?
+
+        @Option(name: .customLong("max-reports-per-minute"),
+                help: ArgumentHelp("Crash storms: reports of one crash signature kept per minute; the others are deleted and counted per signature in `crashsym agent status` (default 0: no limit).",
+                                   valueName: "count"))
+        var maxReportsPerMinute: Int?
+
+        @Option(help: ArgumentHelp("Reports sent at once, each over its own connection (default 4; 1 to 64). The server makes each crash durable before it answers, so a few connections keep its disk busy.",
+                                   valueName: "count"))
+        var connections: Int?
+
+        @Flag(help: "Take every complete file in the spools, send the queue once (one report at a time), and exit (for cron and tests).")
+        var once = false
+
+        @Option(name: .customLong("log-level"),
+                help: ArgumentHelp("trace, debug, info (default), notice, warning, error or critical; logs go to standard error.", valueName: "level"))
+        var logLevel: String?
+
+        @Option(help: "The format of --once's summary and of `status`: text or json.")
+        var format: OutputFormat = .text
+
+        func run() async throws {
+            var flags = AgentConfiguration.Flags()
+            flags.server = server
+            flags.appID = appID
+            flags.appKey = appKey
+            flags.spools = spools
+            flags.stateDirectory = stateDirectory
+            flags.version = version
+            flags.environment = environment
+            flags.host = host
+            flags.poll = poll ? true : nil
+            flags.settleSeconds = settle
+            flags.maxQueueMB = maxQueueMB
+            flags.maxReportsPerMinute = maxReportsPerMinute
+            flags.connections = connections
+            flags.logLevel = logLevel
+            let environmentValues = ProcessInfo.processInfo.environment
+            let configuration: AgentConfiguration
+            do {
+                configuration = try AgentConfiguration.resolve(
+                    flags: flags, environment: environmentValues,
+                    configFile: config ?? environmentValues["CRASHSYM_AGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 })
+            } catch {
+                throw ValidationError(error.description)
+            }
+            guard !configuration.spools.isEmpty else {
+                throw ValidationError("no spool directory: give --spool DIR, CRASHSYM_SPOOL or \"spools\" in the config file")
+            }
+            guard let level = Logger.Level(rawValue: configuration.logLevel) else {
+                throw ValidationError("log-level: \"\(configuration.logLevel)\" is not one of trace, debug, info, notice, warning, error, critical")
+            }
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            let logger = Logger(label: "crashsym.agent")
+            if once {
+                let summary: Collector.Summary
+                do {
+                    summary = try Collector(configuration: configuration, waker: Waker(), logger: logger).runOnce()
+                } catch {
+                    FileOutput.standardError("crashsym: \(error)\n")
+                    throw ExitCode.failure
+                }
+                FileOutput.standardOutput(format == .json ? Self.json(summary) : Self.text(summary))
+                if summary.remaining > 0 || summary.rejected > 0 { throw ExitCode.failure }
+                return
+            }
+            let service: CollectorService
+            do {
+                service = try CollectorService(configuration: configuration, logger: logger)
+            } catch {
+                FileOutput.standardError("crashsym: \(error)\n")
+                throw ExitCode.failure
+            }
+            let group = ServiceGroup(configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint],
+                                                          logger: logger))
+            do {
+                try await group.run()
+            } catch {
+                FileOutput.standardError("crashsym: \(Self.describe(error))\n")
+                throw ExitCode.failure
+            }
+        }
+
+        /// The collector's own error inside a ServiceGroup's wrapper.
+        static func describe(_ error: any Error) -> String {
+            if let agent = error as? AgentError { return agent.description }
+            let text = String(describing: error)
+            return text
+        }
+
+        static func text(_ summary: Collector.Summary) -> String {
+            var line = "taken \(summary.taken), delivered \(summary.delivered), rejected \(summary.rejected), "
+                + "dropped \(summary.dropped), suppressed \(summary.suppressed), still queued \(summary.remaining)\n"
+            if let failure = summary.failure, summary.remaining > 0 { line += "last failure: \(failure)\n" }
+            return line
+        }
+
+        static func json(_ summary: Collector.Summary) -> String {
+            var object: [String: Any] = ["taken": summary.taken, "delivered": summary.delivered, "rejected": summary.rejected,
+                                         "dropped": summary.dropped, "suppressed": summary.suppressed, "remaining": summary.remaining]
+            object["failure"] = summary.failure ?? NSNull()
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+            return String(decoding: data, as: UTF8.self) + "\n"
+        }
+
+        /// `crashsym agent status`: queue length, last success, last error, drops.
+        struct Status: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Show an agent's queue length, deliveries, last success, last error and drops.",
+                discussion: """
+                    Reads the state directory (--state-dir, else $CRASHSYM_STATE_DIR, else "state-dir" in --config, else \
+                    the default) without disturbing a running agent; `running` says whether an agent holds it now. \
+                    Takes the agent's --config, --state-dir and --format (text or json), e.g. \
+                    `crashsym agent status --state-dir /var/lib/crashsym-agent --format json`.
+                    Exit status: 0 shown, 1 no state directory there, 2 usage.
+                    """)
+
+            /// `--config`, `--state-dir` and `--format` are the agent's own (given after `status`).
+            @ParentCommand var agent: Agent
+
+            func run() throws {
+                let environment = ProcessInfo.processInfo.environment
+                let directory: String
+                do {
+                    directory = try AgentConfiguration.resolveStateDirectory(
+                        flag: agent.stateDirectory, environment: environment,
+                        configFile: agent.config ?? environment["CRASHSYM_AGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 })
+                } catch {
+                    throw ValidationError(error.description)
+                }
+                do {
+                    let status = try AgentStatus.read(stateDirectory: directory)
+                    FileOutput.standardOutput(agent.format == .json ? status.json() : status.text())
+                } catch {
+                    FileOutput.standardError("crashsym: \(error)\n")
+                    throw ExitCode.failure
+                }
+            }
+        }
+    }
+}
