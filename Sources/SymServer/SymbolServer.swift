@@ -93,6 +93,7 @@ public struct SymbolServer: Sendable {
         router.get("buildid/:buildId/debuginfo") { request, context in try await debugFile(request, context) }
         router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
         addCrashServiceRoutes(to: router)
+        addConsoleRoutes(to: router)
         return router
     }
 

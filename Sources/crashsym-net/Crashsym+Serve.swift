@@ -85,6 +85,9 @@ extension Crashsym {
         @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
         var crashWorkers: Int?
 
+        @Option(name: .customLong("public-url"), help: "The URL people open the server at, e.g. behind a TLS proxy; https:// makes the web console's cookies Secure.")
+        var publicURL: String?
+
         var flags: [String: String] {
             var flags: [String: String] = [:]
             flags["data-dir"] = location.dataDirectory
@@ -105,6 +108,7 @@ extension Crashsym {
             flags["retention-days"] = retentionDays.map { String($0) }
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
+            flags["public-url"] = publicURL
             return flags
         }
 

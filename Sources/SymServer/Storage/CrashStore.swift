@@ -55,6 +55,7 @@ public final class CrashStore: Sendable {
                 CREATE TABLE grouping_rules (app_id TEXT PRIMARY KEY NOT NULL, rules TEXT NOT NULL, updated_ms INTEGER NOT NULL);
                 """)
         }
+        registerUserMigrations(&migrator)
     }
 
     // MARK: Types
@@ -164,7 +165,7 @@ public final class CrashStore: Sendable {
 
     /// Adds (or re-arms) the job of crash `seq`: a job already leased is marked to run again
     /// when it finishes, so symbols that arrive during processing are not missed.
-    private static func enqueue(_ db: Database, seq: Int64, kind: Job.Kind, now: Int64) throws {
+    static func enqueue(_ db: Database, seq: Int64, kind: Job.Kind, now: Int64) throws {
         try db.execute(sql: """
             INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (crash_seq) DO UPDATE SET again = 1
