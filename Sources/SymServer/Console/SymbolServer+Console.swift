@@ -146,8 +146,8 @@ extension SymbolServer {
                                               now: currentMilliseconds()) {
         case .signedIn(let token, _):
             return ConsoleRenderer.redirect(Self.localPath(form["next"]), cookies: [
-                cookie(Self.sessionCookie, token, maxAge: Int(CrashStore.sessionMilliseconds / 1000)),
                 cookie(Self.signInCookie, "", maxAge: 0),
+                cookie(Self.sessionCookie, token, maxAge: Int(CrashStore.sessionMilliseconds / 1000)),
             ])
         case .refused:
             return consoleSignInPage(request: request, message: "Wrong name or password.", name: name, status: .unauthorized)
