@@ -45,7 +45,7 @@ def shot(driver, directory, name):
     # The whole page, not only the window: set the window to the document's height first.
     height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
     width = driver.get_window_size()["width"]
-    driver.set_window_size(width, min(max(height + 120, 600), 4000))
+    driver.set_window_size(width, min(max(height + 16, 400), 4000))
     driver.save_screenshot(os.path.join(directory, name + ".png"))
 
 

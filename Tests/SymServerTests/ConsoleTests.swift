@@ -259,7 +259,7 @@ struct ConsoleTests {
         #expect(group.text.contains("Resolve"))
         let symbols = try console.get("\(base)/symbols")
         #expect(symbols.text.contains("libfault-asan.so"))
-        #expect(symbols.text.contains("crashsym upload"))
+        #expect(symbols.text.contains("crashsym upload BUILD-DIR --server http://127.0.0.1:\(server.port) --app-id \(server.appID)"))
         let css = try console.get(String(apps.text.split(separator: "\"").first { $0.hasPrefix("/static/console-") } ?? ""))
         #expect(css.status == 200)
         #expect(css.headers["cache-control"]?.contains("immutable") == true)

@@ -433,7 +433,9 @@ extension SymbolServer {
                 },
             ])
         }
-        let server = configuration.publicURL ?? "http://\(configuration.host):\(configuration.port)"
+        // The address the person reached this server at, unless a public URL is configured.
+        let authority = request.head.authority.flatMap { $0.isEmpty ? nil : $0 } ?? "\(configuration.host):\(configuration.port)"
+        let server = configuration.publicURL ?? "http://\(authority)"
         let data: [String: Any] = [
             "app": ["id": app.id, "name": app.name],
             "missing": missing.map { ["name": $0.name, "buildID": $0.buildID, "crashes": $0.crashes] as [String: Any] },
