@@ -14,6 +14,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 
 def browser(width, dark):
@@ -39,6 +40,30 @@ def browser(width, dark):
 def check(condition, step):
     if not condition:
         raise AssertionError(step)
+
+
+def wait_for(driver, condition, step):
+    """Waits up to 15 s for `condition(driver)`: a click returns before its page has loaded."""
+    try:
+        WebDriverWait(driver, 15).until(condition)
+    except Exception:  # noqa: BLE001 - the step names what did not happen
+        raise AssertionError(f"{step} (at {driver.current_url})")
+
+
+def click_and_wait(driver, element, condition, step):
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    # The old document goes stale once the next one replaces it.
+    wait_for(driver, lambda d: _stale(old), step + ": no new page")
+    wait_for(driver, condition, step)
+
+
+def _stale(element):
+    try:
+        element.tag_name
+        return False
+    except Exception:  # noqa: BLE001 - StaleElementReferenceException
+        return True
 
 
 def shot(driver, directory, name):
@@ -72,35 +97,35 @@ def main():
         step = "sign in"
         driver.find_element(By.ID, "name").send_keys(args.name)
         driver.find_element(By.ID, "password").send_keys(args.password)
-        driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]").click()
-        check(driver.current_url.endswith("/apps"), step + ": landed on " + driver.current_url)
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]"),
+                       lambda d: d.current_url.endswith("/apps"), step + ": not on /apps")
         check(driver.find_element(By.TAG_NAME, "h1").text == "Apps", step + ": no Apps heading")
         shot(driver, args.screenshots, args.prefix + "apps")
 
         step = "open the app"
-        driver.find_element(By.CSS_SELECTOR, f"a[href='/apps/{args.app}']").click()
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, f"a[href='/apps/{args.app}']"),
+                       lambda d: d.current_url.endswith(f"/apps/{args.app}"), step)
         rows = driver.find_elements(By.CSS_SELECTOR, "table.groups tbody tr")
         check(len(rows) > 0, step + ": no group rows")
         check(len(driver.find_elements(By.CSS_SELECTOR, "svg.chart rect")) > 0, step + ": the chart has no bars")
         shot(driver, args.screenshots, args.prefix + "groups")
 
         step = "open the first group"
-        rows[0].find_element(By.CSS_SELECTOR, "th a").click()
-        check("/groups/" in driver.current_url, step)
+        click_and_wait(driver, rows[0].find_element(By.CSS_SELECTOR, "th a"), lambda d: "/groups/" in d.current_url, step)
         group_url = driver.current_url
         check(len(driver.find_elements(By.CSS_SELECTOR, "tr.role-signature")) > 0, step + ": no signature frame explained")
         shot(driver, args.screenshots, args.prefix + "group")
 
         step = "open a crash"
-        driver.find_element(By.CSS_SELECTOR, "#list ~ div a[href*='/crashes/']").click()
-        check("/crashes/" in driver.current_url, step)
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#list ~ div a[href*='/crashes/']"),
+                       lambda d: "/crashes/" in d.current_url, step)
         check(len(driver.find_elements(By.CSS_SELECTOR, "table.frames tbody tr")) > 0, step + ": no frames")
         shot(driver, args.screenshots, args.prefix + "crash")
 
         step = "resolve the group"
         driver.get(group_url)
-        driver.find_element(By.CSS_SELECTOR, "button[value=resolved]").click()
-        check(driver.current_url == group_url, step + ": back on " + driver.current_url)
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "button[value=resolved]"),
+                       lambda d: d.current_url == group_url, step + ": not back on the group")
         state = driver.find_element(By.CSS_SELECTOR, "dl.facts dd .state").text
         check(state == "resolved", step + ": state is " + state)
         check(len(driver.find_elements(By.CSS_SELECTOR, "button[value=open]")) == 1, step + ": no reopen button")
@@ -111,8 +136,8 @@ def main():
         shot(driver, args.screenshots, args.prefix + "symbols")
 
         step = "sign out"
-        driver.find_element(By.CSS_SELECTOR, "header form button").click()
-        check("/signin" in driver.current_url, step + ": landed on " + driver.current_url)
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "header form button"),
+                       lambda d: "/signin" in d.current_url, step + ": not on the sign-in page")
         driver.get(args.base + "/apps")
         check("/signin" in driver.current_url, step + ": the session still works")
         print("browser: every step passed")
