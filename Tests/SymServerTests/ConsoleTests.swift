@@ -240,7 +240,7 @@ struct ConsoleTests {
         let v1 = try console.get(base + "?version=1.0&state=all")
         let v2 = try console.get(base + "?version=2.0&state=all")
         #expect(Set(Self.groupLinks(v1.text)).union(Self.groupLinks(v2.text)) == Set(Self.groupLinks(all.text)))
-        let text = try console.get(base + "?q=checksum")
+        let text = try console.get(base + "?q=checksum+%7C")  // "checksum |", as a browser's form sends it
         #expect(!Self.groupLinks(text.text).isEmpty && Self.groupLinks(text.text).count < groups.count)
         #expect(try console.get(base + "?q=%25%25no-such-signature").text.contains("No group matches."))
         #expect(Self.groupLinks(try console.get(base + "?state=resolved").text).isEmpty)
@@ -297,6 +297,17 @@ struct ConsoleTests {
         #expect(pages == 3)
         #expect(seen.count == 120)
         #expect(Set(seen).count == 120)
+    }
+
+    @Test("bcrypt and Mustache are linked into crashsym-net only, never into the lean crashsym")
+    func leanBinary() throws {
+        let lean = try Data(contentsOf: URL(fileURLWithPath: Binary.crashsym))
+        let net = try Data(contentsOf: URL(fileURLWithPath: URL(fileURLWithPath: Binary.crashsym).deletingLastPathComponent()
+            .appendingPathComponent("crashsym-net").path))
+        for marker in ["bcrypt_hashpass", "MustacheTemplate"] {
+            #expect(net.range(of: Data(marker.utf8)) != nil, "crashsym-net lacks \(marker)")
+            #expect(lean.range(of: Data(marker.utf8)) == nil, "crashsym contains \(marker)")
+        }
     }
 
     static func groupLinks(_ html: String) -> [String] {

@@ -112,6 +112,12 @@ struct ConsoleForm {
         self.init(text: String(buffer: buffer))
     }
 
+    /// The query string of a URL, decoded as a GET form's (`+` is a space; Hummingbird's
+    /// `queryParameters` keeps it a plus).
+    init(query request: Request) {
+        self.init(text: request.uri.query ?? "")
+    }
+
     init(text: String) {
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

@@ -127,7 +127,7 @@ extension SymbolServer {
     private func consoleSignInPage(request: Request, message: String? = nil, name: String = "",
                                    status: HTTPResponse.Status = .ok) -> Response {
         let token = CrashStore.randomHex(bytes: 32)
-        let next = Self.localPath(request.uri.queryParameters["next"].map(String.init)?.removingPercentEncoding)
+        let next = Self.localPath(ConsoleForm(query: request)["next"])
         var response = renderer.page("signin", title: "Sign in",
                                      data: ["csrf": token, "next": next, "name": name, "message": message as Any], session: nil,
                                      status: status)
@@ -191,9 +191,9 @@ extension SymbolServer {
     private func consoleGroups(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let session = try await requireSession(request)
         let app = try await visibleApp(session, context)
-        let parameters = request.uri.queryParameters
+        let parameters = ConsoleForm(query: request)
         func parameter(_ name: String) -> String? {
-            parameters[Substring(name)].map(String.init).flatMap { $0.isEmpty ? nil : String($0.prefix(256)) }
+            parameters[name].flatMap { $0.isEmpty ? nil : String($0.prefix(256)) }
         }
         let now = currentMilliseconds()
         var query = CrashStore.GroupQuery()
@@ -210,7 +210,9 @@ extension SymbolServer {
         let page = try await crashes.store.groupPage(appID: app.id, query: query, limit: Self.groupPageSize)
         let versions = try await crashes.store.crashVersions(appID: app.id)
         let firstDay = now / 86_400_000 - Int64(Self.chartDays - 1)
-        let counts = try await crashes.store.dailyCounts(appID: app.id, sinceMilliseconds: firstDay * 86_400_000)
+        let counts = try await ConsoleChartCache.shared.counts(appID: app.id, firstDay: firstDay, now: now) {
+            try await crashes.store.dailyCounts(appID: app.id, sinceMilliseconds: firstDay * 86_400_000)
+        }
 
         var nextURL: String?
         if let next = page.next {
@@ -262,7 +264,7 @@ extension SymbolServer {
         let session = try await requireSession(request)
         let app = try await visibleApp(session, context)
         let group = try await crashes.store.group(appID: app.id, id: try context.parameters.require("groupId"))
-        let before = request.uri.queryParameters["before"].flatMap { Int64(String($0)) }
+        let before = ConsoleForm(query: request)["before"].flatMap { Int64($0) }
         let list = try await crashes.store.crashes(appID: app.id, filter: .init(groupID: group.id), limit: 50, cursor: before)
         let spread = try await crashes.store.groupSpread(groupID: group.id)
         let now = currentMilliseconds()
