@@ -155,7 +155,9 @@ def main():
         status, _ = browser.request("POST", "/signin", {"csrf": token, "name": "bench", "password": password, "next": "/apps"})
         assert status == 303, f"sign-in: HTTP {status}"
         app = f"/apps/{space.app_id}"
+        start = time.perf_counter()
         _, first = browser.request("GET", app + "?state=all")
+        uncached = round((time.perf_counter() - start) * 1000, 2)
         after = re.search(r'rel="next" href="([^"]+)"', first).group(1).replace("&amp;", "&")
         results = {
             "groups page (most crashes, all states)": measure(browser, app + "?state=all", args.requests),
@@ -165,6 +167,8 @@ def main():
             "group page (largest group)": measure(browser, f"{app}/groups/{0:016x}", args.requests),
             "crash page": measure(browser, f"{app}/crashes/{real['id']}", args.requests),
         }
+    results["groups page, first request (chart counted)"] = {"first_ms": uncached, "median_ms": uncached, "p90_ms": uncached,
+                                                             "bytes": len(first)}
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -173,7 +177,8 @@ def main():
     print("|------|---------:|----------:|-------:|-----------:|")
     for name, result in results.items():
         print(f"| {name} | {result['first_ms']} | {result['median_ms']} | {result['p90_ms']} | {result['bytes']:,} |")
-    print("\nFirst: the first request for the page (the app's chart counted, not yet cached).")
+    print("\nFirst: the first of the timed page's requests. The app's chart (30 days of crashes per version) is")
+    print("counted once a minute: the last line is the very first groups request, which counted it.")
 
 
 if __name__ == "__main__":
