@@ -9,6 +9,7 @@ Run by Tests/SymServerTests/ConsoleBrowserTests.swift and by scripts/console-scr
 import argparse
 import os
 import sys
+import urllib.parse
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -120,6 +121,7 @@ def main():
         click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#list ~ div a[href*='/crashes/']"),
                        lambda d: "/crashes/" in d.current_url, step)
         check(len(driver.find_elements(By.CSS_SELECTOR, "table.frames tbody tr")) > 0, step + ": no frames")
+        crash_path = urllib.parse.urlparse(driver.current_url).path
         shot(driver, args.screenshots, args.prefix + "crash")
 
         step = "resolve the group"
@@ -134,6 +136,21 @@ def main():
         driver.get(args.base + f"/apps/{args.app}/symbols")
         check(driver.find_element(By.TAG_NAME, "h1").text.endswith("symbols"), step)
         shot(driver, args.screenshots, args.prefix + "symbols")
+
+        step = "a phone in the dark theme"
+        crash_url = args.base + crash_path
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                               {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        driver.set_window_size(390, 844)
+        driver.get(args.base + f"/apps/{args.app}")
+        background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+        check(background == "rgb(13, 17, 23)", step + ": background " + background)
+        shot(driver, args.screenshots, args.prefix + "phone-dark-groups")
+        driver.set_window_size(390, 844)
+        driver.get(crash_url)
+        shot(driver, args.screenshots, args.prefix + "phone-dark-crash")
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        driver.set_window_size(args.width, 1100)
 
         step = "sign out"
         click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "header form button"),

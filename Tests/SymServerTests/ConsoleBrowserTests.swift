@@ -3,7 +3,8 @@ import Testing
 
 /// The web console in a real browser: headless Chromium driven by Selenium
 /// (Tests/Console/browser.py; apt chromium chromium-driver and PyPI selenium, from scripts/deps)
-/// signs in, opens an app's groups, a group, a crash, resolves the group and signs out, writing a
+/// signs in, opens an app's groups, a group, a crash, resolves the group, views two pages as a phone
+/// in the dark theme and signs out, writing a
 /// screenshot of each page into `.build/console-screenshots` (or `CRASHSYM_CONSOLE_SCREENSHOTS`:
 /// scripts/console-screenshots points it at docs/screenshots).
 struct ConsoleBrowserTests {
@@ -28,7 +29,7 @@ struct ConsoleBrowserTests {
             ?? Binary.root.appendingPathComponent(".build/console-screenshots").path
         let result = try Binary.run("/usr/bin/env", ["python3", Self.script, server.base, "alice", password, server.appID, output])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        for page in ["signin", "apps", "groups", "group", "crash", "symbols"] {
+        for page in ["signin", "apps", "groups", "group", "crash", "symbols", "phone-dark-groups", "phone-dark-crash"] {
             let png = FileManager.default.contents(atPath: output + "/console-\(page).png") ?? Data()
             #expect(png.starts(with: [0x89, 0x50, 0x4e, 0x47]), "console-\(page).png")
             #expect(png.count > 10_000, "console-\(page).png is \(png.count) bytes")

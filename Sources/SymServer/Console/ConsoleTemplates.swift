@@ -225,6 +225,7 @@ enum ConsoleTemplates {
         .state{font-size:.8rem;padding:.05rem .4rem;border-radius:1rem;border:1px solid var(--line)}
         .state.open{color:var(--bad)}.state.resolved{color:var(--ok)}.state.ignored{color:var(--muted)}
         .badge{font-size:.75rem;color:var(--bad);border:1px solid var(--bad);border-radius:1rem;padding:0 .4rem}
+        .frames{min-width:46rem}.groups{min-width:40rem}
         .frames tr.inlined td.fn{padding-left:2rem}
         .inl{color:var(--muted)}
         tr.unresolved td{color:var(--warn)}
