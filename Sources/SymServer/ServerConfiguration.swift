@@ -29,11 +29,15 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var bundleLimits: BundleLimits
     /// swift-log level (`trace` … `critical`).
     public var logLevel: String
+    /// The URL people open the server at (behind a proxy); `https://…` makes the web console's
+    /// cookies `Secure`.
+    public var publicURL: String?
 
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
                 maxBodyBytes: UInt64 = 2 << 30, maxConcurrentUploads: Int = 4, requestTimeout: Double = 600,
-                headerTimeout: Double = 10, maxConnections: Int = 512, bundleLimits: BundleLimits = BundleLimits(), logLevel: String = "info") {
+                headerTimeout: Double = 10, maxConnections: Int = 512, bundleLimits: BundleLimits = BundleLimits(), logLevel: String = "info",
+                publicURL: String? = nil) {
         self.host = host
         self.port = port
         self.dataDirectory = dataDirectory
@@ -44,6 +48,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         self.maxConnections = maxConnections
         self.bundleLimits = bundleLimits
         self.logLevel = logLevel
+        self.publicURL = publicURL
     }
 
     /// The setting names, as flags (`--max-body-bytes`), config-file keys and, upper-cased with
@@ -97,6 +102,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         configuration.bundleLimits.maxUncompressedBytes = try number("max-uncompressed-bytes", configuration.bundleLimits.maxUncompressedBytes, minimum: 1)
         configuration.bundleLimits.maxCompressionRatio = try number("max-ratio", configuration.bundleLimits.maxCompressionRatio, minimum: 1)
         configuration.logLevel = value("log-level") ?? configuration.logLevel
+        configuration.publicURL = value("public-url")
         return configuration
     }
 

@@ -101,6 +101,7 @@ public struct SymbolServer: Sendable {
         router.get("buildid/:buildId/executable") { request, context in try await debugFile(request, context) }
         addCrashServiceRoutes(to: router)
         addWebhookRoutes(to: router)
+        addConsoleRoutes(to: router)
         return router
     }
 

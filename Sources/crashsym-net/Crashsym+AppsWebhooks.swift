@@ -145,7 +145,7 @@ struct WebhookServeOptions: ParsableArguments {
     @Option(name: .customLong("spike-min"), help: "… and at least this many crashes (default 20); at most one spike notice per group and hour.")
     var spikeMin: Int?
 
-    @Option(name: .customLong("public-url"), help: ArgumentHelp("The server's address as people reach it, for links in notifications (default: no links).", valueName: "url"))
+    @Option(name: .customLong("public-url"), help: ArgumentHelp("The server's address as people reach it (e.g. behind a TLS proxy): links in notifications (default: none); https:// makes the web console's cookies Secure.", valueName: "url"))
     var publicURL: String?
 
     @Flag(name: .customLong("webhook-allow-private"), help: "Let webhooks point at private addresses (10/8, 172.16/12, 192.168/16, fc00::/7); link-local and metadata addresses stay refused.")

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CrashsymCommandLine
 
-/// `crashsym-net`: crashsym's network commands (`upload`, `serve`, `apps`, `agent`). `crashsym` runs it in its
+/// `crashsym-net`: crashsym's network commands (`upload`, `serve`, `apps`, `users`, `agent`). `crashsym` runs it in its
 /// own place for them, so users type `crashsym upload …`; see Sources/crashsym/NetworkCommand.swift.
 @main
 struct Crashsym: AsyncParsableCommand {
@@ -9,9 +9,9 @@ struct Crashsym: AsyncParsableCommand {
         commandName: "crashsym",
         abstract: "crashsym's network commands: symbol upload, the symbol server and its apps, the collector agent.",
         discussion: """
-            Run through `crashsym upload|serve|apps|agent`. Exit status: 0 success, 1 failure, 2 usage error.
+            Run through `crashsym upload|serve|apps|users|agent`. Exit status: 0 success, 1 failure, 2 usage error.
             """,
-        subcommands: [Upload.self, Serve.self, Apps.self, Agent.self]
+        subcommands: [Upload.self, Serve.self, Apps.self, Users.self, Agent.self]
     )
 
     static func main() async {

@@ -15,7 +15,7 @@ enum NetworkCommand {
     /// The subcommands `crashsym-net` answers.
     /// (An array, not a `Set`: building a `Set<String>` costs the runtime a conformance lookup, a
     /// scan of every record in the binary, at the start of every crashsym process.)
-    static let names = ["upload", "serve", "apps", "agent"]
+    static let names = ["upload", "serve", "apps", "users", "agent"]
 
     /// Replaces this process with `crashsym-net ARGUMENTS` when the first argument names one of its
     /// subcommands (or `help NAME` does); returns otherwise.
@@ -67,6 +67,14 @@ enum NetworkCommand {
             commandName: "apps", abstract: "Manage the apps of a symbol server and their upload keys.")
         @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
         func run() throws { NetworkCommand.handOver(["apps"] + arguments) }
+    }
+
+    /// See `Upload`.
+    struct Users: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "users", abstract: "Manage the web console's accounts and which apps they see.")
+        @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
+        func run() throws { NetworkCommand.handOver(["users"] + arguments) }
     }
 
     /// See `Upload`.

@@ -56,6 +56,7 @@ public final class CrashStore: Sendable {
                 """)
         }
         registerWebhookMigrations(&migrator)
+        registerUserMigrations(&migrator)
     }
 
     // MARK: Types
@@ -165,7 +166,7 @@ public final class CrashStore: Sendable {
 
     /// Adds (or re-arms) the job of crash `seq`: a job already leased is marked to run again
     /// when it finishes, so symbols that arrive during processing are not missed.
-    private static func enqueue(_ db: Database, seq: Int64, kind: Job.Kind, now: Int64) throws {
+    static func enqueue(_ db: Database, seq: Int64, kind: Job.Kind, now: Int64) throws {
         try db.execute(sql: """
             INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (crash_seq) DO UPDATE SET again = 1
