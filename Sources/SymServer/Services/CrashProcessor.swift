@@ -13,8 +13,8 @@ struct CrashProcessor: Service {
     let workers: Int
     /// How long a job stays leased to a worker (a stuck worker's job is retried after it).
     static let leaseMilliseconds: Int64 = 120_000
-    /// Jobs leased at once by a worker.
-    static let batch = 8
+    /// Jobs leased at once by a worker, processed together and committed in one transaction.
+    static let batch = 16
 
     func run() async throws {
         let store = service.store
@@ -56,7 +56,7 @@ struct CrashProcessor: Service {
                 await service.doorbell.wait()
                 continue
             }
-            for job in jobs where !Task.isCancelled { await service.process(job) }
+            await service.process(jobs)
         }
     }
 }

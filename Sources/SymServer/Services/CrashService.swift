@@ -121,45 +121,90 @@ final class CrashService: Sendable {
     /// Attempts after which a crash whose processing keeps failing is marked failed.
     static let maximumAttempts = 5
 
-    /// Processes one leased job: the crash is read, symbolicated and grouped, and the outcome
-    /// committed with the end of the job.
-    func process(_ job: CrashStore.Job) async {
+    /// Processes leased jobs: the crashes are read, symbolicated and grouped on the thread pool
+    /// (one job for the batch, each crash on its own), and the outcomes committed with the end of
+    /// their jobs in one transaction. Should that transaction fail, each is committed alone, so
+    /// one crash's failure does not hold back the others.
+    func process(_ jobs: [CrashStore.Job]) async {
+        guard !jobs.isEmpty else { return }
         let start = ContinuousClock.now
+        let inputs: [Int64: CrashStore.ProcessingInput]
+        var rules: [String: GroupingRules] = [:]
         do {
-            guard let input = try await store.processingInput(seq: job.seq) else { return }
-            let result = try await analyse(input)
-            _ = try await store.finish(seq: job.seq, result: result, now: currentMilliseconds(), spike: spike)
-            webhookSignal.signal()
-            if result.state == .failed { failedCounter.increment() } else { processedCounter.increment() }
-            if job.kind == .resymbolicate { requeuedCounter.increment() }
-            board.finished(input.id)
+            inputs = try await store.processingInputs(seqs: jobs.map(\.seq))
+            for appID in Set(inputs.values.map(\.appID)) { rules[appID] = try await groupingRules(appID: appID) }
         } catch {
-            logger.error("crash processing failed", metadata: ["crashsym.crash_seq": "\(job.seq)", "error": "\(error)"])
-            if job.attempts >= Self.maximumAttempts {
-                try? await store.abandon(seq: job.seq, reason: "processing failed \(job.attempts) times: \(error)")
+            for job in jobs { await failed(job, error) }
+            return
+        }
+        let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
+        let analysed: [Result<CrashStore.ProcessingResult, any Error>]
+        do {
+            let rules = rules
+            analysed = try await NIOThreadPool.singleton.runIfActive { [self] in
+                work.map { item in Result { try analyse(item.input, rules: rules[item.input.appID] ?? .defaults) } }
+            }
+        } catch {
+            for item in work { await failed(item.job, error) }
+            return
+        }
+        var outcomes: [(job: CrashStore.Job, input: CrashStore.ProcessingInput, result: CrashStore.ProcessingResult)] = []
+        for (item, outcome) in zip(work, analysed) {
+            switch outcome {
+            case .success(let result): outcomes.append((item.job, item.input, result))
+            case .failure(let error): await failed(item.job, error)
             }
         }
-        processingTimer.recordInterval(since: start)
+        let now = currentMilliseconds()
+        var committed = outcomes.map { _ in false }
+        do {
+            _ = try await store.finish(outcomes.map { ($0.job.seq, $0.result) }, now: now, spike: spike)
+            committed = outcomes.map { _ in true }
+        } catch {
+            for (index, outcome) in outcomes.enumerated() {
+                do {
+                    _ = try await store.finish(seq: outcome.job.seq, result: outcome.result, now: now, spike: spike)
+                    committed[index] = true
+                } catch {
+                    await failed(outcome.job, error)
+                }
+            }
+        }
+        for (outcome, done) in zip(outcomes, committed) where done {
+            if outcome.result.state == .failed { failedCounter.increment() } else { processedCounter.increment() }
+            if outcome.job.kind == .resymbolicate { requeuedCounter.increment() }
+            board.finished(outcome.input.id)
+        }
+        if committed.contains(true) { webhookSignal.signal() }
+        let elapsed = ContinuousClock.now - start
+        for _ in jobs { processingTimer.record(elapsed / jobs.count) }
     }
 
-    private func analyse(_ input: CrashStore.ProcessingInput) async throws -> CrashStore.ProcessingResult {
+    /// A job whose processing failed: logged, and given up after `maximumAttempts`.
+    private func failed(_ job: CrashStore.Job, _ error: any Error) async {
+        logger.error("crash processing failed", metadata: ["crashsym.crash_seq": "\(job.seq)", "error": "\(error)"])
+        if job.attempts >= Self.maximumAttempts {
+            try? await store.abandon(seq: job.seq, reason: "processing failed \(job.attempts) times: \(error)")
+        }
+    }
+
+    /// Reads, parses, symbolicates and signs one crash, on the calling (thread-pool) thread.
+    private func analyse(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
         let path = objects.path(sha256: input.rawSHA256)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
         }
         let format = input.inputFormat.flatMap(ReportFormat.init(rawValue:))
         let report: CrashReport
-        switch try await parse(Array(data), format: format) {
-        case .failure(let error):
+        do {
+            report = try Self.parseNow(Array(data), format: format, maxFrames: configuration.maxFrames)
+        } catch {
             return CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: [])
-        case .success(let parsed):
-            report = parsed
         }
-        let rules = try await groupingRules(appID: input.appID)
         let reportVersion = report.metadata("version") ?? report.metadata("app_version")
-        let result = try await symbolication.symbolicate(report, appID: input.appID,
-                                                         version: input.versionGiven ? input.version : reportVersion ?? input.version,
-                                                         renderings: .json)
+        let result = try symbolication.symbolicateNow(report, appID: input.appID,
+                                                      version: input.versionGiven ? input.version : reportVersion ?? input.version,
+                                                      renderings: .json)
         var json: [UInt8] = []
         ReportWriter.writeJSON(result, into: &json)
         if json.last == 0x0a { json.removeLast() }
@@ -303,7 +348,11 @@ final class CrashService: Sendable {
 extension Timer {
     /// Records the time since `start`.
     func recordInterval(since start: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - start
+        record(ContinuousClock.now - start)
+    }
+
+    /// Records `elapsed`.
+    func record(_ elapsed: Duration) {
         recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
     }
 }

@@ -204,78 +204,103 @@ public final class CrashStore: Sendable {
         try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM crash_job") ?? 0 }
     }
 
-    /// What processing crash `seq` needs; nil when it was deleted meanwhile (its job is dropped).
-    func processingInput(seq: Int64) async throws -> ProcessingInput? {
-        let input = try await read { db in
-            try Row.fetchOne(db, sql: """
+    /// What processing crashes `seqs` needs, by seq, in one read; the jobs of crashes deleted
+    /// meanwhile are dropped (they are absent from the answer).
+    func processingInputs(seqs: [Int64]) async throws -> [Int64: ProcessingInput] {
+        let inputs = try await read { db in
+            var inputs: [Int64: ProcessingInput] = [:]
+            let select = try db.cachedStatement(sql: """
                 SELECT seq, id, app_id, version, version_given, input_format, raw_sha256 FROM crash WHERE seq = ?
-                """, arguments: [seq]).map {
-                ProcessingInput(seq: $0["seq"], id: $0["id"], appID: $0["app_id"], version: $0["version"],
-                                versionGiven: $0["version_given"], inputFormat: $0["input_format"], rawSHA256: $0["raw_sha256"])
+                """)
+            for seq in seqs {
+                guard let row = try Row.fetchOne(select, arguments: [seq]) else { continue }
+                inputs[seq] = ProcessingInput(seq: row["seq"], id: row["id"], appID: row["app_id"], version: row["version"],
+                                              versionGiven: row["version_given"], inputFormat: row["input_format"],
+                                              rawSHA256: row["raw_sha256"])
+            }
+            return inputs
+        }
+        let gone = seqs.filter { inputs[$0] == nil }
+        if !gone.isEmpty {
+            try await write { db in
+                for seq in gone { try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq]) }
             }
         }
-        if input == nil {
-            try await write { db in try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq]) }
-        }
-        return input
+        return inputs
+    }
+
+    /// What processing crash `seq` needs; nil when it was deleted meanwhile (its job is dropped).
+    func processingInput(seq: Int64) async throws -> ProcessingInput? {
+        try await processingInputs(seqs: [seq])[seq]
     }
 
     /// Records the outcome of processing crash `seq`, moves it between groups, and ends its job
     /// (unless it was re-armed meanwhile), in one transaction with the notifications the group
     /// change calls for (CrashStore+Webhooks.swift). Returns the crash's group.
     func finish(seq: Int64, result: ProcessingResult, now: Int64, spike: SpikeRule = SpikeRule()) async throws -> String? {
+        try await finish([(seq, result)], now: now, spike: spike)[0]
+    }
+
+    /// `finish` for several crashes in one transaction (one commit, one sync, for a batch of
+    /// jobs); returns each crash's group, in order.
+    func finish(_ outcomes: [(seq: Int64, result: ProcessingResult)], now: Int64, spike: SpikeRule = SpikeRule()) async throws
+        -> [String?] {
         try await write { db in
-            guard let crash = try Row.fetchOne(db, sql: """
-                SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = ?
-                """, arguments: [seq]) else {
-                try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq])
-                return nil
-            }
-            let appID: String = crash["app_id"]
-            var version: String = crash["version"]
-            if !(crash["version_given"] as Bool), let stated = result.reportVersion, !stated.isEmpty {
-                version = String(stated.prefix(128))
-            }
-            let oldGroup: String? = crash["group_id"]
-            var newGroup: String?
-            var created = false
-            if result.state == .done, let signature = result.signature {
-                (newGroup, created) = try Self.group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
-            }
-            if oldGroup != newGroup {
-                if let oldGroup { try Self.leave(db, group: oldGroup, version: crash["version"]) }
-                if let newGroup {
-                    let reopened = try Self.join(db, group: newGroup, crashID: crash["id"], version: version, host: crash["host"],
-                                                 received: crash["received_ms"])
-                    try Self.recordGroupEvents(db, appID: appID, change: GroupChange(groupID: newGroup, created: created, reopened: reopened),
-                                               crashID: crash["id"], version: version, received: crash["received_ms"], now: now,
-                                               spike: spike)
-                }
-            }
-            let missingIDs = result.missing.map(\.buildID)
-            let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
-            try db.execute(sql: """
-                UPDATE crash SET state = ?, failure = ?, format = ?, signal = ?, signature = ?, title = ?, group_id = ?,
-                                 report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?
-                WHERE seq = ?
-                """, arguments: [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
-                                 result.title, newGroup, result.report.map { Data($0) },
-                                 result.state == .done ? now : nil, missingJSON, version, seq])
-            try db.execute(sql: "DELETE FROM crash_missing WHERE crash_seq = ?", arguments: [seq])
-            let insert = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (?, ?, ?, ?)
-                """)
-            for module in result.missing { try insert.execute(arguments: [appID, module.buildID, seq, module.name]) }
-            // Symbols that arrived while this job ran re-armed it: run again instead of ending.
-            try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", arguments: [seq])
-            try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", arguments: [seq])
-            // Build-ids committed while it ran but not yet linked to a job: queue now.
-            if !missingIDs.isEmpty {
-                let present = try Self.presentBuildIDs(db, appID: appID, buildIDs: missingIDs)
-                if !present.isEmpty { try Self.enqueue(db, seq: seq, kind: .resymbolicate, now: now) }
-            }
-            return newGroup
+            try outcomes.map { try Self.finish(db, seq: $0.seq, result: $0.result, now: now, spike: spike) }
         }
+    }
+
+    private static func finish(_ db: Database, seq: Int64, result: ProcessingResult, now: Int64, spike: SpikeRule) throws -> String? {
+        guard let crash = try Row.fetchOne(db, sql: """
+            SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = ?
+            """, arguments: [seq]) else {
+            try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq])
+            return nil
+        }
+        let appID: String = crash["app_id"]
+        var version: String = crash["version"]
+        if !(crash["version_given"] as Bool), let stated = result.reportVersion, !stated.isEmpty {
+            version = String(stated.prefix(128))
+        }
+        let oldGroup: String? = crash["group_id"]
+        var newGroup: String?
+        var created = false
+        if result.state == .done, let signature = result.signature {
+            (newGroup, created) = try Self.group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
+        }
+        if oldGroup != newGroup {
+            if let oldGroup { try Self.leave(db, group: oldGroup, version: crash["version"]) }
+            if let newGroup {
+                let reopened = try Self.join(db, group: newGroup, crashID: crash["id"], version: version, host: crash["host"],
+                                             received: crash["received_ms"])
+                try Self.recordGroupEvents(db, appID: appID, change: GroupChange(groupID: newGroup, created: created, reopened: reopened),
+                                           crashID: crash["id"], version: version, received: crash["received_ms"], now: now,
+                                           spike: spike)
+            }
+        }
+        let missingIDs = result.missing.map(\.buildID)
+        let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
+        try db.execute(sql: """
+            UPDATE crash SET state = ?, failure = ?, format = ?, signal = ?, signature = ?, title = ?, group_id = ?,
+                             report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?
+            WHERE seq = ?
+            """, arguments: [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
+                             result.title, newGroup, result.report.map { Data($0) },
+                             result.state == .done ? now : nil, missingJSON, version, seq])
+        try db.execute(sql: "DELETE FROM crash_missing WHERE crash_seq = ?", arguments: [seq])
+        let insert = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (?, ?, ?, ?)
+            """)
+        for module in result.missing { try insert.execute(arguments: [appID, module.buildID, seq, module.name]) }
+        // Symbols that arrived while this job ran re-armed it: run again instead of ending.
+        try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", arguments: [seq])
+        try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", arguments: [seq])
+        // Build-ids committed while it ran but not yet linked to a job: queue now.
+        if !missingIDs.isEmpty {
+            let present = try Self.presentBuildIDs(db, appID: appID, buildIDs: missingIDs)
+            if !present.isEmpty { try Self.enqueue(db, seq: seq, kind: .resymbolicate, now: now) }
+        }
+        return newGroup
     }
 
     /// Gives up on a job that failed `attempts` times: the crash is marked failed with `reason`.
