@@ -326,10 +326,11 @@ final class CrashService: Sendable {
             throw ServerError(.notFound, "no symbols for build-id \(buildID)")
         }
         let path = objects.path(sha256: table.sha256)
+        let tables = symbolication.tables
         return try await NIOThreadPool.singleton.runIfActive {
             let table: SymbolTable
             do {
-                table = try SymbolTable(file: MappedFile(path: path))
+                table = try tables.table(at: path).table  // opened once, shared with symbolication
             } catch {
                 throw ServerError(.internal, "cannot read the table of \(buildID): \(error)")
             }
