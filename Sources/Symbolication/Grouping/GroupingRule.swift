@@ -24,32 +24,93 @@ public struct GroupingRule: Sendable, Equatable, Hashable, Codable {
         case `operator`
     }
 
+    /// The rule's fields, shared by its copies: every frame of every crash carries a copy of the
+    /// rule that decided it, and a copy is then one reference, not seven.
+    private final class Storage: Sendable {
+        let action: Action
+        let function: GlobPattern?
+        let module: GlobPattern?
+        let file: GlobPattern?
+        let note: String
+        let origin: Origin
+        let index: Int
+
+        init(_ action: Action, _ function: GlobPattern?, _ module: GlobPattern?, _ file: GlobPattern?, _ note: String,
+             _ origin: Origin, _ index: Int) {
+            self.action = action
+            self.function = function
+            self.module = module
+            self.file = file
+            self.note = note
+            self.origin = origin
+            self.index = index
+        }
+    }
+
+    private let storage: Storage
+
     /// What a matching frame is.
-    public var action: Action
+    public var action: Action { storage.action }
     /// The function (normalised, as signatures print it), when the rule looks at it.
-    public var function: GlobPattern?
+    public var function: GlobPattern? { storage.function }
     /// The module: its file name, or its path when the pattern starts with `/`.
-    public var module: GlobPattern?
+    public var module: GlobPattern? { storage.module }
     /// The source file path, when the rule looks at it.
-    public var file: GlobPattern?
+    public var file: GlobPattern? { storage.file }
     /// Why the rule exists (shown next to the frames it decided).
-    public var note: String
+    public var note: String { storage.note }
     /// Built-in or the operator's.
-    public var origin: Origin
+    public var origin: Origin { storage.origin }
     /// The rule's position in its list (0-based): in the built-in table or the operator's `rules`.
-    public var index: Int
+    public var index: Int { storage.index }
 
     /// Creates a rule; at least one of `function`, `module`, `file` should be given (a rule
     /// without any matches every frame).
     public init(_ action: Action, function: GlobPattern? = nil, module: GlobPattern? = nil, file: GlobPattern? = nil,
                 note: String = "", origin: Origin = .operator, index: Int = 0) {
-        self.action = action
-        self.function = function
-        self.module = module
-        self.file = file
-        self.note = note
-        self.origin = origin
-        self.index = index
+        storage = Storage(action, function, module, file, note, origin, index)
+    }
+
+    public static func == (a: GroupingRule, b: GroupingRule) -> Bool {
+        a.storage === b.storage
+            || (a.action == b.action && a.function == b.function && a.module == b.module && a.file == b.file
+                && a.note == b.note && a.origin == b.origin && a.index == b.index)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(action)
+        hasher.combine(function)
+        hasher.combine(module)
+        hasher.combine(file)
+        hasher.combine(note)
+        hasher.combine(origin)
+        hasher.combine(index)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case action, function, module, file, note, origin, index
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(try container.decode(Action.self, forKey: .action),
+                  function: try container.decodeIfPresent(GlobPattern.self, forKey: .function),
+                  module: try container.decodeIfPresent(GlobPattern.self, forKey: .module),
+                  file: try container.decodeIfPresent(GlobPattern.self, forKey: .file),
+                  note: try container.decode(String.self, forKey: .note),
+                  origin: try container.decode(Origin.self, forKey: .origin),
+                  index: try container.decode(Int.self, forKey: .index))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(action, forKey: .action)
+        try container.encodeIfPresent(function, forKey: .function)
+        try container.encodeIfPresent(module, forKey: .module)
+        try container.encodeIfPresent(file, forKey: .file)
+        try container.encode(note, forKey: .note)
+        try container.encode(origin, forKey: .origin)
+        try container.encode(index, forKey: .index)
     }
 
     /// Whether the rule matches a frame with this normalised function (nil: unresolved), module
