@@ -39,4 +39,28 @@ struct ConsoleGroupSampleTests {
         #expect(group.json["count"] as? Int == 1)
         #expect(group.json["sample_crash_id"] is NSNull)
     }
+
+    @Test("a sample crash that moves to another group (new rules, symbolicated again) is replaced in its old group")
+    func movedSample() throws {
+        let server = try TestServer()
+        let first = try server.submitCrash(in: "log_and_abort")
+        let second = try server.submitCrash(in: "log_and_abort")
+        let firstID = try #require(first["id"] as? String), secondID = try #require(second["id"] as? String)
+        let group = try #require(first["group_id"] as? String)
+        #expect(second["group_id"] as? String == group)
+        #expect(try server.get("groups/\(group)").json["sample_crash_id"] as? String == firstID)
+        let rules = #"{"rules": [{"action": "skip", "function": "log_and_abort", "note": "our logger aborts"}]}"#
+        #expect(try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: rules).status == 200)
+        // The console's "Symbolicate again" processes the first crash again under the new rules.
+        let console = ConsoleClient(server)
+        #expect(try console.signIn("alice", try server.createUser("alice", admin: true)).status == 303)
+        let page = try console.get("/apps/\(server.appID)/crashes/\(firstID)")
+        let token = try #require(ConsoleClient.csrf(in: page.text))
+        #expect(try console.post("/apps/\(server.appID)/crashes/\(firstID)/symbolicate", [("csrf", token)]).status == 303)
+        #expect(try CrashFixtures.eventually(within: 20) {
+            let moved = try server.get("crashes/\(firstID)").json["group_id"] as? String
+            return moved != nil && moved != group
+        })
+        #expect(try server.get("groups/\(group)").json["sample_crash_id"] as? String == secondID)
+    }
 }
