@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Drives the crashsym web console in headless Chromium (Selenium): signs in, opens an app's
-groups, a group, a crash, resolves the group, signs out, and writes a screenshot of each page.
+groups, a group, a crash, resolves the group, the symbols page, the webhooks page (and adds a
+webhook there), signs out, and writes a screenshot of each page.
 
 Usage: browser.py BASE_URL NAME PASSWORD APP_ID SCREENSHOT_DIR [--width W] [--dark]
 Exit status 0 when every step saw what it expected; otherwise 1 with the step that failed.
@@ -136,6 +137,22 @@ def main():
         driver.get(args.base + f"/apps/{args.app}/symbols")
         check(driver.find_element(By.TAG_NAME, "h1").text.endswith("symbols"), step)
         shot(driver, args.screenshots, args.prefix + "symbols")
+
+        step = "webhooks page"
+        click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, f"p.tabs a[href='/apps/{args.app}/webhooks']"),
+                       lambda d: d.current_url.endswith(f"/apps/{args.app}/webhooks"), step)
+        hooks = len(driver.find_elements(By.CSS_SELECTOR, "section.hook"))
+        check(hooks >= 1, step + ": no webhook listed")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "table.deliveries tbody tr")) > 0, step + ": no deliveries")
+        step = "add a webhook"
+        driver.find_element(By.ID, "url").send_keys("http://127.0.0.1:9/team-chat")
+        driver.find_element(By.CSS_SELECTOR, "input[name=events][value='group.regression']").click()
+        driver.find_element(By.CSS_SELECTOR, "#format option[value=slack]").click()
+        driver.find_element(By.ID, "secret").send_keys("a secret")
+        click_and_wait(driver, driver.find_element(By.XPATH, "//button[text()='Add webhook']"),
+                       lambda d: len(d.find_elements(By.CSS_SELECTOR, "section.hook")) == hooks + 1, step + ": not listed")
+        check("http://127.0.0.1:9/team-chat" in driver.page_source, step + ": URL not shown")
+        shot(driver, args.screenshots, args.prefix + "webhooks")
 
         step = "a phone in the dark theme"
         crash_url = args.base + crash_path

@@ -23,6 +23,7 @@ struct ConsoleRenderer: Sendable {
             ("layout", ConsoleTemplates.layout), ("signin", ConsoleTemplates.signIn), ("apps", ConsoleTemplates.apps),
             ("groups", ConsoleTemplates.groups), ("group", ConsoleTemplates.group), ("report", ConsoleTemplates.report),
             ("crash", ConsoleTemplates.crash), ("symbols", ConsoleTemplates.symbols), ("message", ConsoleTemplates.message),
+            ("webhooks", ConsoleTemplates.webhooks),
         ]
         for (name, text) in templates {
             // The templates are constants of this file's module: a parse error is a programming
@@ -99,6 +100,8 @@ struct ConsoleRenderer: Sendable {
 /// A form body (`application/x-www-form-urlencoded`), at most 64 KiB.
 struct ConsoleForm {
     var fields: [String: String] = [:]
+    /// Every name and value in order (a checkbox group sends one name many times).
+    var pairs: [(name: String, value: String)] = []
 
     static let maximumBytes = 64 << 10
 
@@ -122,11 +125,16 @@ struct ConsoleForm {
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = Self.decode(parts[0]) else { continue }
-            fields[name] = parts.count > 1 ? Self.decode(parts[1]) ?? "" : ""
+            let value = parts.count > 1 ? Self.decode(parts[1]) ?? "" : ""
+            fields[name] = value
+            pairs.append((name, value))
         }
     }
 
     subscript(_ name: String) -> String? { fields[name] }
+
+    /// Every value sent under `name`, in order.
+    func values(_ name: String) -> [String] { pairs.filter { $0.name == name }.map(\.value) }
 
     private static func decode(_ text: Substring) -> String? {
         text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding

@@ -66,7 +66,7 @@ enum ConsoleTemplates {
 
     static let groups = """
         <h1>{{app.name}}</h1>
-        <p class="tabs"><a href="/apps/{{app.id}}" aria-current="page">Groups</a> · <a href="/apps/{{app.id}}/symbols">Symbols</a></p>
+        <p class="tabs"><a href="/apps/{{app.id}}" aria-current="page">Groups</a> · <a href="/apps/{{app.id}}/symbols">Symbols</a> · <a href="/apps/{{app.id}}/webhooks">Webhooks</a></p>
         <section aria-labelledby="chart-title"><h2 id="chart-title">Crashes per day and version, last {{days}} days</h2>{{{chart}}}</section>
         <form method="get" action="/apps/{{app.id}}" class="filters" role="search">
         <label for="q">Signature contains</label><input id="q" name="q" value="{{q}}">
@@ -157,7 +157,7 @@ enum ConsoleTemplates {
 
     static let symbols = """
         <h1>{{app.name}}: symbols</h1>
-        <p class="tabs"><a href="/apps/{{app.id}}">Groups</a> · <a href="/apps/{{app.id}}/symbols" aria-current="page">Symbols</a></p>
+        <p class="tabs"><a href="/apps/{{app.id}}">Groups</a> · <a href="/apps/{{app.id}}/symbols" aria-current="page">Symbols</a> · <a href="/apps/{{app.id}}/webhooks">Webhooks</a></p>
         <h2>Missing symbols</h2>
         {{^missing}}<p>Every build-id that crashes needed has symbols.</p>{{/missing}}
         {{#hasMissing}}
@@ -177,6 +177,46 @@ enum ConsoleTemplates {
         <tbody>{{#modules}}<tr><td>{{name}}</td><td class="mono">{{buildID}}</td><td>{{arch}}</td><td>{{dwarf}}</td><td>{{debug}}</td><td class="num">{{size}}</td></tr>{{/modules}}</tbody>
         </table></div>
         {{/versions}}
+        """
+
+    static let webhooks = """
+        <h1>{{app.name}}: webhooks</h1>
+        <p class="tabs"><a href="/apps/{{app.id}}">Groups</a> · <a href="/apps/{{app.id}}/symbols">Symbols</a> · <a href="/apps/{{app.id}}/webhooks" aria-current="page">Webhooks</a></p>
+        <p class="hint">A webhook is told of new groups, regressions and spikes of this app (docs/webhooks.md).</p>
+        {{^webhooks}}<p>This app has no webhook.</p>{{/webhooks}}
+        {{#webhooks}}
+        <section class="hook" aria-labelledby="hook-{{id}}">
+        <h2 id="hook-{{id}}" class="mono">{{url}}</h2>
+        <dl class="facts"><dt>Events</dt><dd>{{events}}</dd><dt>Format</dt><dd>{{format}}</dd><dt>Signed</dt><dd>{{signed}}</dd><dt>Created</dt><dd>{{created}}</dd><dt>Id</dt><dd class="mono">{{id}}</dd></dl>
+        {{#canEdit}}<form method="post" action="/apps/{{appID}}/webhooks/{{id}}/remove" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Remove this webhook</button></form>{{/canEdit}}
+        <h3>Last deliveries</h3>
+        {{^deliveries}}<p>Nothing delivered yet.</p>{{/deliveries}}
+        {{#hasDeliveries}}
+        <div class="scroll"><table class="deliveries">
+        <thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last status</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Next attempt</th></tr></thead>
+        <tbody>{{#deliveries}}<tr><td>{{created}}</td><td><a href="/apps/{{appID}}/groups/{{groupID}}">{{event}}</a></td><td><span class="state {{stateClass}}">{{state}}</span></td><td class="num">{{attempts}}</td><td class="num">{{status}}</td><td class="num">{{latency}}</td><td>{{error}}</td><td>{{next}}</td></tr>{{/deliveries}}</tbody>
+        </table></div>
+        {{/hasDeliveries}}
+        </section>
+        {{/webhooks}}
+        <h2>Add a webhook</h2>
+        {{#message}}<p class="error" role="alert">{{message}}</p>{{/message}}
+        {{#canEdit}}
+        <form method="post" action="/apps/{{app.id}}/webhooks" class="signin">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="url">URL (http or https)</label>
+        <input id="url" name="url" type="url" required maxlength="2048" value="{{form.url}}" placeholder="https://hooks.example.com/crashsym">
+        <fieldset><legend>Events</legend>
+        {{#events}}<label><input type="checkbox" name="events" value="{{value}}"{{#checked}} checked{{/checked}}> {{value}}</label> {{/events}}
+        </fieldset>
+        <label for="format">Format</label>
+        <select id="format" name="format">{{#formats}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/formats}}</select>
+        <label for="secret">Secret (optional: deliveries are signed with it; it is never shown again)</label>
+        <input id="secret" name="secret" type="password" autocomplete="off" maxlength="256">
+        <button type="submit">Add webhook</button>
+        </form>
+        {{/canEdit}}
+        {{^canEdit}}<p>Only an admin adds and removes webhooks (a webhook sends this app's crash data to another server). From a shell: <code>crashsym apps webhooks add {{app.id}} URL</code>.</p>{{/canEdit}}
         """
 
     static let message = """
@@ -239,6 +279,8 @@ enum ConsoleTemplates {
         .s0{fill:var(--c0)}.s1{fill:var(--c1)}.s2{fill:var(--c2)}.s3{fill:var(--c3)}.s4{fill:var(--c4)}.s5{fill:var(--c5)}
         .legend{display:flex;flex-wrap:wrap;gap:.8rem;list-style:none;padding:0;margin:.3rem 0;font-size:.85rem}
         .legend svg{vertical-align:middle;margin-right:.25rem}
+        .hook{border-top:1px solid var(--line);margin-top:1rem}.deliveries{min-width:46rem}
+        fieldset{border:1px solid var(--line);border-radius:4px}fieldset label{margin-right:.8rem}
         @media (max-width:40rem){main{padding:.5rem}th,td{padding:.3rem}.facts{grid-template-columns:1fr}}
 
         """

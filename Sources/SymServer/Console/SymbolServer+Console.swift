@@ -42,14 +42,15 @@ extension SymbolServer {
         router.post("apps/:appId/crashes/:crashId/symbolicate") { request, context in
             try await consolePage { try await consoleResymbolicate(request, context) }
         }
+        addConsoleWebhookRoutes(to: router)
     }
 
     // MARK: Plumbing
 
-    private var renderer: ConsoleRenderer { ConsoleRenderer.shared }
+    var renderer: ConsoleRenderer { ConsoleRenderer.shared }
 
     /// Runs a page, turning failures into HTML pages (never the API's JSON).
-    private func consolePage(_ body: () async throws -> Response) async throws -> Response {
+    func consolePage(_ body: () async throws -> Response) async throws -> Response {
         do {
             return try await body()
         } catch let redirect as ConsoleRedirect {
@@ -74,7 +75,7 @@ extension SymbolServer {
     }
 
     /// The session, or a redirect to the sign-in page that comes back here.
-    private func requireSession(_ request: Request) async throws -> CrashStore.ConsoleSession {
+    func requireSession(_ request: Request) async throws -> CrashStore.ConsoleSession {
         if let session = try await consoleSession(request) { return session }
         let back = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         throw ConsoleRedirect(location: "/signin?next=" + (back.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fapps"))
@@ -82,7 +83,7 @@ extension SymbolServer {
 
     /// The app of the URL when the person may see it; 404 otherwise (an app one may not see
     /// and an app that does not exist look the same).
-    private func visibleApp(_ session: CrashStore.ConsoleSession, _ context: BasicRequestContext) async throws -> SymbolStore.App {
+    func visibleApp(_ session: CrashStore.ConsoleSession, _ context: BasicRequestContext) async throws -> SymbolStore.App {
         let appID = try context.parameters.require("appId")
         guard let app = try await crashes.store.visibleApp(session, appID: appID) else {
             throw ConsoleFailure(.notFound, "There is no app \(appID) that you may see.")
@@ -91,7 +92,7 @@ extension SymbolServer {
     }
 
     /// The form of a POST, once its CSRF token matches the session's.
-    private func checkedForm(_ request: Request, _ session: CrashStore.ConsoleSession) async throws -> ConsoleForm {
+    func checkedForm(_ request: Request, _ session: CrashStore.ConsoleSession) async throws -> ConsoleForm {
         let form = try await ConsoleForm(request)
         guard let token = form["csrf"], constantTimeEqual(token, session.csrf) else {
             throw ConsoleFailure(.forbidden, "The form had no valid CSRF token. Reload the page and try again.")

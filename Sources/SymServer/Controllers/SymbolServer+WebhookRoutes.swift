@@ -39,24 +39,32 @@ extension SymbolServer {
         } catch {
             throw ServerError(.badRequest, #"the body must be {"url": "https://…", "events": ["group.new", …], "secret": "…", "format": "json" | "slack"}"#)
         }
-        let events = try (body.events ?? []).map { name in
+        return Self.json(try await createWebhook(appID: appID, url: body.url, events: body.events ?? [], secret: body.secret,
+                                                 format: body.format), status: .created)
+    }
+
+    /// Checks and stores a webhook of `appID` (events by name, every event when empty; format
+    /// `json` when nil): the one path of the API's `POST …/webhooks` and the console's form.
+    /// Errors are `ServerError(.badRequest)` saying what is wrong.
+    func createWebhook(appID: String, url: String, events names: [String], secret: String?, format name: String?) async throws -> Webhook {
+        let events = try names.map { name in
             guard let event = Webhook.Event(name: name) else {
                 throw ServerError(.badRequest, "unknown event \"\(name.prefix(40))\" (known: group.new, group.regression, group.spike)")
             }
             return event
         }
         var format = Webhook.Format.json
-        if let name = body.format {
+        if let name {
             guard let known = Webhook.Format(rawValue: name) else {
                 throw ServerError(.badRequest, "format must be json or slack, not \(name.prefix(40))")
             }
             format = known
         }
-        let wanted = Webhook.New(appID: appID, url: body.url, events: events, secret: body.secret, format: format)
+        let wanted = Webhook.New(appID: appID, url: url, events: events, secret: secret, format: format)
         let allowPrivate = webhooks.allowPrivate
         // Validation resolves the host name (getaddrinfo blocks): on the thread pool.
         let new = try await NIOThreadPool.singleton.runIfActive { try wanted.validated(allowPrivate: allowPrivate) }
-        return Self.json(try await crashes.store.addWebhook(new), status: .created)
+        return try await crashes.store.addWebhook(new)
     }
 
     /// `DELETE …/webhooks/{id}`: 204; its pending deliveries are dropped.

@@ -154,10 +154,23 @@ extension CrashStore {
     }
 
     /// Takes a crash out of a group's counts (it moved to another group or was deleted).
-    static func leave(_ db: Database, group: String, version: String) throws {
+    static func leave(_ db: Database, group: String, version: String, crashID: String) throws {
         try db.execute(sql: "UPDATE crash_group SET count = max(count - 1, 0) WHERE id = ?", arguments: [group])
         try db.execute(sql: "UPDATE crash_group_version SET count = max(count - 1, 0) WHERE group_id = ? AND version = ?",
                        arguments: [group, version])
+        try replaceSample(db, group: group, crashID: crashID)
+    }
+
+    /// When `crashID` is the group's sample and leaves it (deleted, expired or moved to another
+    /// group), names the group's newest other crash instead (the one retention keeps longest),
+    /// or none when it has no other.
+    static func replaceSample(_ db: Database, group: String, crashID: String) throws {
+        let statement = try db.cachedStatement(sql: """
+            UPDATE crash_group SET sample_crash_id =
+                (SELECT id FROM crash WHERE group_id = ?1 AND id != ?2 ORDER BY seq DESC LIMIT 1)
+            WHERE id = ?1 AND sample_crash_id = ?2
+            """)
+        try statement.execute(arguments: [group, crashID])
     }
 
     // MARK: Grouping rules

@@ -28,6 +28,10 @@ extension CrashStore {
                 CREATE INDEX console_crash_by_app_received ON crash(app_id, received_ms, version);
                 """)
         }
+        // When the run of failures began, so that old failures age out.
+        migrator.registerMigration("v4-console-signin-window") { db in
+            try db.execute(sql: "ALTER TABLE console_signin_failure ADD COLUMN window_start_ms INTEGER NOT NULL DEFAULT 0")
+        }
     }
 
     /// An account as `crashsym users list` shows it.
@@ -58,6 +62,9 @@ extension CrashStore {
 
     /// Wrong passwords in a row that lock a name.
     public static let signInFailureLimit = 5
+    /// How long wrong passwords are remembered: a failure older than this (counted from the
+    /// first of a run) no longer counts towards the lockout.
+    public static let signInFailureWindowMilliseconds: Int64 = 15 * 60 * 1000
     /// How long a locked name stays locked, in milliseconds.
     public static let lockoutMilliseconds: Int64 = 15 * 60 * 1000
     /// How long a session lasts, in milliseconds.
@@ -140,32 +147,37 @@ extension CrashStore {
     // MARK: Sessions (the server's)
 
     /// Checks a password (bcrypt, on the thread pool of the caller's choosing: it is slow by
-    /// design) and opens a session; counts failures per name and locks a name after
-    /// `signInFailureLimit` in a row.
+    /// design) and opens a session; counts attempts per name and locks a name for
+    /// `lockoutMilliseconds` after `signInFailureLimit` wrong ones within
+    /// `signInFailureWindowMilliseconds` (older failures age out).
     public func signIn(name: String, password: String, now: Int64) async throws -> SignInOutcome {
-        let state = try await read { db -> (hash: String?, admin: Bool, lockedUntil: Int64) in
-            let user = try Row.fetchOne(db, sql: "SELECT password_hash, admin FROM console_user WHERE name = ?", arguments: [name])
-            let locked = try Int64.fetchOne(db, sql: "SELECT locked_until_ms FROM console_signin_failure WHERE name = ?",
-                                            arguments: [name]) ?? 0
-            return (user?["password_hash"], user?["admin"] ?? false, locked)
+        // The attempt is counted before the password is checked, in one statement: concurrent
+        // guesses each take a number, and only the first `signInFailureLimit` of a window reach
+        // bcrypt (counting after the check let every guess in flight through). A success
+        // deletes the row.
+        let limit = Self.signInFailureLimit
+        let attempt = try await write { db -> (number: Int, lockedUntil: Int64) in
+            let row = try Row.fetchOne(db, sql: """
+                INSERT INTO console_signin_failure (name, failures, locked_until_ms, window_start_ms) VALUES (?1, 1, 0, ?2)
+                ON CONFLICT (name) DO UPDATE SET
+                    failures = CASE WHEN window_start_ms <= ?2 - ?4 AND locked_until_ms <= ?2 THEN 1 ELSE failures + 1 END,
+                    window_start_ms = CASE WHEN window_start_ms <= ?2 - ?4 AND locked_until_ms <= ?2 THEN ?2 ELSE window_start_ms END,
+                    locked_until_ms = CASE WHEN window_start_ms <= ?2 - ?4 AND locked_until_ms <= ?2 THEN 0
+                                           WHEN failures + 1 = ?3 THEN ?2 + ?5 ELSE locked_until_ms END
+                RETURNING failures, locked_until_ms
+                """, arguments: [name, now, limit, Self.signInFailureWindowMilliseconds, Self.lockoutMilliseconds])
+            return (row?["failures"] ?? limit + 1, row?["locked_until_ms"] ?? now + Self.lockoutMilliseconds)
         }
-        if state.lockedUntil > now { return .locked(untilMilliseconds: state.lockedUntil) }
+        if attempt.number > limit { return .locked(untilMilliseconds: attempt.lockedUntil) }
+        let state = try await read { db -> (hash: String?, admin: Bool) in
+            let user = try Row.fetchOne(db, sql: "SELECT password_hash, admin FROM console_user WHERE name = ?", arguments: [name])
+            return (user?["password_hash"], user?["admin"] ?? false)
+        }
         let hash = state.hash ?? Self.decoyHash
         let verified = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
         let matches = verified && state.hash != nil
         guard matches else {
-            let limit = Self.signInFailureLimit, lockout = Self.lockoutMilliseconds
-            let lockedUntil = try await write { db -> Int64 in
-                let failures = (try Int.fetchOne(db, sql: "SELECT failures FROM console_signin_failure WHERE name = ?",
-                                                 arguments: [name]) ?? 0) + 1
-                let until = failures >= limit ? now + lockout : 0
-                try db.execute(sql: """
-                    INSERT INTO console_signin_failure (name, failures, locked_until_ms) VALUES (?, ?, ?)
-                    ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, locked_until_ms = excluded.locked_until_ms
-                    """, arguments: [name, failures >= limit ? 0 : failures, until])
-                return until
-            }
-            return lockedUntil > 0 ? .locked(untilMilliseconds: lockedUntil) : .refused
+            return attempt.number == limit ? .locked(untilMilliseconds: attempt.lockedUntil) : .refused
         }
         let token = Self.randomHex(bytes: 32), csrf = Self.randomHex(bytes: 32)
         let expires = now + Self.sessionMilliseconds

@@ -269,7 +269,7 @@ public final class CrashStore: Sendable {
             (newGroup, created) = try Self.group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
         }
         if oldGroup != newGroup {
-            if let oldGroup { try Self.leave(db, group: oldGroup, version: crash["version"]) }
+            if let oldGroup { try Self.leave(db, group: oldGroup, version: crash["version"], crashID: crash["id"]) }
             if let newGroup {
                 let reopened = try Self.join(db, group: newGroup, crashID: crash["id"], version: version, host: crash["host"],
                                              received: crash["received_ms"])
@@ -494,7 +494,7 @@ public final class CrashStore: Sendable {
                                              arguments: [appID, id]) else {
                 throw StoreError.notFound("no crash \(id)")
             }
-            if let group: String = row["group_id"] { try Self.leave(db, group: group, version: row["version"]) }
+            if let group: String = row["group_id"] { try Self.leave(db, group: group, version: row["version"], crashID: id) }
             return try Self.delete(db, seqs: [row["seq"]], objects: [row["raw_sha256"]]).first
         }
     }
@@ -515,8 +515,13 @@ public final class CrashStore: Sendable {
             let statement = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE crash_seq = ?")
             for seq in seqs { try statement.execute(arguments: [seq]) }
         }
+        let grouped = try db.cachedStatement(sql: "SELECT group_id, id FROM crash WHERE seq = ? AND group_id IS NOT NULL")
+        let leaving = try seqs.compactMap { try Row.fetchOne(grouped, arguments: [$0]) }
+            .map { (group: $0["group_id"] as String, crash: $0["id"] as String) }
         let statement = try db.cachedStatement(sql: "DELETE FROM crash WHERE seq = ?")
         for seq in seqs { try statement.execute(arguments: [seq]) }
+        // The groups keep their counts, but not a sample that no longer exists.
+        for (group, crash) in leaving { try replaceSample(db, group: group, crashID: crash) }
         let referenced = try db.cachedStatement(sql: "SELECT 1 FROM crash WHERE raw_sha256 = ? LIMIT 1")
         return try objects.sorted().filter { try Bool.fetchOne(referenced, arguments: [$0]) != true }
     }
