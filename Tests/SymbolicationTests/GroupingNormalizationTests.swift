@@ -5,6 +5,29 @@ import TestSupport
 
 /// Function-name normalisation and the pattern language of the grouping rules.
 @Suite struct GroupingNormalizationTests {
+    @Test("the remembered normalisation answers what normalisation does, across slot collisions and mangled kinds")
+    func rememberedNormalisation() {
+        // More names than the table has slots, twice over: hits, misses and evictions.
+        var names: [(String, String?)] = Self.sameFunction.flatMap { [($0.0, $0.2), ($0.1, $0.2)] }
+        for index in 0..<10_000 {
+            names.append(("ns::Parser<\(index)>::parse(int) [clone .isra.\(index % 7)]", nil))
+            // One spelling with two mangled kinds: the answer depends on the kind, never on the slot.
+            names.append(("int compute<\(index)>", "_Z7computeIiEiT_"))
+            names.append(("int compute<\(index)>", nil))
+            names.append(("closure #1 (Swift.Int) -> () in m\(index).run() -> ()", index % 3 == 0 ? "$s4main3runyyF" : "_Z3runv"))
+        }
+        // The kind matters (a C++ return type goes only when the name is mangled C++): a table
+        // keyed by the name alone would answer one kind with the other's normalisation.
+        #expect(FunctionNameNormalizer.normalize("int compute<1>", mangled: "_Z7computeIiEiT_")
+                != FunctionNameNormalizer.normalize("int compute<1>", mangled: nil))
+        for _ in 0..<2 {
+            for (function, mangled) in names {
+                #expect(FunctionNameNormalizer.normalizeRemembered(function, mangled: mangled)
+                        == FunctionNameNormalizer.normalize(function, mangled: mangled), "\(function) \(mangled ?? "-")")
+            }
+        }
+    }
+
     /// Pairs of names that must read the same in a signature, each pair one difference between
     /// compilers, optimisers or builds (docs/grouping.md "Normalisation").
     static let sameFunction: [(String, String, String?)] = [

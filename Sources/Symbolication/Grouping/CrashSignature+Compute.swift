@@ -149,7 +149,7 @@ extension CrashSignature {
             let named = locations.filter { !$0.function.isEmpty && $0.function != "??" }
             if !named.isEmpty && named.count == locations.count {
                 for (depth, location) in locations.enumerated() where candidates.count < maximumFramesExamined {
-                    let name = FunctionNameNormalizer.normalize(location.function, mangled: location.mangled.isEmpty ? nil : location.mangled)
+                    let name = FunctionNameNormalizer.normalizeRemembered(location.function, mangled: location.mangled.isEmpty ? nil : location.mangled)
                     let frame = GroupingFrame(frameIndex: frameIndex, inlineDepth: depth, inlined: depth < locations.count - 1,
                                               text: name.isEmpty ? location.function : name, function: location.function,
                                               module: module?.name, file: location.file.isEmpty ? nil : location.file,
@@ -160,7 +160,7 @@ extension CrashSignature {
             }
             // Unresolved: the name the report gives (glibc's `func+0x…`), else module+offset.
             let reported = frame.function.flatMap { $0.isEmpty || $0 == "??" ? nil : $0 }
-            let name = reported.map { FunctionNameNormalizer.normalize($0) }
+            let name = reported.map { FunctionNameNormalizer.normalizeRemembered($0) }
             let text: String
             if let name, !name.isEmpty {
                 text = name

@@ -46,7 +46,7 @@ public enum FunctionNameNormalizer {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func isSwiftMangled(_ name: String) -> Bool {
+    static func isSwiftMangled(_ name: String) -> Bool {
         name.hasPrefix("$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") || name.hasPrefix("$e") || name.hasPrefix("_$s")
     }
 
