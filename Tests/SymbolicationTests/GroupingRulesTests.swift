@@ -316,7 +316,8 @@ import Testing
                                  text.replacingOccurrences(of: "?", with: "a"), text + "x", "x" + text, String(text.dropLast())])
             }
         }
-        for name in names {
+        // Twice: the second round is answered from the remembered matches (nil and "" apart).
+        for name in Array(names) + Array(names) {
             for (function, module, path, file) in [(name, "app", "/opt/app", "/src/a.c"), (name, name, name, name), ("main", name, "/opt/" + name, ""),
                                                    ("main", "app", name, ""), ("main", "app", "/opt/app", name)] {
                 let indexed = GroupingRules.defaults.rule(function: function, moduleName: module, modulePath: path, file: file)
@@ -325,6 +326,8 @@ import Testing
             }
             #expect(GroupingRules.defaults.rule(function: nil, moduleName: name, modulePath: nil, file: nil)
                 == GroupingRules.firstBuiltinByScan(function: nil, moduleName: name, modulePath: nil, file: nil))
+            #expect(GroupingRules.defaults.rule(function: name, moduleName: nil, modulePath: nil, file: nil)
+                == GroupingRules.firstBuiltinByScan(function: name, moduleName: nil, modulePath: nil, file: nil))
         }
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The rules that turn a crashing stack into a signature: crashcym's built-in table
 /// (`builtinRules`, docs/grouping.md) plus an app's own rules from its rules document, and how
 /// many frames a signature takes. The operator's rules come first: the first rule that matches a
@@ -48,7 +50,7 @@ public struct GroupingRules: Sendable, Equatable {
         for rule in operatorRules where rule.matches(function: function, moduleName: moduleName, modulePath: modulePath, file: file) {
             return rule
         }
-        return Self.builtinIndex.firstMatch(function: function, moduleName: moduleName, modulePath: modulePath, file: file)
+        return Self.builtinIndex.firstMatchRemembered(function: function, moduleName: moduleName, modulePath: modulePath, file: file)
     }
 
     /// The first built-in rule that matches, by a plain scan of the table (what the index must
@@ -99,5 +101,36 @@ public struct GroupingRules: Sendable, Equatable {
             }
             return best == Int.max ? nil : rules[best]
         }
+
+        /// `firstMatch`, remembered: the frames of a program's crashes repeat, and every frame of
+        /// every crash is matched against the table. A direct-mapped table of 8,192 entries (a
+        /// collision only costs matching again), so memory stays bounded.
+        func firstMatchRemembered(function: String?, moduleName: String?, modulePath: String?, file: String?) -> GroupingRule? {
+            var hasher = Hasher()
+            hasher.combine(function)
+            hasher.combine(moduleName)
+            hasher.combine(modulePath)
+            hasher.combine(file)
+            let slot = hasher.finalize() & (Self.rememberedSlots - 1)
+            let remembered: Int?? = Self.remembered.withLock { table in
+                guard let entry = table[slot], entry.function == function, entry.moduleName == moduleName,
+                      entry.modulePath == modulePath, entry.file == file else { return nil }
+                return .some(entry.rule)
+            }
+            if let remembered { return remembered.map { rules[$0] } }
+            let found = firstMatch(function: function, moduleName: moduleName, modulePath: modulePath, file: file)
+            Self.remembered.withLock { $0[slot] = Remembered(function: function, moduleName: moduleName, modulePath: modulePath,
+                                                             file: file, rule: found?.index) }
+            return found
+        }
+
+        private struct Remembered {
+            var function, moduleName, modulePath, file: String?
+            /// The rule's index in the built-in table (its `index`), nil when none matched.
+            var rule: Int?
+        }
+
+        private static let rememberedSlots = 8192
+        private static let remembered = Mutex<[Remembered?]>(Array(repeating: nil, count: rememberedSlots))
     }
 }
