@@ -51,6 +51,8 @@ public final class Collector {
     private var readyPaths: Set<String> = []
     /// The crash-storm limit (nil: none).
     private let storms: StormLimiter?
+    /// `--symbols` (nil: reports are sent as taken); one engine, so one cache, for every sender.
+    private let symbolication: LocalSymbolication?
 
     /// Opens the state directory (taking its lock) and the spools; fails with a message saying
     /// what to fix.
@@ -62,7 +64,9 @@ public final class Collector {
         } catch {
             throw AgentError(error.description)
         }
-        forwarder = try Forwarder(configuration: configuration)
+        symbolication = configuration.symbols.isEmpty ? nil
+            : LocalSymbolication(searchPaths: configuration.symbols, cacheDirectory: configuration.stateDirectory + "/symbol-cache")
+        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication)
         watcher = try SpoolWatcher(spools: configuration.spools.map(\.path), poll: configuration.poll, waker: waker)
         retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
                             maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
@@ -90,7 +94,7 @@ public final class Collector {
     /// Runs until the waker is woken (SIGTERM): the uploads under way finish first, and whatever
     /// is queued stays queued. Reports are sent on `connections` threads at once.
     public func run() throws(AgentError) {
-        let pool = try SenderPool(configuration: configuration, count: configuration.connections)
+        let pool = try SenderPool(configuration: configuration, count: configuration.connections, symbolication: symbolication)
         logger.info("agent started", metadata: [
             "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
             "crashsym.state_dir": "\(configuration.stateDirectory)", "crashsym.connections": "\(configuration.connections)",
