@@ -39,7 +39,7 @@ extension Crashsym {
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "connections", "log-level", "symbols": [path…], "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
                 Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
@@ -114,6 +114,11 @@ extension Crashsym {
                                    valueName: "path"))
         var symbols: [String] = []
 
+        @Option(name: .customLong("metrics-port"),
+                help: ArgumentHelp("Serve the counters of `status` as Prometheus text on http://127.0.0.1:PORT/metrics (0: a free port, logged at start; updated at most once a second; not with --once).",
+                                   valueName: "port"))
+        var metricsPort: Int?
+
         @Flag(help: "Take every complete file in the spools, send the queue once (one report at a time), and exit (for cron and tests).")
         var once = false
 
@@ -141,6 +146,7 @@ extension Crashsym {
             flags.connections = connections
             flags.logLevel = logLevel
             flags.symbols = symbols
+            flags.metricsPort = metricsPort
             let environmentValues = ProcessInfo.processInfo.environment
             let configuration: AgentConfiguration
             do {
