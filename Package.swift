@@ -61,6 +61,7 @@ let package = Package(
     products: [
         .executable(name: "crashsym", targets: ["crashsym"]),
         .executable(name: "crashsym-net", targets: ["crashsym-net"]),
+        .executable(name: "crashsym-agent", targets: ["crashsym-agent"]),
         .library(name: "Symbolication", targets: ["Symbolication"]),
     ],
     dependencies: [
@@ -180,12 +181,24 @@ let package = Package(
         .executableTarget(
             name: "crashsym-net",
             dependencies: [
-                "Symbolication", "SymBundle", "SymClient", "SymServer", "SymAgent", "CrashsymCommandLine",
+                "Symbolication", "SymBundle", "SymClient", "SymServer", "CrashsymCommandLine",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // `crashsym agent` (the collector daemon on every app host): its own executable, so that it
+        // links neither the server's libraries (SwiftNIO, Hummingbird, GRDB) nor pays for them in
+        // resident memory, and the lean `crashsym` stays lean. `crashsym` runs it for `agent`.
+        .executableTarget(
+            name: "crashsym-agent",
+            dependencies: [
+                "SymAgent", "CrashsymCommandLine",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -211,7 +224,7 @@ let package = Package(
         ),
         .testTarget(name: "SymClientTests", dependencies: ["TestSupport", "SymClient", "SymBundle"]),
         .testTarget(name: "SymAgentTests", dependencies: ["TestSupport", "SymAgent"]),
-        .testTarget(name: "CrashsymTests", dependencies: ["TestSupport", "crashsym", "crashsym-net"]),
+        .testTarget(name: "CrashsymTests", dependencies: ["TestSupport", "crashsym", "crashsym-net", "crashsym-agent"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -61,6 +61,10 @@ public struct AgentConfiguration: Sendable {
     public var maximumBackoff: Duration
     /// swift-log level name.
     public var logLevel: String
+    /// `--symbols`: where reports are symbolicated before they are sent (empty: sent as taken).
+    public var symbols: [String] = []
+    /// `--metrics-port`: Prometheus text on 127.0.0.1 (nil: none; 0: a port the kernel picks).
+    public var metricsPort: Int?
 
     /// A configuration; defaults for everything but the server, app and key.
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
@@ -103,6 +107,8 @@ public struct AgentConfiguration: Sendable {
         public var maxReportsPerMinute: Int?
         public var connections: Int?
         public var logLevel: String?
+        public var symbols: [String] = []
+        public var metricsPort: Int?
 
         /// No flags.
         public init() {}
@@ -117,7 +123,7 @@ public struct AgentConfiguration: Sendable {
 
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
-                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level"]
+                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port"]
     /// The members of one entry of `spools`.
     public static let spoolKeys = ["path", "app-id", "version", "format", "environment"]
 
@@ -177,6 +183,14 @@ public struct AgentConfiguration: Sendable {
             environment: environmentName, poll: flags.poll ?? file.poll ?? false,
             settle: .milliseconds(Int64(settle * 1000)), maxQueueBytes: UInt64(megabytes) << 20, maxReportsPerMinute: perMinute, connections: connections,
             logLevel: flags.logLevel ?? file.logLevel ?? "info")
+        configuration.symbols = flags.symbols.isEmpty ? file.symbols : flags.symbols
+        configuration.metricsPort = flags.metricsPort ?? file.metricsPort
+        if let port = configuration.metricsPort, !(0...65535).contains(port) {
+            throw Problem("metrics-port must be between 0 and 65535")
+        }
+        for path in configuration.symbols where access(path, F_OK) != 0 {
+            throw Problem("symbols: \(path) does not exist (give directories of .csym tables, ELF files or .build-id trees)")
+        }
         if let host = flags.host ?? file.host {
             guard isPrintable(host) else { throw Problem("host '\(host)' must be 1 to 255 printable characters") }
             configuration.host = host
@@ -216,11 +230,13 @@ public struct AgentConfiguration: Sendable {
     struct FileValues {
         var server, appID, appKey, stateDirectory, version, environment, host, logLevel: String?
         var spools: [Spool] = []
+        var symbols: [String] = []
         var poll: Bool?
         var settleSeconds: Double?
         var maxQueueMB: Int?
         var maxReportsPerMinute: Int?
         var connections: Int?
+        var metricsPort: Int?
     }
 
     /// Reads the JSON config file; every problem names the file and the setting.
@@ -275,6 +291,16 @@ public struct AgentConfiguration: Sendable {
                     throw Problem("\(path): \"connections\" must be a whole number")
                 }
                 values.connections = number
+            case "metrics-port":
+                guard case .number(let text) = value, let number = Int(text) else {
+                    throw Problem("\(path): \"metrics-port\" must be a whole number")
+                }
+                values.metricsPort = number
+            case "symbols":
+                guard let list = value.array else { throw Problem("\(path): \"symbols\" must be a list of paths") }
+                for (index, item) in list.enumerated() {
+                    values.symbols.append(try string(key, item, in: "symbols[\(index)]: "))
+                }
             case "spools":
                 guard let list = value.array else {
                     throw Problem("\(path): \"spools\" must be a list of {\"path\": …, \"app-id\": …, \"version\": …, \"format\": …, \"environment\": …}")

@@ -51,24 +51,34 @@ public final class Collector {
     private var readyPaths: Set<String> = []
     /// The crash-storm limit (nil: none).
     private let storms: StormLimiter?
+    /// `--metrics-port` (nil: none).
+    private let metrics: MetricsEndpoint?
+    /// When a report was last delivered by this process (seconds since 1970).
+    private var lastSuccessSeconds: Double?
+    /// `--symbols` (nil: reports are sent as taken); one engine, so one cache, for every sender.
+    private let symbolication: LocalSymbolication?
 
     /// Opens the state directory (taking its lock) and the spools; fails with a message saying
     /// what to fix.
-    public init(configuration: AgentConfiguration, waker: Waker, logger: Logger) throws(AgentError) {
+    public init(configuration: AgentConfiguration, waker: Waker, logger: Logger, metrics: MetricsEndpoint? = nil) throws(AgentError) {
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
         do {
             queue = try ReportQueue(directory: configuration.stateDirectory)
         } catch {
             throw AgentError(error.description)
         }
-        forwarder = try Forwarder(configuration: configuration)
+        symbolication = configuration.symbols.isEmpty ? nil
+            : LocalSymbolication(searchPaths: configuration.symbols, cacheDirectory: configuration.stateDirectory + "/symbol-cache")
+        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication)
         watcher = try SpoolWatcher(spools: configuration.spools.map(\.path), poll: configuration.poll, waker: waker)
         retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
                             maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
         storms = configuration.maxReportsPerMinute > 0 ? StormLimiter(limit: configuration.maxReportsPerMinute) : nil
         order = queue.entries()
         status = AgentStatus.load(from: configuration.stateDirectory)
+        publishMetrics()
         if !order.isEmpty {
             logger.info("reports queued from an earlier run", metadata: ["crashsym.queue_length": "\(order.count)"])
         }
@@ -90,7 +100,7 @@ public final class Collector {
     /// Runs until the waker is woken (SIGTERM): the uploads under way finish first, and whatever
     /// is queued stays queued. Reports are sent on `connections` threads at once.
     public func run() throws(AgentError) {
-        let pool = try SenderPool(configuration: configuration, count: configuration.connections)
+        let pool = try SenderPool(configuration: configuration, count: configuration.connections, symbolication: symbolication)
         logger.info("agent started", metadata: [
             "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
             "crashsym.state_dir": "\(configuration.stateDirectory)", "crashsym.connections": "\(configuration.connections)",
@@ -122,6 +132,12 @@ public final class Collector {
             }
             if configuration.poll { timeout = min(timeout ?? configuration.settle, max(configuration.settle, .milliseconds(100))) }
             writeStatus(force: false)
+            if statusDirty {
+                // Counters held back by the once-a-second limit are written when it allows, not
+                // at the next event (an idle agent would show a stale status and metrics).
+                let due = max(.milliseconds(10), .seconds(1) - statusWritten.duration(to: ContinuousClock.now))
+                timeout = min(timeout ?? due, due)
+            }
             let (candidates, stopped) = watcher.wait(timeout: timeout, also: pool.notifier.descriptor)
             for result in pool.takeResults() {
                 sending.remove(result.id)
@@ -268,6 +284,9 @@ public final class Collector {
             status.delivered += 1
             summary.delivered += 1
             status.lastSuccess = AgentStatus.timestamp()
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            lastSuccessSeconds = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
             statusDirty = true
             logger.info("crash delivered", metadata: ["crashsym.report": "\(id)", "crashsym.status": "\(code)"])
             return true
@@ -317,6 +336,21 @@ public final class Collector {
         status.store(in: configuration.stateDirectory)
         statusWritten = now
         statusDirty = false
+        publishMetrics()
+    }
+
+    /// Hands the counters to `--metrics-port`'s endpoint.
+    private func publishMetrics() {
+        guard let metrics else { return }
+        var counters = MetricsEndpoint.Snapshot()
+        counters.queueLength = order.count - head
+        counters.queueBytes = queue.totalBytes
+        counters.delivered = status.delivered
+        counters.rejected = status.rejected
+        counters.dropped = status.dropped
+        counters.suppressed = status.suppressed
+        counters.lastSuccess = lastSuccessSeconds
+        metrics.publish(counters)
     }
 
     private func finish() {

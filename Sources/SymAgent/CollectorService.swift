@@ -25,7 +25,13 @@ public struct CollectorService: Service {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let thread = Thread {
                     do {
-                        let collector = try Collector(configuration: configuration, waker: waker, logger: logger)
+                        let metrics = try configuration.metricsPort.map { port throws(AgentError) in try MetricsEndpoint(port: port) }
+                        defer { metrics?.stop() }
+                        let collector = try Collector(configuration: configuration, waker: waker, logger: logger, metrics: metrics)
+                        if let metrics {
+                            metrics.start()
+                            logger.info("metrics on http://127.0.0.1:\(metrics.port)/metrics")
+                        }
                         try collector.run()
                         continuation.resume()
                     } catch {

@@ -2,6 +2,7 @@ import Crypto
 import SymBytes
 import SymClient
 import SymHTTP
+import SymReport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,10 +25,14 @@ public final class Forwarder {
     private let configuration: AgentConfiguration
     private let transfer: CurlTransfer
     private let userAgent: String
+    /// `--symbols`: each report symbolicated here and sent as crashsym JSON (nil: sent as taken).
+    private let symbolication: LocalSymbolication?
 
     /// A forwarder; fails when libcurl cannot be loaded.
-    public init(configuration: AgentConfiguration, host: HostMetadata = .current) throws(AgentError) {
+    public init(configuration: AgentConfiguration, host: HostMetadata = .current,
+                symbolication: LocalSymbolication? = nil) throws(AgentError) {
         self.configuration = configuration
+        self.symbolication = symbolication
         do {
             transfer = try CurlTransfer()
         } catch {
@@ -57,13 +62,13 @@ public final class Forwarder {
     }
 
     /// The URL a report with `metadata` is posted to, its settings as query parameters.
-    func url(for metadata: ReportQueue.Metadata) -> String {
+    func url(for metadata: ReportQueue.Metadata, format: String?) -> String {
         var base = configuration.server
         while base.hasSuffix("/") { base.removeLast() }
         var query = [("host", configuration.host)]
         if let version = metadata.version { query.append(("version", version)) }
         if let environment = metadata.environment { query.append(("environment", environment)) }
-        if let format = metadata.format { query.append(("input_format", format)) }
+        if let format { query.append(("input_format", format)) }
         let encoded = query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
         return "\(base)/api/v1/apps/\(Self.percentEncoded(metadata.appID))/crashes?\(encoded)"
     }
@@ -76,7 +81,17 @@ public final class Forwarder {
         } catch {
             return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"unreadable\", \"message\": \(Self.jsonString(error.description))}}".utf8))
         }
-        let request = HTTPRequest(url: url(for: metadata), body: .file(path: path), contentType: "text/plain; charset=utf-8",
+        // The Idempotency-Key stays the taken file's: symbolicating it again gives the same crash.
+        var body = HTTPRequest.Body.file(path: path), format = metadata.format, contentType = "text/plain; charset=utf-8"
+        if let symbolication {
+            // A file crashsym cannot read as a report is sent as taken: the server says why not.
+            if case .success(let json) = symbolication.json(ofFile: path, format: metadata.format.flatMap(ReportFormat.init(rawValue:))) {
+                body = .bytes(json)
+                format = ReportFormat.crashsymJSON.rawValue
+                contentType = "application/json"
+            }
+        }
+        let request = HTTPRequest(url: url(for: metadata, format: format), body: body, contentType: contentType,
                                   headers: ["Authorization: Bearer \(configuration.appKey)", "Idempotency-Key: \(key)",
                                             "Accept: application/json"])
         let outcome = transfer.perform(request, userAgent: userAgent, timeout: configuration.requestTimeout,

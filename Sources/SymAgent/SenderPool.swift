@@ -37,14 +37,14 @@ final class SenderPool: Sendable {
     let notifier: Waker
     let count: Int
 
-    /// Starts `count` sender threads for `configuration`.
-    init(configuration: AgentConfiguration, count: Int) throws(AgentError) {
+    /// Starts `count` sender threads for `configuration`, sharing `symbolication` (`--symbols`).
+    init(configuration: AgentConfiguration, count: Int, symbolication: LocalSymbolication? = nil) throws(AgentError) {
         self.count = count
         notifier = try Waker()
         for index in 0..<count {
             finished.enter()
             let thread = Thread { [self] in
-                self.work(configuration: configuration)
+                self.work(configuration: configuration, symbolication: symbolication)
                 self.finished.leave()
             }
             thread.name = "crashsym-agent-send-\(index)"
@@ -85,8 +85,8 @@ final class SenderPool: Sendable {
         finished.wait()
     }
 
-    private func work(configuration: AgentConfiguration) {
-        let forwarder = try? Forwarder(configuration: configuration)
+    private func work(configuration: AgentConfiguration, symbolication: LocalSymbolication?) {
+        let forwarder = try? Forwarder(configuration: configuration, symbolication: symbolication)
         while true {
             available.wait()
             let next: Job? = state.withLock { state in

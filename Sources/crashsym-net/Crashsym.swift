@@ -1,17 +1,17 @@
 import ArgumentParser
 import CrashsymCommandLine
 
-/// `crashsym-net`: crashsym's network commands (`upload`, `serve`, `apps`, `users`, `agent`). `crashsym` runs it in its
+/// `crashsym-net`: crashsym's network commands (`upload`, `serve`, `apps`, `users`). `crashsym` runs it in its
 /// own place for them, so users type `crashsym upload …`; see Sources/crashsym/NetworkCommand.swift.
 @main
 struct Crashsym: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crashsym",
-        abstract: "crashsym's network commands: symbol upload, the symbol server and its apps, the collector agent.",
+        abstract: "crashsym's network commands: symbol upload, the symbol server, its apps and users.",
         discussion: """
-            Run through `crashsym upload|serve|apps|users|agent`. Exit status: 0 success, 1 failure, 2 usage error.
+            Run through `crashsym upload|serve|apps|users`. Exit status: 0 success, 1 failure, 2 usage error.
             """,
-        subcommands: [Upload.self, Serve.self, Apps.self, Users.self, Agent.self]
+        subcommands: [Upload.self, Serve.self, Apps.self, Users.self]
     )
 
     static func main() async {

@@ -102,6 +102,9 @@ import Testing
         ("{\"server\": \"http://x:1\", \"app-id\": \"a\", \"app-key\": \"k\", \"max-reports-per-minute\": -1}", "max-reports-per-minute must be 0"),
         ("{\"server\": \"http://x:1\", \"app-id\": \"a\"}", "no app key"),
         ("", "not JSON"),
+        ("{\"symbols\": \"/tmp\"}", "\"symbols\" must be a list of paths"),
+        ("{\"symbols\": [1]}", "symbols[0]: \"symbols\" must be a string"),
+        ("{\"server\": \"http://x:1\", \"app-id\": \"a\", \"app-key\": \"k\", \"symbols\": [\"/nonexistent/syms\"]}", "symbols: /nonexistent/syms does not exist"),
     ])
     func aBadFileNamesTheSetting(json: String, message: String) throws {
         let path = try Self.file(json)
@@ -112,6 +115,18 @@ import Testing
         } catch {
             #expect(error.description.contains(message), "\(error.description)")
         }
+    }
+
+    /// `symbols` from the file; --symbols flags replace the file's list.
+    @Test func symbolPathsComeFromTheFileUnlessFlagsGiveThem() throws {
+        let path = try Self.file("{\"server\": \"http://x:1\", \"app-id\": \"a\", \"app-key\": \"k\", \"symbols\": [\"/tmp\", \"/\"]}")
+        defer { unlink(path) }
+        let fromFile = try AgentConfiguration.resolve(flags: .init(), environment: ["HOME": "/h"], configFile: path)
+        #expect(fromFile.symbols == ["/tmp", "/"])
+        var flags = AgentConfiguration.Flags()
+        flags.symbols = ["/usr"]
+        let fromFlags = try AgentConfiguration.resolve(flags: flags, environment: ["HOME": "/h"], configFile: path)
+        #expect(fromFlags.symbols == ["/usr"])
     }
 
     @Test func aMissingFileIsNamed() {

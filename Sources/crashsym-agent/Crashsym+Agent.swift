@@ -28,6 +28,10 @@ extension Crashsym {
                 oldest reports are dropped and counted (`crashsym agent status`). SIGTERM or SIGINT: the upload \
                 under way finishes, the queue stays on disk for the next start.
 
+                With --symbols, each report is symbolicated here first (the engine and symbol search of \
+                `crashsym symbolicate --symbols`) and sent as crashsym JSON (input_format=crashsym-json), for hosts \
+                whose debug files never leave them; a file crashsym cannot read as a report is sent as taken.
+
                 Each crash is sent with host=<host name>, version and environment (when known) as query \
                 parameters, and the OS and kernel (uname) in the User-Agent.
 
@@ -35,7 +39,7 @@ extension Crashsym {
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "connections", "log-level", "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
                 Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
@@ -105,6 +109,16 @@ extension Crashsym {
                                    valueName: "count"))
         var connections: Int?
 
+        @Option(name: .customLong("symbols"),
+                help: ArgumentHelp("Symbolicate each report on this host before sending it, with symbols from this directory of .csym tables, ELF files or .build-id trees, or this file (repeatable; replaces the config file's \"symbols\"), then the places `crashsym symbolicate` looks. The report is sent as crashsym JSON with its frames resolved; ELF files are converted once into STATE/symbol-cache.",
+                                   valueName: "path"))
+        var symbols: [String] = []
+
+        @Option(name: .customLong("metrics-port"),
+                help: ArgumentHelp("Serve the counters of `status` as Prometheus text on http://127.0.0.1:PORT/metrics (0: a free port, logged at start; updated at most once a second; not with --once).",
+                                   valueName: "port"))
+        var metricsPort: Int?
+
         @Flag(help: "Take every complete file in the spools, send the queue once (one report at a time), and exit (for cron and tests).")
         var once = false
 
@@ -131,6 +145,8 @@ extension Crashsym {
             flags.maxReportsPerMinute = maxReportsPerMinute
             flags.connections = connections
             flags.logLevel = logLevel
+            flags.symbols = symbols
+            flags.metricsPort = metricsPort
             let environmentValues = ProcessInfo.processInfo.environment
             let configuration: AgentConfiguration
             do {
