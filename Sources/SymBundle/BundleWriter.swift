@@ -261,22 +261,15 @@ public struct BundleWriter: Sendable {
         return "\(directory).\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
-    /// Flushes the file to disk, renames it over `path` and flushes the directory entry.
+    /// Flushes the file to disk, renames it over `path` and flushes the directory entry (`FileIO`'s
+    /// durable rename; a directory that cannot be flushed leaves the bundle in place, not an error).
     static func syncAndRename(_ temporary: String, to path: String) throws(FormatError) {
-        let descriptor = open(temporary, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FormatError(.io, "cannot reopen the bundle", path: temporary) }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard synced else { throw FormatError(.io, "cannot flush the bundle: \(String(cString: strerror(errno)))", path: path) }
-        guard rename(temporary, path) == 0 else {
-            throw FormatError(.io, "cannot rename the bundle into place: \(String(cString: strerror(errno)))", path: path)
-        }
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryDescriptor >= 0 {
-            fsync(directoryDescriptor)
-            close(directoryDescriptor)
+        guard let failure = FileIO.moveDurably(temporary, to: path) else { return }
+        let reason = String(cString: strerror(failure.code))
+        switch failure.step {
+        case .syncDirectory: return
+        case .rename: throw FormatError(.io, "cannot rename the bundle into place: \(reason)", path: path)
+        default: throw FormatError(.io, "cannot flush the bundle: \(reason)", path: path)
         }
     }
 }

@@ -49,23 +49,60 @@ public enum FileIO {
     /// either at its old name or whole at its new one. 0 on success, else the `errno` of the step
     /// that failed (`EXDEV` when the two are on different filesystems).
     public static func durablyRename(_ source: String, to destination: String) -> Int32 {
+        moveDurably(source, to: destination)?.code ?? 0
+    }
+
+    /// A step of a durable write or rename that failed, and the `errno` it failed with; for
+    /// callers whose messages say which step went wrong.
+    public struct DurableFailure: Error, Equatable, Sendable {
+        /// The steps, in the order they run.
+        public enum Step: Sendable {
+            /// Creating the scratch file.
+            case create
+            /// Writing the bytes into it.
+            case write
+            /// Flushing the file's data (opening it by path, then fsync).
+            case syncFile
+            /// The rename into place.
+            case rename
+            /// Flushing the destination's directory; the file is then already in place.
+            case syncDirectory
+        }
+        public let step: Step
+        public let code: Int32
+        public init(_ step: Step, _ code: Int32) {
+            self.step = step
+            self.code = code
+        }
+    }
+
+    /// `durablyRename`, saying which step failed: nil on success.
+    public static func moveDurably(_ source: String, to destination: String) -> DurableFailure? {
         let synced = sync(path: source)
-        guard synced == 0 else { return synced }
-        guard rename(source, destination) == 0 else { return errno }
-        return sync(path: directory(of: destination), directory: true)
+        guard synced == 0 else { return DurableFailure(.syncFile, synced) }
+        guard rename(source, destination) == 0 else { return DurableFailure(.rename, errno) }
+        let directorySynced = sync(path: directory(of: destination), directory: true)
+        return directorySynced == 0 ? nil : DurableFailure(.syncDirectory, directorySynced)
+    }
+
+    /// `writeDurably`, saying which step failed: nil on success. The scratch file is created with
+    /// `permissions`, and only when absent if `exclusive` (a name of its own per writer); it is
+    /// removed when a step before the rename fails.
+    public static func writeDurably(_ bytes: [UInt8], to path: String, scratch: String, exclusive: Bool,
+                                    permissions: mode_t = 0o644) -> DurableFailure? {
+        let descriptor = open(scratch, O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC), permissions)
+        guard descriptor >= 0 else { return DurableFailure(.create, errno) }
+        let written = bytes.withUnsafeBytes { writeAll(descriptor, $0) }
+        close(descriptor)
+        let failure = written == 0 ? moveDurably(scratch, to: path) : DurableFailure(.write, written)
+        if let failure, failure.step != .syncDirectory { unlink(scratch) }
+        return failure
     }
 
     /// Writes `bytes` to `path` durably: into the scratch file `scratch` (same filesystem), fsync,
     /// then `durablyRename`; readers see the old file or the whole new one. 0 on success, else the
     /// `errno` of the failed step (the scratch file is then removed).
     public static func writeDurably(_ bytes: [UInt8], to path: String, scratch: String) -> Int32 {
-        let descriptor = open(scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return errno }
-        var failure = bytes.withUnsafeBytes { writeAll(descriptor, $0) }
-        close(descriptor)
-        // durablyRename flushes the scratch file's data before the rename.
-        if failure == 0 { failure = durablyRename(scratch, to: path) }
-        if failure != 0 { unlink(scratch) }
-        return failure
+        writeDurably(bytes, to: path, scratch: scratch, exclusive: false)?.code ?? 0
     }
 }

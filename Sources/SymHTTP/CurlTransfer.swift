@@ -395,16 +395,11 @@ extension CurlTransfer {
         case .success(let response) where response.status != 200:
             return .success(Download(status: response.status, size: 0))
         case .success(let response):
-            guard fsync(descriptor) == 0, rename(scratch, path) == 0 else {
-                return .failure(TransferFailure(kind: .io, message: "\(path): cannot write: \(String(cString: strerror(errno)))", retryable: false))
+            // FileIO's durable rename; a directory that cannot be flushed leaves the file in place.
+            if let failure = FileIO.moveDurably(scratch, to: path), failure.step != .syncDirectory {
+                return .failure(TransferFailure(kind: .io, message: "\(path): cannot write: \(String(cString: strerror(failure.code)))", retryable: false))
             }
             keep = true
-            let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-            let directoryDescriptor = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if directoryDescriptor >= 0 {
-                fsync(directoryDescriptor)
-                close(directoryDescriptor)
-            }
             return .success(Download(status: 200, size: response.bodySize))
         }
     }

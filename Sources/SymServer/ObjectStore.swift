@@ -1,4 +1,5 @@
 import Foundation
+import SymBytes
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,31 +55,28 @@ public struct ObjectStore: Sendable {
             try? FileManager.default.removeItem(atPath: source)
             return
         }
-        try Self.fsync(path: source, directory: false)
         try Self.makeDirectory(directory)
-        guard rename(source, destination) == 0 else { throw Self.posixError("rename \(source) to \(destination)") }
-        try Self.fsync(path: directory, directory: true)
+        if let failure = FileIO.moveDurably(source, to: destination) {
+            switch failure.step {
+            case .rename: throw Self.posixError("rename \(source) to \(destination)", failure.code)
+            case .syncDirectory: throw Self.posixError("fsync \(directory)", failure.code)
+            default: throw Self.posixError("fsync \(source)", failure.code)
+            }
+        }
     }
 
     static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o755) == 0 {
             // Make the new directory entry itself durable.
-            let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-            try fsync(path: parent.isEmpty ? "/" : parent, directory: true)
+            let parent = FileIO.directory(of: path)
+            let synced = FileIO.sync(path: parent, directory: true)
+            guard synced == 0 else { throw posixError("fsync \(parent)", synced) }
             return
         }
         guard errno == EEXIST else { throw posixError("mkdir \(path)") }
     }
 
-    /// fsync(2) of a file or directory by path.
-    static func fsync(path: String, directory: Bool) throws {
-        let fd = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC)
-        guard fd >= 0 else { throw posixError("open \(path)") }
-        defer { close(fd) }
-        guard Glibc.fsync(fd) == 0 else { throw posixError("fsync \(path)") }
-    }
-
-    static func posixError(_ what: String) -> ServerError {
-        ServerError(.internal, "\(what): \(String(cString: strerror(errno)))")
+    static func posixError(_ what: String, _ code: Int32 = errno) -> ServerError {
+        ServerError(.internal, "\(what): \(String(cString: strerror(code)))")
     }
 }

@@ -99,20 +99,16 @@ public enum FileSystem {
     }
 
     /// Writes `bytes` to a temporary file beside `path`, flushes it to disk, then renames it over
-    /// `path`: readers see the old file or the whole new one, never half of it.
+    /// `path` (`FileIO.writeDurably`): readers see the old file or the whole new one, never half
+    /// of it. A directory that cannot be flushed leaves the file in place, not an error.
     public static func writeAtomically(_ bytes: [UInt8], to path: String) throws(FormatError) {
         let temporary = path + ".tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw FormatError(.io, "cannot create: \(String(cString: strerror(errno)))", path: temporary)
-        }
-        var failure = bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
-        if failure == 0 && fsync(descriptor) != 0 { failure = errno }
-        close(descriptor)
-        if failure == 0 && rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw FormatError(.io, "cannot write: \(String(cString: strerror(failure)))", path: path)
+        guard let failure = FileIO.writeDurably(bytes, to: path, scratch: temporary, exclusive: true) else { return }
+        let reason = String(cString: strerror(failure.code))
+        switch failure.step {
+        case .syncDirectory: return
+        case .create: throw FormatError(.io, "cannot create: \(reason)", path: temporary)
+        default: throw FormatError(.io, "cannot write: \(reason)", path: path)
         }
     }
 

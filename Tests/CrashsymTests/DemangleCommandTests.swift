@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -86,8 +87,12 @@ import TestSupport
     }
 
     /// A line is printed as soon as it is read, before standard input ends (`tail -f log |
-    /// crashsym demangle`).
-    @Test(.timeLimit(.minutes(1))) func streamsLineByLine() throws {
+    /// crashsym demangle`). What is checked is an order, not a speed: each answer arrives while
+    /// standard input is still open, and the second line is written only after the first answer
+    /// came. A command that buffers its output until the end of input answers nothing until a
+    /// watchdog closes standard input (after minutes, only so that such a command cannot hang the
+    /// test), and the test then fails whatever the machine's speed.
+    @Test(.timeLimit(.minutes(10))) func streamsLineByLine() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = ["demangle"]
@@ -96,17 +101,65 @@ import TestSupport
         process.standardOutput = output
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        input.fileHandleForWriting.write(Data("first _Z3foov\n".utf8))
-        // Read what arrives while standard input is still open.
+        let stdin = StandardInputGuard(input.fileHandleForWriting)
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.streamingWatchdog) { stdin.closeUnlessAnswered() }
         var received = Data()
-        while !received.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            received.append(chunk)
+        /// Reads until `count` lines have arrived (or the output ends).
+        func readLines(_ count: Int) {
+            while received.count(where: { $0 == UInt8(ascii: "\n") }) < count {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                received.append(chunk)
+            }
         }
-        #expect(String(decoding: received, as: UTF8.self) == "first foo()\n")
-        try input.fileHandleForWriting.close()
+        for (index, name) in ["_Z3foov", "_Z3barv"].enumerated() {
+            #expect(stdin.write("line \(index) \(name)\n"), "standard input was closed by the watchdog before line \(index) was answered")
+            readLines(index + 1)
+            #expect(stdin.notClosedByWatchdog(), "line \(index) was answered only after standard input was closed: output is buffered")
+        }
+        #expect(String(decoding: received, as: UTF8.self) == "line 0 foo()\nline 1 bar()\n")
+        stdin.close()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
+    }
+
+    /// How long the streaming test waits for an answer before closing standard input itself.
+    static let streamingWatchdog: DispatchTimeInterval = .seconds(300)
+}
+
+/// The write end of a child's standard input, closed once, by the test or by its watchdog,
+/// whichever comes first; it remembers whether the watchdog had to.
+final class StandardInputGuard: Sendable {
+    private let state: Mutex<(handle: FileHandle?, closedByWatchdog: Bool)>
+
+    init(_ handle: FileHandle) { state = Mutex((handle, false)) }
+
+    /// Writes `text` unless standard input is already closed; false when it was.
+    func write(_ text: String) -> Bool {
+        state.withLock { state in
+            guard let handle = state.handle else { return false }
+            handle.write(Data(text.utf8))
+            return true
+        }
+    }
+
+    /// True while the watchdog has not closed standard input.
+    func notClosedByWatchdog() -> Bool { state.withLock { !$0.closedByWatchdog } }
+
+    /// The watchdog: closes standard input if the test has not.
+    func closeUnlessAnswered() {
+        state.withLock { state in
+            guard let handle = state.handle else { return }
+            try? handle.close()
+            state = (nil, true)
+        }
+    }
+
+    /// The test's own close at the end.
+    func close() {
+        state.withLock { state in
+            try? state.handle?.close()
+            state.handle = nil
+        }
     }
 }

@@ -4,14 +4,21 @@ import Synchronization
 import Testing
 @testable import SymReport
 
-/// Reports of about 10 MB in every format, each frame naming a module of its own (the hostile
-/// shape that made a linear module search per frame quadratic: 92 s for crashsym JSON, 12 s for
-/// eu-stack). Each must parse within a very generous bound, run against a deadline so that a
-/// quadratic parser fails the test instead of hanging it; the speed itself is measured in
+/// Reports in every format, each frame naming a module of its own (the hostile shape that made a
+/// linear module search per frame quadratic: 92 s for a 10 MB crashsym JSON report, 12 s for
+/// eu-stack). The guard compares the parse of a report with the parse of one four times its size,
+/// both timed in the same run as CPU time of the parsing thread (so a busy machine does not move
+/// the ratio): linear parsing costs about 4x, a quadratic one about 16x, and the test fails above
+/// 9x. Each parse also runs against a very generous wall-clock deadline on its own thread, so
+/// that a parser that hangs fails the test instead of stalling it. Speed itself is measured in
 /// scripts/bench, not here.
 @Suite struct LargeReportTests {
-    static let targetSize = 10 << 20
-    static let deadline: Double = 10
+    /// The larger report's size; the baseline is a quarter of it.
+    static let targetSize = 4 << 20
+    /// Only a hang guard: a linear parse of 4 MB takes well under a second.
+    static let deadline: Double = 300
+    /// Above this ratio of CPU times (4x the input) the parse is taken as worse than linear.
+    static let maximumRatio = 9.0
 
     /// A build-id of 20 bytes made from `n`.
     static func buildID(_ n: Int) -> String {
@@ -20,7 +27,7 @@ import Testing
     }
 
     /// Lines made by `line(n)` for n = 0, 1, … until the text reaches the target size.
-    static func lines(header: String = "", footer: (Int) -> String = { _ in "" }, _ line: (Int) -> String) -> (text: String, count: Int) {
+    static func lines(size targetSize: Int, header: String = "", footer: (Int) -> String = { _ in "" }, _ line: (Int) -> String) -> (text: String, count: Int) {
         var text = header
         var count = 0
         text.reserveCapacity(targetSize + 1 << 16)
@@ -35,18 +42,18 @@ import Testing
     /// Address of module `n`: modules are 0x10000 bytes apart.
     static func base(_ n: Int) -> UInt64 { 0x7f00_0000_0000 + UInt64(n) << 16 }
 
-    static func report(_ format: ReportFormat) -> (text: String, frames: Int) {
+    static func report(_ format: ReportFormat, size targetSize: Int) -> (text: String, frames: Int) {
         switch format {
         case .sanitizer:
-            let made = lines(header: "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n") { n in
+            let made = lines(size: targetSize, header: "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n") { n in
                 "    #\(n) 0x\(String(base(n) + 0x10, radix: 16))  (/lib/m\(n).so+0x10) (BuildId: \(buildID(n)))"
             }
             return (made.text, made.count)
         case .glibc:
-            let made = lines { n in "/lib/m\(n).so(+0x10) [0x\(String(base(n) + 0x10, radix: 16))]" }
+            let made = lines(size: targetSize) { n in "/lib/m\(n).so(+0x10) [0x\(String(base(n) + 0x10, radix: 16))]" }
             return (made.text, made.count)
         case .tombstone:
-            let made = lines(header: "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\nbacktrace:\n") { n in
+            let made = lines(size: targetSize, header: "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\nbacktrace:\n") { n in
                 "      #\(n % 100 < 10 ? "0" : "")\(n % 100) pc 0000000000000010  /system/lib64/m\(n).so (BuildId: \(buildID(n)))"
             }
             return (made.text, made.count)
@@ -118,23 +125,53 @@ import Testing
         }
     }
 
-    @Test("a 10 MB report naming a module per frame parses within the bound", arguments: ReportFormat.allCases)
-    func largeReport(format: ReportFormat) throws {
-        let (text, frames) = Self.report(format)
-        #expect(text.utf8.count >= Self.targetSize)
+    /// Parses `text` on a thread of its own; nil past the deadline (the thread is left to end).
+    /// Returns the result and the CPU time the parsing thread used, in seconds.
+    static func parse(_ text: String) -> (result: Result<CrashReport, FormatError>, cpuSeconds: Double)? {
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
-        // On its own thread: past the deadline the test fails at once (the thread is left to end).
         Thread {
+            let start = threadCPUTime()
             let result: Result<CrashReport, FormatError>
             do throws(FormatError) { result = .success(try CrashReport.parse(text)) } catch { result = .failure(error) }
-            outcome.value.withLock { $0 = result }
+            let used = threadCPUTime() - start
+            outcome.value.withLock { $0 = (result, used) }
             done.signal()
         }.start()
-        let finished = done.wait(timeout: .now() + Self.deadline) == .success
-        #expect(finished, "parsing a \(text.utf8.count >> 20) MB \(format.rawValue) report took over \(Self.deadline) s")
-        guard finished, let result = outcome.value.withLock({ $0 }) else { return }
-        let report = try result.get()
+        guard done.wait(timeout: .now() + deadline) == .success else { return nil }
+        return outcome.value.withLock { $0 }
+    }
+
+    /// CPU time used so far by the calling thread, in seconds.
+    static func threadCPUTime() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    @Test("a report naming a module per frame parses in linear time (4x the input, under 9x the CPU time)",
+          arguments: ReportFormat.allCases)
+    func largeReport(format: ReportFormat) throws {
+        let (small, _) = Self.report(format, size: Self.targetSize / 4)
+        let (text, frames) = Self.report(format, size: Self.targetSize)
+        #expect(text.utf8.count >= Self.targetSize)
+        // The best of three runs of each size, so that one preempted or cold run does not decide.
+        var smallTimes: [Double] = [], largeTimes: [Double] = []
+        var last: Result<CrashReport, FormatError>?
+        for _ in 0..<3 {
+            guard let smallParse = Self.parse(small), let largeParse = Self.parse(text) else {
+                Issue.record("parsing a \(text.utf8.count >> 20) MB \(format.rawValue) report took over \(Self.deadline) s")
+                return
+            }
+            smallTimes.append(smallParse.cpuSeconds)
+            largeTimes.append(largeParse.cpuSeconds)
+            last = largeParse.result
+        }
+        // A floor of 1 ms keeps a parse too quick to time from making the ratio meaningless.
+        let ratio = max(largeTimes.min()!, 0.001) / max(smallTimes.min()!, 0.001)
+        #expect(ratio < Self.maximumRatio,
+                "\(format.rawValue): 4x the input took \(ratio)x the CPU time (\(smallTimes.min()!) s -> \(largeTimes.min()!) s)")
+        let report = try #require(last).get()
         #expect(report.format == format)
         #expect(report.frameCount == frames)
         // Every frame found its own module.
@@ -144,7 +181,7 @@ import Testing
     }
 }
 
-/// The parse's result, handed from its thread to the test.
+/// The parse's result and CPU time, handed from its thread to the test.
 final class Outcome: Sendable {
-    let value = Mutex<Result<CrashReport, FormatError>?>(nil)
+    let value = Mutex<(Result<CrashReport, FormatError>, Double)?>(nil)
 }

@@ -115,6 +115,32 @@ import Testing
         #expect(plain.signature == "dump_trace | main")
     }
 
+    /// A glibc backtrace of a binary without symbols names its functions as the symbol table
+    /// spells them (`prog(_Z4drawIiEvv+0x12)`): the signature and title read them demangled, the
+    /// same as the frames symbolicated from a table would.
+    @Test func unsymbolicatedGlibcNamesAreDemangled() throws {
+        let text = """
+            /opt/app/prog(_Z4drawIiEvv+0x12)[0x55b4268c9921]
+            /opt/app/prog(_ZN5shape6renderEv+0x30)[0x55b4268c9980]
+            /opt/app/prog(main+0x20)[0x55b4268c99a0]
+            /lib/x86_64-linux-gnu/libc.so.6(+0x2724a)[0x7f7d1095e24a]
+
+            """
+        let parsed = try CrashReport.parse(text)
+        #expect(parsed.format == .glibc)
+        let none = SymbolSources(searchPaths: [], useModulePaths: false,
+                                 locator: DebugFileLocator(debugDirectories: [], includeSystemDirectory: false), cacheDirectory: nil)
+        let unsymbolicated = CrashSignature.compute(for: Symbolicator(sources: none).symbolicate(parsed))
+        #expect(unsymbolicated.signature == "draw<int> | shape::render")
+        #expect(unsymbolicated.title == "Crash in draw<int>")
+        // c++filt's spelling, as a symbolicated frame's name.
+        #expect(unsymbolicated.frames.prefix(2).map(\.function) == ["void draw<int>()", "shape::render()"])
+        // The same functions found in a table: one group.
+        let symbolicated = Self.signature([Frame(module: "prog", functions: ["void draw<int>()"]), .app("shape::render()"), .app("main"),
+                                           .unresolved("libc.so.6", 0x2724a)], signal: nil, format: .glibc)
+        #expect(symbolicated.signature == unsymbolicated.signature)
+    }
+
     @Test func anOperatorNamesItsReporter() throws {
         let rules = try GroupingRules(document: #"{"rules":[{"action":"reporter","function":"crash_reporter::*"}]}"#)
         let frames: [Frame] = [.app("crash_reporter::write"), .app("crash_reporter::handle"), .unresolved("libc.so.6", 0x3c050),

@@ -9,16 +9,59 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+REBUILD = "swift build -c release --product crashsym && swift build -c release --product crashsym-net"
+
+
+def newest_source():
+    """(modification time, path) of the newest file under Sources/."""
+    newest = (0.0, None)
+    for directory, _, names in os.walk(os.path.join(ROOT, "Sources")):
+        for name in names:
+            path = os.path.join(directory, name)
+            newest = max(newest, (os.stat(path).st_mtime, path))
+    return newest
+
+
+def build_time(crashsym):
+    """When the build holding `crashsym` was made: the older of crashsym and crashsym-net (`serve`,
+    `upload` and `apps` run the second), None when either is missing."""
+    pair = [crashsym, os.path.join(os.path.dirname(crashsym), "crashsym-net")]
+    if not all(os.path.exists(path) for path in pair):
+        return None
+    return min(os.stat(path).st_mtime for path in pair)
+
+
 def default_crashsym():
-    """The release build when there is one, else the debug build."""
-    release = os.path.join(ROOT, ".build/release/crashsym")
-    return release if os.path.exists(release) else os.path.join(ROOT, ".build/debug/crashsym")
+    """The newer of the release and debug builds, warning when the release build is older than the
+    sources (a server started from it may not know a newer flag, and fail in a way that does not
+    say why) or when even the newest build is."""
+    builds = {kind: os.path.join(ROOT, ".build", kind, "crashsym") for kind in ("release", "debug")}
+    times = {kind: build_time(path) for kind, path in builds.items()}
+    present = [kind for kind in builds if times[kind] is not None]
+    if not present:
+        sys.stderr.write(f"bench: no crashsym build under {ROOT}/.build: build it with `{REBUILD}`\n")
+        return builds["release"]
+    source_time, source = newest_source()
+    source = os.path.relpath(source, ROOT) if source else "Sources/"
+    chosen = max(present, key=lambda kind: (times[kind], kind == "release"))
+    release = builds["release"]
+    if times["release"] is None:
+        sys.stderr.write(f"bench: warning: no release build ({release}); using the debug build, whose timings "
+                         f"are not release timings: build it with `{REBUILD}`\n")
+    elif times["release"] < source_time:
+        using = "using the newer debug build for now" if chosen == "debug" else "using it anyway"
+        sys.stderr.write(f"bench: warning: {release} is older than {source}: rebuild it with `{REBUILD}` "
+                         f"({using})\n")
+    if chosen == "debug" and times["debug"] < source_time:
+        sys.stderr.write(f"bench: warning: {builds['debug']} is older than {source} too\n")
+    return builds[chosen]
 
 
 def sha256(path):

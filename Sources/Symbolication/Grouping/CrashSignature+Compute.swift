@@ -1,3 +1,4 @@
+import SymDemangle
 import SymReport
 
 extension CrashSignature {
@@ -124,6 +125,10 @@ extension CrashSignature {
         return top.map { "\(what) in \($0)" } ?? what
     }
 
+    /// How a name the report gives is spelled: the form tables store (`Demangler()`), which the
+    /// engine's locations use by default.
+    static let demangler = Demangler()
+
     /// A frame being decided, with what matching needs.
     struct Candidate {
         var frame: GroupingFrame
@@ -159,8 +164,11 @@ extension CrashSignature {
                 continue
             }
             // Unresolved: the name the report gives (glibc's `func+0x…`), else module+offset.
-            let reported = frame.function.flatMap { $0.isEmpty || $0 == "??" ? nil : $0 }
-            let name = reported.map { FunctionNameNormalizer.normalizeRemembered($0) }
+            // The report's name is the symbol as the binary spells it (`_Z4drawIiEvv`): spelled by
+            // the one naming rule, as a symbolicated frame's name is, so that both group alike.
+            let mangled = frame.function.flatMap { $0.isEmpty || $0 == "??" ? nil : $0 }
+            let reported = mangled.map { demangler.demangleOrSelf($0) }
+            let name = reported.map { FunctionNameNormalizer.normalizeRemembered($0, mangled: mangled) }
             let text: String
             if let name, !name.isEmpty {
                 text = name
