@@ -30,7 +30,9 @@ public enum ModuleConverter {
     ///    longer names the function it sits on.
     /// 8. `.csym` v3: the module's layout recorded (`ModuleLayout`), so a table alone places
     ///    mapping-relative and absolute addresses of modules not linked at 0.
-    public static let version = 8
+    /// 9. `.csym` v4: the module's unwind rules (`UnwindRules`, from `.eh_frame` and
+    ///    `.debug_frame`), so a table alone walks stacks.
+    public static let version = 9
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
@@ -72,7 +74,8 @@ public enum ModuleConverter {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
-            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init))
+            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init),
+            unwindRules: UnwindRules.read(binary: binary, debugFile: debugFile))
         var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {

@@ -32,8 +32,7 @@ extension Symbolicator {
             }
             let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
             report.modules[index].size = module.end - module.start
-            if binary == nil { binary = self.binary(of: report.modules[index]) }
-            walkModules.append(WalkModule(start: module.start, end: module.end, binary: binary))
+            walkModules.append(walkModule(of: report.modules[index], start: module.start, end: module.end, binary: binary))
             moduleIndices.append(index)
         }
         // The vDSO is in the core's memory, not in a file: its rules come from there.
@@ -71,6 +70,18 @@ extension Symbolicator {
         let text = lines.joined(separator: "\n")
         report.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return report
+    }
+
+    /// `module` mapped at `start..<end` for the walker: its rules from its table when the table
+    /// stores them (`.csym` v4: a table alone walks), else from `binary` or the ELF file of its
+    /// build (`binary(of:)`: `wholeCFI` reads all of it first instead of FDEs on demand), else
+    /// none (frame pointers and scanning only).
+    func walkModule(of module: ReportModule, start: UInt64, end: UInt64, binary: ELFFile? = nil,
+                    wholeCFI: Bool = false) -> WalkModule {
+        if let table = resolveEntry(module).module.symbols?.table, let walk = WalkModule(start: start, end: end, table: table) {
+            return walk
+        }
+        return WalkModule(start: start, end: end, binary: binary ?? self.binary(of: module), wholeCFI: wholeCFI)
     }
 
     /// The ELF file of `module`'s build, for its unwind rules: the one the providers found (the
