@@ -47,11 +47,21 @@ public enum ModuleConverter {
                              threads: Int = 1) throws(FormatError) -> [UInt8] {
         // The rows stay coded (a few bytes each, not a `LineRow`'s 24), and the writer gets the
         // only copy of the model and rows, which it frees before encoding.
-        let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
+        let (built, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
+        // The unwind rules once the DWARF walk (the conversion's peak) is over and its memory given
+        // back, so the rows being reduced never add to it.
         HeapTuning.returnFreePages()
-        return try SymbolTableWriter.write(consume model, lines: consume lines, storedNames: SwiftNameForms(),
-                                           threads: max(1, threads))
+        let unwindRules = UnwindRules.read(binary: binary, debugFile: debugFile)
+        HeapTuning.returnFreePages()
+        return try SymbolTableWriter.write(withUnwindRules(consume built, unwindRules), lines: consume lines,
+                                           storedNames: SwiftNameForms(), threads: max(1, threads))
+    }
+
+    /// `model` with `rules` in its identity (the model moves through: no copy is kept here).
+    private static func withUnwindRules(_ model: consuming SymbolModel, _ rules: UnwindRules?) -> SymbolModel {
+        model.module.unwindRules = rules
+        return model
     }
 
     /// The forms the converter stores beside function names: for names that `lookup` demangles
@@ -74,8 +84,7 @@ public enum ModuleConverter {
         let identity = ModuleIdentity(
             buildID: binary.buildID ?? debugFile?.buildID ?? [],
             machine: binary.header.machine, is64Bit: binary.header.is64Bit,
-            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init),
-            unwindRules: UnwindRules.read(binary: binary, debugFile: debugFile))
+            name: baseName(binary.path), layout: ModuleLayout(binary) ?? debugFile.flatMap(ModuleLayout.init))
         var builder = ModelBuilder(module: identity, codesLines: codesLines)
         let dwarfFile = (debugFile?.hasDWARF ?? false) ? debugFile! : binary
         if dwarfFile.hasDWARF {
