@@ -36,10 +36,12 @@ public enum ModuleConverter {
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
-    /// unnamed, from `debugFile`.
+    /// unnamed, from `debugFile`, and the unwind rules (as `table` stores them).
     public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> SymbolModel {
-        try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+        var model = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+        model.module.unwindRules = UnwindRules.read(binary: binary, debugFile: debugFile)
+        return model
     }
 
     /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
