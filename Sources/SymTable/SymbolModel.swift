@@ -51,14 +51,19 @@ public struct ModuleIdentity: Sendable, Equatable {
     public var name: String
     /// How the module lies in memory (nil: not known, as in tables before version 3).
     public var layout: ModuleLayout?
+    /// The unwind rules the writer stores (version 4 on). Nil in a table read back: its rules
+    /// are looked up in place (`SymbolTable.unwindRule(at:)`).
+    public var unwindRules: UnwindRules?
 
     /// Creates an identity.
-    public init(buildID: [UInt8], machine: UInt16, is64Bit: Bool, name: String, layout: ModuleLayout? = nil) {
+    public init(buildID: [UInt8], machine: UInt16, is64Bit: Bool, name: String, layout: ModuleLayout? = nil,
+                unwindRules: UnwindRules? = nil) {
         self.buildID = buildID
         self.machine = machine
         self.is64Bit = is64Bit
         self.name = name
         self.layout = layout
+        self.unwindRules = unwindRules
     }
 
     /// The build-id as lowercase hex.

@@ -286,6 +286,7 @@ extension TableBuilder {
             .strings: stringDataSize,
             .demangledNames: demangledNames.byteCount,
             .moduleLayout: layoutRecord.count,
+            .unwindRules: module.unwindRules?.bytes.count ?? 0,
         ]
         let total = TableFormat.headerSize + sizes.values.reduce(0, +)
 
@@ -370,6 +371,7 @@ extension TableBuilder {
             }
             if let extraString { extraString.withUnsafeBytes { writer.string($0) } }
             writer.bytes(layoutRecord)
+            if let rules = module.unwindRules { writer.bytes(rules.bytes) }
             // Every byte is written: nothing uninitialised is handed out.
             precondition(writer.position == total, "section sizes out of step with their contents")
             initialized = total

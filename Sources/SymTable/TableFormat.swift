@@ -1,29 +1,30 @@
-/// Constants of the `.csym` byte layout (versions 1 to 3), shared by the writer and the reader.
+/// Constants of the `.csym` byte layout (versions 1 to 4), shared by the writer and the reader.
 ///
 /// The layout is documented field by field in `docs/csym-format.md`; keep the two in step.
 enum TableFormat {
     /// The four bytes every table starts with.
     static let magic: [UInt8] = [0x43, 0x53, 0x59, 0x4D]  // "CSYM"
     /// The version the writer writes.
-    static let version: UInt16 = 3
+    static let version: UInt16 = 4
     /// The versions the reader reads.
-    static let readableVersions: ClosedRange<UInt16> = 1...3
+    static let readableVersions: ClosedRange<UInt16> = 1...4
     /// Size of the fixed header of the version the writer writes, including the section directory.
     static let headerSize = headerSize(version: version)
 
-    /// Size of the fixed header of `version` (1 to 3): the fixed fields and one directory entry per
+    /// Size of the fixed header of `version` (1 to 4): the fixed fields and one directory entry per
     /// section.
     static func headerSize(version: UInt16) -> Int {
         Field.sectionDirectory + sectionCount(version: version) * directoryEntrySize
     }
 
-    /// Number of sections of `version` (1 to 3): version 2 added the demangled names, version 3
-    /// the module layout.
+    /// Number of sections of `version` (1 to 4): version 2 added the demangled names, version 3
+    /// the module layout, version 4 the unwind rules.
     static func sectionCount(version: UInt16) -> Int {
         switch version {
         case 1: 8
         case 2: 9
-        default: 10
+        case 3: 10
+        default: 11
         }
     }
 
@@ -94,6 +95,8 @@ enum TableFormat {
         case demangledNames
         /// Version 3 on: the module's layout (`ModuleLayout`); empty when not known.
         case moduleLayout
+        /// Version 4 on: the module's unwind rules (`UnwindRules`); empty when it has none.
+        case unwindRules
 
         /// Name used in error messages.
         var name: String {
@@ -108,6 +111,7 @@ enum TableFormat {
             case .strings: "strings"
             case .demangledNames: "demangled names"
             case .moduleLayout: "module layout"
+            case .unwindRules: "unwind rules"
             }
         }
     }

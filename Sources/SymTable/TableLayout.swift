@@ -51,6 +51,10 @@ struct TableLayout: Sendable {
     private(set) var demangledNames = Extent(offset: 0, size: 0)
     /// Empty before version 3, and when the layout is not known.
     private(set) var moduleLayout = Extent(offset: 0, size: 0)
+    /// Empty before version 4, and when the module has no call-frame information.
+    private(set) var unwindRulesExtent = Extent(offset: 0, size: 0)
+    /// The unwind rules' parts, nil when the table has none.
+    private(set) var unwindRules: UnwindRulesLayout?
 
     /// Whether range starts are `UInt32` deltas from `addressBase`.
     var hasCompactRangeStarts: Bool { flags & TableFormat.Flag.compactRangeStarts != 0 }
@@ -74,7 +78,7 @@ struct TableLayout: Sendable {
         }
         let version = try reader.u16(at: TableFormat.Field.version)
         guard TableFormat.readableVersions.contains(version) else {
-            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 to 3)",
+            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 to 4)",
                               offset: UInt64(TableFormat.Field.version))
         }
         let headerSize = TableFormat.headerSize(version: version)
@@ -159,6 +163,7 @@ struct TableLayout: Sendable {
             throw FormatError(.limitExceeded, "string data over 4 GiB", offset: UInt64(TableFormat.Field.sectionDirectory))
         }
         if version >= 2 { try validateDemangledNames(reader) }
+        unwindRules = try UnwindRulesLayout(reader, offset: unwindRulesExtent.offset, size: unwindRulesExtent.size)
     }
 
     /// The extent of `section`.
@@ -175,6 +180,7 @@ struct TableLayout: Sendable {
             case .strings: strings
             case .demangledNames: demangledNames
             case .moduleLayout: moduleLayout
+            case .unwindRules: unwindRulesExtent
             }
         }
         set {
@@ -189,6 +195,7 @@ struct TableLayout: Sendable {
             case .strings: strings = newValue
             case .demangledNames: demangledNames = newValue
             case .moduleLayout: moduleLayout = newValue
+            case .unwindRules: unwindRulesExtent = newValue
             }
         }
     }

@@ -65,6 +65,17 @@ public struct CallFrameInfo: Sendable {
         }
     }
 
+    /// Calls `body` with each entry of `.eh_frame`, then of `.debug_frame` (either may be absent),
+    /// in section order, keeping none: for a consumer that reduces the rows as they come (the
+    /// table writer), so a module's rows are never all held at once. Returns the diagnostics.
+    public static func forEachEntry(ehFrame: Section?, debugFrame: Section?, target: Target,
+                                    _ body: (UnwindEntry) -> Void) -> [FormatError] {
+        var table = CallFrameInfo()
+        if let ehFrame { table.parse(ehFrame, kind: .ehFrame, target: target, body) }
+        if let debugFrame { table.parse(debugFrame, kind: .debugFrame, target: target, body) }
+        return table.diagnostics
+    }
+
     /// Reads `.eh_frame` and `.debug_frame` (either may be absent) into one table.
     public static func read(ehFrame: Section?, debugFrame: Section?, target: Target) -> CallFrameInfo {
         var table = CallFrameInfo()
@@ -117,6 +128,13 @@ public struct CallFrameInfo: Sendable {
     /// Walks the records of one section: CIEs are parsed when an FDE first names them (and
     /// remembered by offset), FDEs are evaluated into entries.
     mutating func parse(_ section: Section, kind: CallFrameSection, target: Target) {
+        var found: [UnwindEntry] = []
+        parse(section, kind: kind, target: target) { found.append($0) }
+        entries.append(contentsOf: found)
+    }
+
+    /// `parse(_:kind:target:)` handing each entry to `body` instead of keeping it.
+    mutating func parse(_ section: Section, kind: CallFrameSection, target: Target, _ body: (UnwindEntry) -> Void) {
         guard target.addressSize == 4 || target.addressSize == 8 else {
             note(FormatError(.unsupported, "address size \(target.addressSize) in \(kind.rawValue)"))
             return
@@ -160,7 +178,7 @@ public struct CallFrameInfo: Sendable {
             }
             do {
                 if let entry = try FrameDescription.read(section, record: record, cie: cie, kind: kind, target: target) {
-                    entries.append(entry)
+                    body(entry)
                 }
             } catch {
                 note(error)

@@ -30,14 +30,18 @@ public enum ModuleConverter {
     ///    longer names the function it sits on.
     /// 8. `.csym` v3: the module's layout recorded (`ModuleLayout`), so a table alone places
     ///    mapping-relative and absolute addresses of modules not linked at 0.
-    public static let version = 8
+    /// 9. `.csym` v4: the module's unwind rules (`UnwindRules`, from `.eh_frame` and
+    ///    `.debug_frame`), so a table alone walks stacks.
+    public static let version = 9
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code
-    /// unnamed, from `debugFile`.
+    /// unnamed, from `debugFile`, and the unwind rules (as `table` stores them).
     public static func model(binary: ELFFile, debugFile: ELFFile? = nil, decoder: DWARFDecoder = .builtin,
                              threads: Int = 1) throws(FormatError) -> SymbolModel {
-        try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+        var model = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads, codesLines: false).model
+        model.module.unwindRules = UnwindRules.read(binary: binary, debugFile: debugFile)
+        return model
     }
 
     /// Converts `binary` (with an optional separate debug file) into `.csym` bytes.
@@ -45,11 +49,21 @@ public enum ModuleConverter {
                              threads: Int = 1) throws(FormatError) -> [UInt8] {
         // The rows stay coded (a few bytes each, not a `LineRow`'s 24), and the writer gets the
         // only copy of the model and rows, which it frees before encoding.
-        let (model, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
+        let (built, lines) = try build(binary: binary, debugFile: debugFile, decoder: decoder, threads: threads,
                                        codesLines: true).finish()
+        // The unwind rules once the DWARF walk (the conversion's peak) is over and its memory given
+        // back, so the rows being reduced never add to it.
         HeapTuning.returnFreePages()
-        return try SymbolTableWriter.write(consume model, lines: consume lines, storedNames: SwiftNameForms(),
-                                           threads: max(1, threads))
+        let unwindRules = UnwindRules.read(binary: binary, debugFile: debugFile)
+        HeapTuning.returnFreePages()
+        return try SymbolTableWriter.write(withUnwindRules(consume built, unwindRules), lines: consume lines,
+                                           storedNames: SwiftNameForms(), threads: max(1, threads))
+    }
+
+    /// `model` with `rules` in its identity (the model moves through: no copy is kept here).
+    private static func withUnwindRules(_ model: consuming SymbolModel, _ rules: UnwindRules?) -> SymbolModel {
+        model.module.unwindRules = rules
+        return model
     }
 
     /// The forms the converter stores beside function names: for names that `lookup` demangles

@@ -40,6 +40,20 @@ import TestSupport
         #expect(Self.function(frames[2]) == "main")
     }
 
+    @Test("A table alone (crashsym dump's, no ELF file on the search path): the same 5 frames by its unwind rules")
+    func withTableOnly() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("crashsym-minidump-table-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let dump = try CLI.run(["dump", Self.directory + "/crash_linux", "-o", output])
+        #expect(dump.status == 0, "\(dump.stderr)")
+        let (_, frames) = try Self.frames(["--symbols", output, "--no-module-paths"])
+        #expect(frames.count == 5)
+        #expect(Self.function(frames[0]) == "(anonymous namespace)::crash()")
+        #expect(frames[1]["address"] as? String == "0x40207a")
+        #expect(Self.function(frames[1]) == "(anonymous namespace)::start()")
+        #expect(Self.function(frames[2]) == "main")
+    }
+
     @Test("Without CFI (no ELF file for any module): frame 1 is Breakpad's scanned 0x40207a, every frame in a module")
     func withoutCFI() throws {
         let (_, frames) = try Self.frames(["--no-module-paths"])

@@ -3,11 +3,11 @@ import SymTable
 import Testing
 
 /// The committed tables of every version must stay readable, and the writer must keep producing
-/// the current version's (v3) byte for byte: a format change is deliberate (a new version and
+/// the current version's (v4) byte for byte: a format change is deliberate (a new version and
 /// fixture), never an accident.
 ///
-/// Regenerate the v3 fixture after a deliberate change with
-/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests` (v1 and v2 are no longer written).
+/// Regenerate the v4 fixture after a deliberate change with
+/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests` (v1 to v3 are no longer written).
 @Suite(.serialized) struct CompatibilityFixtureTests {
     static func fixturePath(_ name: String) -> String {
         // Tests/SymTableTests/<this file> -> package root.
@@ -19,6 +19,7 @@ import Testing
     static let v1Path = fixturePath("v1-sample.csym")
     static let v2Path = fixturePath("v2-sample.csym")
     static let v3Path = fixturePath("v3-sample.csym")
+    static let v4Path = fixturePath("v4-sample.csym")
 
     /// The layout the v3 fixture records: a module linked at 0x400000 (its code, at 0x1000 in
     /// the sample model, is in the second, executable segment).
@@ -38,20 +39,91 @@ import Testing
         }
     }
 
-    /// The v3 fixture: the sample model with its layout, and the stored forms.
-    static func v3Sample() throws -> [UInt8] {
+    /// The unwind rules the v4 fixture stores, x86_64 style over the sample's code at
+    /// 0x1000..<0x1050: a prologue (push rbp; mov rsp, rbp), a body by rbp, a stretch whose CFA is
+    /// an expression (no rule: absent from the table), and a signal trampoline with every kind of
+    /// register rule.
+    static func sampleUnwindRules() -> UnwindRules? {
+        let ra = StoredRegisterRule(register: 16, kind: .offset, value: -8)
+        let rbp = StoredRegisterRule(register: 6, kind: .offset, value: -16)
+        var builder = UnwindRules.Builder()
+        builder.add(0x1000..<0x1001, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 7,
+                                                            cfaOffset: 8, registers: [ra]))
+        builder.add(0x1001..<0x1004, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 7,
+                                                            cfaOffset: 16, registers: [rbp, ra]))
+        builder.add(0x1004..<0x1020, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 6,
+                                                            cfaOffset: 16, registers: [rbp, ra]))
+        // Same rule, adjacent: merges with the range before.
+        builder.add(0x1020..<0x1040, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 6,
+                                                            cfaOffset: 16, registers: [rbp, ra]))
+        builder.add(0x1040..<0x1048, rule: nil)
+        builder.add(0x1048..<0x1050, rule: sampleSignalRule)
+        return builder.finish()
+    }
+
+    static let sampleSignalRule = StoredUnwindRule(isSignalFrame: true, returnAddressRegister: 16, cfaRegister: 7, cfaOffset: 160, registers: [
+        StoredRegisterRule(register: 3, kind: .unknown),
+        StoredRegisterRule(register: 7, kind: .valueOffset, value: 0),
+        StoredRegisterRule(register: 12, kind: .register, value: 13),
+        StoredRegisterRule(register: 13, kind: .sameValue),
+        StoredRegisterRule(register: 14, kind: .undefined),
+    ])
+
+    /// The v3 fixture's model: the sample model with its layout (and, written, the stored forms).
+    static func v3Model() -> SymbolModel {
         var model = SampleModel.model()
         model.module.layout = sampleLayout
+        return model
+    }
+
+    /// The v4 fixture: the v3 sample with unwind rules.
+    static func v4Sample() throws -> [UInt8] {
+        var model = v3Model()
+        model.module.unwindRules = sampleUnwindRules()
         return try SymbolTableWriter.write(model, storedNames: SampleForms())
     }
 
-    @Test func writerReproducesTheV3Fixture() throws {
-        let bytes = try Self.v3Sample()
+    @Test func writerReproducesTheV4Fixture() throws {
+        let bytes = try Self.v4Sample()
         if TemporaryFile.environment("CRASHSYM_RECORD") == "1" {
-            try TemporaryFile.writeFile(bytes, to: Self.v3Path)
+            try TemporaryFile.writeFile(bytes, to: Self.v4Path)
         }
+        let file = try MappedFile(path: Self.v4Path)
+        #expect(Array(file.bytes) == bytes, "the writer no longer produces v4-sample.csym; see docs/csym-format.md")
+    }
+
+    /// The v3 table (no unwind rules) reads as it did: its sections are the v4 writer's, byte for
+    /// byte, apart from the header and directory.
+    @Test func v3FixtureStillOpensWithoutUnwindRules() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.v3Path))
+        #expect(table.byteCount == 602 && !table.hasUnwindRules)
+        #expect(try table.unwindRule(at: 0x1000) == nil)
         let file = try MappedFile(path: Self.v3Path)
-        #expect(Array(file.bytes) == bytes, "the writer no longer produces v3-sample.csym; see docs/csym-format.md")
+        let v3 = withExtendedLifetime(file) { Array(file.bytes) }
+        #expect(v3[4] == 3 && v3[11] == 10)
+        let v4 = try SymbolTableWriter.write(Self.v3Model(), storedNames: SampleForms())
+        #expect(v4[4] == 4 && v4[11] == 11)
+        #expect(Array(v4[264...]) == Array(v3[248...]))
+    }
+
+    @Test func v4FixtureStoresTheUnwindRules() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.v4Path))
+        #expect(table.hasUnwindRules && table.module.layout == Self.sampleLayout)
+        // 602 bytes of v3, 16 more of directory, and the unwind rules derived by hand: header 24,
+        // 5 ranges (0x1000, 0x1001, 0x1004, 0x1040 none, 0x1048; 0x1050 none) are 6 starts of
+        // 4 bytes and 6 rule fields of 1, 4 rules + 1 offsets of 4, rule data 17 + 24 + 24 + 45.
+        #expect(table.byteCount == 602 + 16 + 24 + 6 * 4 + 6 + 5 * 4 + (17 + 24 + 24 + 45))
+        let prologue = try #require(try table.storedUnwindRule(at: 0x1000))
+        #expect(prologue.addresses == 0x1000..<0x1001 && prologue.rule.cfaRegister == 7 && prologue.rule.cfaOffset == 8)
+        #expect(prologue.rule.registers == [StoredRegisterRule(register: 16, kind: .offset, value: -8)])
+        #expect(try table.storedUnwindRule(at: 0x1003)?.addresses == 0x1001..<0x1004)
+        let body = try #require(try table.storedUnwindRule(at: 0x103F))
+        #expect(body.addresses == 0x1004..<0x1040 && body.rule.cfaRegister == 6 && body.rule.registers.count == 2)
+        #expect(try table.unwindRule(at: 0x1040) == nil && table.unwindRule(at: 0x1047) == nil)
+        let signal = try #require(try table.storedUnwindRule(at: 0x104F))
+        #expect(signal.addresses == 0x1048..<0x1050 && signal.rule == Self.sampleSignalRule)
+        #expect(try table.unwindRule(at: 0x1050) == nil && table.unwindRule(at: 0xFFF) == nil
+                && table.unwindRule(at: 0) == nil && table.unwindRule(at: .max) == nil)
     }
 
     /// The v2 table (no layout record) reads as it did: its sections are the v3 writer's, byte
@@ -62,17 +134,18 @@ import Testing
         let file = try MappedFile(path: Self.v2Path)
         let v2 = withExtendedLifetime(file) { Array(file.bytes) }
         #expect(v2[4] == 2 && v2[11] == 9)
-        let v3 = try SymbolTableWriter.write(SampleModel.model(), storedNames: SampleForms())
-        #expect(v3[4] == 3 && v3[11] == 10)
-        #expect(Array(v3[248...]) == Array(v2[232...]))
+        let v4 = try SymbolTableWriter.write(SampleModel.model(), storedNames: SampleForms())
+        #expect(v4[4] == 4 && v4[11] == 11)
+        #expect(Array(v4[264...]) == Array(v2[232...]))
     }
 
-    @Test func v3FixtureRecordsTheLayout() throws {
-        let table = try SymbolTable(file: MappedFile(path: Self.v3Path))
+    @Test(arguments: ["v3-sample.csym", "v4-sample.csym"])
+    func fixtureRecordsTheLayout(fixture: String) throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.fixturePath(fixture)))
         #expect(table.module.layout == Self.sampleLayout)
         #expect(table.module.layout?.codeRanges == [0x1000..<0x2000])
         // 498 bytes of v2, 16 more of directory, 24 + 2 × 32 of layout record.
-        #expect(table.byteCount == 498 + 16 + 24 + 64)
+        if fixture == "v3-sample.csym" { #expect(table.byteCount == 498 + 16 + 24 + 64) }
     }
 
     /// The v1 table answers as it did, and stores no demangled names.
@@ -83,13 +156,13 @@ import Testing
         var scratch = DecompressionScratch()
         let block = try table.demangledNames(inBlockOf: 1, into: &scratch)
         #expect(!block.hasNames && block.name(ofRecord: 1) == nil)
-        // Its v1 header: 216 bytes, 8 sections, reserved byte 0; the v3 writer's sections after
-        // the header (and its 4 bytes of empty demangled names; no layout) are the same bytes.
+        // Its v1 header: 216 bytes, 8 sections, reserved byte 0; the v4 writer's sections after
+        // the header (and its 4 bytes of empty demangled names; no layout, no unwind rules) are the same bytes.
         let file = try MappedFile(path: Self.v1Path)
         let v1 = withExtendedLifetime(file) { Array(file.bytes) }
         #expect(v1[4] == 1 && v1[11] == 8 && v1[19] == 0)
-        let v3 = try SymbolTableWriter.write(SampleModel.model())
-        #expect(Array(v3[(248 + 4)...]) == Array(v1[216...]))
+        let v4 = try SymbolTableWriter.write(SampleModel.model())
+        #expect(Array(v4[(264 + 4)...]) == Array(v1[216...]))
     }
 
     @Test func v2FixtureStoresTheGivenForms() throws {
@@ -111,7 +184,7 @@ import Testing
         let bytes = try SymbolTableWriter.write(SampleModel.model())
         // Derived by hand from the sample model and docs/csym-format.md. Every field is 1 byte wide
         // (at most 5 names, 4 files and scope records; lines <= 11, columns <= 9; callers <= 3).
-        //   header and section directory (10 entries)              248
+        //   header and section directory (11 entries)              264
         //   demangled names: nothing stored, one offset              4
         //   build-id                                               20
         //   8 range starts, compact (4 bytes)                      32  0x1000 0x1010 0x1014 0x1018 0x1020 0x1040 0x1048, gap 0x1050
@@ -122,11 +195,12 @@ import Testing
         //   5 function names                                        5  main, _Z6helperi, sample_main, _Z5innerv, _start
         //   strings: 11 strings, 77 bytes + 11 length bytes        88
         //   module layout: none recorded                            0
-        #expect(bytes.count == 248 + 4 + 20 + 32 + 32 + 12 + 10 + 8 + 5 + 88)
+        //   unwind rules: none                                      0
+        #expect(bytes.count == 264 + 4 + 20 + 32 + 32 + 12 + 10 + 8 + 5 + 88)
         let statistics = try SymbolTable(bytes: bytes).statistics
         #expect(statistics == SymbolTable.Statistics(
             functions: 1, inlinedScopes: 2, lineRows: 8, symbols: 2, ranges: 8, scopeRecords: 4, sourceLocations: 2,
-            files: 4, names: 5, strings: 11, byteCount: 459))
+            files: 4, names: 5, strings: 11, byteCount: 475))
     }
 
     /// Expected frames, derived by hand from the sample model and the lookup rules.
@@ -144,11 +218,11 @@ import Testing
         (UInt64.max, []),
     ]
 
-    @Test(arguments: ["v1-sample.csym", "v2-sample.csym", "v3-sample.csym"])
+    @Test(arguments: ["v1-sample.csym", "v2-sample.csym", "v3-sample.csym", "v4-sample.csym"])
     func fixtureLookups(fixture: String) throws {
         let table = try SymbolTable(file: MappedFile(path: Self.fixturePath(fixture)))
         #expect(table.module == ModuleIdentity(buildID: Array(0..<20), machine: 62, is64Bit: true, name: "libsample.so",
-                                               layout: fixture == "v3-sample.csym" ? Self.sampleLayout : nil))
+                                               layout: fixture >= "v3-sample.csym" ? Self.sampleLayout : nil))
         #expect(table.module.buildIDHex == "000102030405060708090a0b0c0d0e0f10111213")
         for (address, expected) in Self.expectations {
             #expect(try table.plainFrames(at: address).map(\.description) == expected, "at 0x\(String(address, radix: 16))")

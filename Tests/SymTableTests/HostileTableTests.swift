@@ -7,7 +7,7 @@ import Testing
 @Suite struct HostileTableTests {
     /// Valid tables to corrupt: the compatibility sample and random models of each placement.
     static func validTables() throws -> [[UInt8]] {
-        var tables = [try SymbolTableWriter.write(SampleModel.model())]
+        var tables = [try SymbolTableWriter.write(SampleModel.model()), try CompatibilityFixtureTests.v4Sample()]
         for seed in UInt64(1)...6 {
             let model = RandomModels.model(seed: seed * 101, placement: RandomModels.Placement.allCases[Int(seed % 3)])
             tables.append(try SymbolTableWriter.write(model))
@@ -33,6 +33,9 @@ import Testing
             #expect(frames <= statistics.sourceLocations + 1)
             if let result { #expect(result == frames) }
             _ = try? table.range(containing: address)
+            if let record = try? table.unwindRule(at: address) {
+                for index in 0..<record.registerCount { _ = try? table.registerRule(index, of: record) }
+            }
         }
         // Reading chains ahead follows the same corrupt records, and indices out of bounds, quietly.
         var ranges = [Int](repeating: 0, count: addresses.count)
@@ -82,7 +85,7 @@ import Testing
         }
     }
 
-    @Test(arguments: 0..<7)
+    @Test(arguments: 0..<8)
     func bitFlipsNeverTrap(tableIndex: Int) throws {
         let bytes = try Self.validTables()[tableIndex]
         let addresses = try Self.probes(bytes)
@@ -108,7 +111,7 @@ import Testing
             var bytes = (0..<random.int(0...400)).map { _ in UInt8.random(in: 0...255, using: &random) }
             if random.chance(50), bytes.count >= 8 {
                 // A valid magic and version, so the reader gets past the first checks.
-                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, UInt8(random.int(1...3)), 0])
+                bytes.replaceSubrange(0..<6, with: [0x43, 0x53, 0x59, 0x4D, UInt8(random.int(1...4)), 0])
             }
             Self.exercise(bytes, addresses: [0, 1, 0x1000, UInt64.max, random.next()])
         }
@@ -117,13 +120,15 @@ import Testing
     /// Forged header fields: each must be rejected on open with the right error class.
     @Test(arguments: [
         (HeaderPatch.u8(0, 0x42), FormatError.Code.badMagic),                 // magic
-        (HeaderPatch.u16(4, 4), .unsupported),                                // version 4
-        (HeaderPatch.u16(4, 2), .invalidValue),                               // v2 with v3's ten sections
+        (HeaderPatch.u16(4, 5), .unsupported),                                // version 5
+        (HeaderPatch.u16(4, 2), .invalidValue),                               // v2 with v4's eleven sections
+        (HeaderPatch.u16(4, 3), .invalidValue),                               // v3 with v4's eleven sections
         (HeaderPatch.u16(4, 0), .unsupported),                                // version 0
         (HeaderPatch.u16(6, 0x8000), .unsupported),                           // unknown flag
         (HeaderPatch.u8(10, 2), .invalidValue),                               // is64Bit not 0/1
         (HeaderPatch.u8(11, 7), .invalidValue),                               // section count
-        (HeaderPatch.u8(11, 9), .invalidValue),                               // v2's section count in v3
+        (HeaderPatch.u8(11, 10), .invalidValue),                              // v3's section count in v4
+        (HeaderPatch.u64(88 + 16 * 10 + 8, 1 << 40), .truncated),             // unwind rules past the end
         (HeaderPatch.u64(88 + 16 * 9 + 8, 1 << 40), .truncated),              // module layout past the end
         (HeaderPatch.u8(12, 5), .invalidValue),                               // string width > 4
         (HeaderPatch.u8(18, 255), .invalidValue),                             // call-site width

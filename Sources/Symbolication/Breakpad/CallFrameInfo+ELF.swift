@@ -6,6 +6,17 @@ extension CallFrameInfo {
     /// The call-frame information of a module: `.eh_frame` from the binary (a separate debug
     /// file keeps it only as `NOBITS`), `.debug_frame` from whichever file has one with contents.
     public static func read(binary: ELFFile, debugFile: ELFFile? = nil) throws(FormatError) -> CallFrameInfo {
+        var result = CallFrameInfo()
+        try withSections(binary: binary, debugFile: debugFile) { ehFrame, debugFrame, target in
+            result = read(ehFrame: ehFrame, debugFrame: debugFrame, target: target)
+        }
+        return result
+    }
+
+    /// Calls `body` with the module's `.eh_frame` and `.debug_frame` (as `read(binary:debugFile:)`
+    /// finds them), valid during the call, and the target.
+    public static func withSections(binary: ELFFile, debugFile: ELFFile? = nil,
+                                    _ body: (Section?, Section?, Target) -> Void) throws(FormatError) {
         let target = Target(addressSize: binary.header.is64Bit ? 8 : 4, littleEndian: binary.header.isLittleEndian,
                             textAddress: binary.section(named: ".text")?.address,
                             dataAddress: binary.section(named: ".got")?.address)
@@ -20,10 +31,9 @@ extension CallFrameInfo {
         let ehFrame = try contents(".eh_frame")
         let debugFrame = try contents(".debug_frame")
         // The contents stay alive (and mapped) while the rows are built; the rows own copies.
-        return withExtendedLifetime((ehFrame, debugFrame)) {
-            read(ehFrame: ehFrame.map { Section(bytes: $0.0.bytes, address: $0.1) },
-                 debugFrame: debugFrame.map { Section(bytes: $0.0.bytes, address: $0.1) },
-                 target: target)
+        withExtendedLifetime((ehFrame, debugFrame)) {
+            body(ehFrame.map { Section(bytes: $0.0.bytes, address: $0.1) },
+                 debugFrame.map { Section(bytes: $0.0.bytes, address: $0.1) }, target)
         }
     }
 }

@@ -32,8 +32,7 @@ extension Symbolicator {
             }
             let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
             report.modules[index].size = module.end - module.start
-            if binary == nil { binary = self.binary(of: report.modules[index]) }
-            walkModules.append(WalkModule(start: module.start, end: module.end, binary: binary))
+            walkModules.append(walkModule(of: report.modules[index], start: module.start, end: module.end, binary: binary))
             moduleIndices.append(index)
         }
         // The vDSO is in the core's memory, not in a file: its rules come from there.
@@ -71,6 +70,25 @@ extension Symbolicator {
         let text = lines.joined(separator: "\n")
         report.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return report
+    }
+
+    /// `module` mapped at `start..<end` for the walker: its rules from its table when the table
+    /// stores them (`.csym` v4: a table alone walks), else from `binary` or the ELF file of its
+    /// build (`binary(of:)`: `wholeCFI` reads all of it first instead of FDEs on demand), else
+    /// none (frame pointers and scanning only). With both, an address the table has no rule for
+    /// (a CFA computed by a DWARF expression: PLT entries, glibc's `__restore_rt`) is asked of
+    /// the ELF file, whose rules the walker evaluates.
+    func walkModule(of module: ReportModule, start: UInt64, end: UInt64, binary: ELFFile? = nil,
+                    wholeCFI: Bool = false) -> WalkModule {
+        let elf = { WalkModule(start: start, end: end, binary: binary ?? self.binary(of: module), wholeCFI: wholeCFI) }
+        guard let table = resolveEntry(module).module.symbols?.table,
+              let fromTable = WalkModule(start: start, end: end, table: table) else { return elf() }
+        let fromELF = elf()
+        guard fromELF.cfi != nil || fromELF.rules != nil else { return fromTable }
+        // The ELF file's module is placed as the table's (the same layout function made both).
+        return WalkModule(start: start, end: end, bias: fromTable.bias, cfi: nil) { address in
+            fromTable.row(at: address) ?? fromELF.row(at: address)
+        }
     }
 
     /// The ELF file of `module`'s build, for its unwind rules: the one the providers found (the

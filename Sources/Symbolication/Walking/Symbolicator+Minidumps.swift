@@ -12,14 +12,15 @@ extension Symbolicator {
     }
 
     /// The report of a Breakpad/Crashpad minidump: its modules (build-ids from their CodeView
-    /// records), one stack per thread walked with the CFI of each module's ELF file when one is
-    /// found (as the providers find symbols), else by frame pointers and stack scanning; the
+    /// records), one stack per thread walked with each module's unwind rules, from its table
+    /// (`.csym` v4) or else its ELF file, as the providers find them
+    /// (`walkModule(of:start:end:binary:wholeCFI:)`), else by frame pointers and stack scanning; the
     /// exception's signal and address, its thread marked crashed. Lines in `eu-stack -i`'s
     /// layout, as for core files.
     public func report(minidump dump: Minidump, path: String) throws(FormatError) -> CrashReport {
         var report = CrashReport(format: .euStack)
         report.metadata.append(ReportMetadata("input", "minidump"))
-        var unwind: [UInt64: (cfi: CallFrameInfo, loadAddress: UInt64)] = [:]
+        var walkModules: [WalkModule] = []
         var indexByBase: [UInt64: Int] = [:]
         for module in dump.modules {
             // A BpEL record carries the ELF build-id itself.
@@ -27,10 +28,8 @@ extension Symbolicator {
             let index = report.moduleIndex(path: module.name, buildID: buildID, loadAddress: module.base)
             report.modules[index].size = UInt64(module.size)
             indexByBase[module.base] = index
-            if let binary = binary(of: report.modules[index]), let layout = ModuleLayout(binary),
-               let cfi = try? CallFrameInfo.read(binary: binary) {
-                unwind[module.base] = (cfi, layout.mappingBase)
-            }
+            walkModules.append(walkModule(of: report.modules[index], start: module.base, end: module.base &+ UInt64(module.size),
+                                          wholeCFI: true))
         }
         var lines: [String] = ["PID \(dump.threads.first.map(\.id) ?? 0) - minidump"]
         if let reason = dump.crashReason, let exception = dump.exception {
@@ -45,7 +44,7 @@ extension Symbolicator {
             var stack = ReportStack(name: thread.name.map { "TID \(thread.id) \($0)" } ?? "TID \(thread.id)",
                                     thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            let frames = try dump.walk(thread) { unwind[$0.base] }
+            let frames = try dump.walk(thread, modules: walkModules)
             for (number, frame) in frames.enumerated() {
                 let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module.flatMap { indexByBase[$0.base] },
