@@ -20,9 +20,11 @@ extension Symbolicator {
                 guard let index = frame.module, index < report.modules.count else { continue }
                 let module = report.modules[index]
                 let key = module.buildID ?? "\0" + Self.pathKey(module, reportDirectory: reportDirectory)
-                if seen.insert(key).inserted { modules.append(module) }
+                if seen.insert(key).inserted && !isResolved(module, reportDirectory: reportDirectory) { modules.append(module) }
             }
         }
+        // Nothing to overlap when at most one module is left to resolve (a stream of reports of
+        // one program after its first): no threads.
         guard modules.count > 1 else { return }
         // Threads of their own, not Dispatch's, whose width is the number of cores: these wait.
         let width = min(Self.prefetchWidth, modules.count)
@@ -33,5 +35,14 @@ extension Symbolicator {
                 }
             }
         })
+    }
+
+    /// Whether `module` was resolved already (for an earlier report of this symbolicator).
+    private func isResolved(_ module: ReportModule, reportDirectory: String?) -> Bool {
+        let slot = modules.withLock { slots -> ModuleSlot? in
+            if let id = module.buildID { return slots.byBuildID[id] }
+            return slots.byPath[Self.pathKey(module, reportDirectory: reportDirectory)]
+        }
+        return slot?.value.withLock { $0 != nil } ?? false
     }
 }

@@ -21,7 +21,7 @@ public final class Symbolicator: Sendable {
     public let conversion: ConversionSettings
     /// One slot per module key: the first thread to need a module resolves it while holding the
     /// slot's lock, so a module is never converted twice at once.
-    private let modules = Mutex(ModuleSlots())
+    let modules = Mutex(ModuleSlots())
     /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
