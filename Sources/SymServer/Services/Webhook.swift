@@ -177,12 +177,12 @@ public enum WebhookAddress {
                     var raw = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
                     let bytes = withUnsafeBytes(of: &raw) { Array($0) }
                     inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
-                    result.append(Address(bytes: bytes, text: String(cString: text)))
+                    result.append(Address(bytes: bytes, text: String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
                 } else if current.pointee.ai_family == AF_INET6 {
                     var raw = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
                     let bytes = withUnsafeBytes(of: &raw) { Array($0) }
                     inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
-                    result.append(Address(bytes: bytes, text: String(cString: text)))
+                    result.append(Address(bytes: bytes, text: String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
                 }
             }
             entry = current.pointee.ai_next
