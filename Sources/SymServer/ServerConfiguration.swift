@@ -59,6 +59,24 @@ public struct ServerConfiguration: Sendable, Equatable {
     ] + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
+    /// The value of each of `names` from flags, else `CRASHSYM_…` variables, else the config file
+    /// (`configFile`, else `CRASHSYM_CONFIG`): what each part's `resolve` reads its settings
+    /// through. Unknown keys and unreadable files are reported by `resolve` (here they read as
+    /// absent).
+    static func settings(_ names: [String], flags: [String: String], environment: [String: String],
+                         configFile: String?) -> (String) -> String? {
+        var file: [String: String] = [:]
+        if let path = configFile ?? environment["CRASHSYM_CONFIG"],
+           let data = FileManager.default.contents(atPath: path),
+           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            for name in names {
+                if let text = object[name] as? String { file[name] = text }
+                if let number = object[name] as? NSNumber { file[name] = number.stringValue }
+            }
+        }
+        return { [file] name in flags[name] ?? environment[environmentName(name)] ?? file[name] }
+    }
+
     public static func environmentName(_ setting: String) -> String {
         "CRASHSYM_" + setting.uppercased().replacingOccurrences(of: "-", with: "_")
     }

@@ -43,19 +43,7 @@ public struct WebhookConfiguration: Sendable, Equatable {
     /// the config file (`configFile`, else `CRASHSYM_CONFIG`).
     public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
                                configFile: String? = nil) throws -> WebhookConfiguration {
-        var file: [String: String] = [:]
-        if let path = configFile ?? environment["CRASHSYM_CONFIG"],
-           let data = FileManager.default.contents(atPath: path),
-           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            // Unknown keys and unreadable files are reported by ServerConfiguration.resolve.
-            for name in settingNames {
-                if let text = object[name] as? String { file[name] = text }
-                if let number = object[name] as? NSNumber { file[name] = number.stringValue }
-            }
-        }
-        func value(_ name: String) -> String? {
-            flags[name] ?? environment[ServerConfiguration.environmentName(name)] ?? file[name]
-        }
+        let value = ServerConfiguration.settings(settingNames, flags: flags, environment: environment, configFile: configFile)
         func number(_ name: String, _ fallback: Double, minimum: Double) throws -> Double {
             guard let text = value(name) else { return fallback }
             guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)), parsed.isFinite, parsed >= minimum else {
