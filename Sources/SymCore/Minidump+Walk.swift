@@ -13,16 +13,23 @@ extension Minidump {
     /// the file address its first byte has (Breakpad's load address), or nil when unknown.
     public func walk(_ thread: Thread, maximumFrames: Int = 1024, methods: [FrameTrust] = [.cfi, .framePointer, .scan],
                      unwindInfo: (Module) -> (cfi: CallFrameInfo, loadAddress: UInt64)?) throws(FormatError) -> [StackFrame] {
-        guard system?.processorArchitecture ?? 9 == 9 else {
-            throw FormatError(.unsupported, "only x86_64 stacks are walked yet")
-        }
-        let context = try context(of: thread)
         let walkModules = modules.map { module -> WalkModule in
             let info = unwindInfo(module)
             return WalkModule(start: module.base, end: module.base &+ UInt64(module.size),
                               bias: module.base &- (info?.loadAddress ?? module.base), cfi: info?.cfi)
         }
-        let input = WalkInput(modules: walkModules, memory: { address, size in self.read(address, size: size) })
+        return try walk(thread, modules: walkModules, maximumFrames: maximumFrames, methods: methods)
+    }
+
+    /// Walks `thread`'s stack over the dump's memory with `modules` (one per module of the dump,
+    /// with its rules from a table or an ELF file, as `CoreFile.walk` takes them).
+    public func walk(_ thread: Thread, modules: [WalkModule], maximumFrames: Int = 1024,
+                     methods: [FrameTrust] = [.cfi, .framePointer, .scan]) throws(FormatError) -> [StackFrame] {
+        guard system?.processorArchitecture ?? 9 == 9 else {
+            throw FormatError(.unsupported, "only x86_64 stacks are walked yet")
+        }
+        let context = try context(of: thread)
+        let input = WalkInput(modules: modules, memory: { address, size in self.read(address, size: size) })
         return X86_64StackWalker.walk(context: context.registers, input: input, maximumFrames: maximumFrames, methods: methods)
     }
 }
