@@ -27,6 +27,10 @@ public struct HTTPRequest: Sendable {
     public var contentType: String?
     /// Extra header lines (`Name: value`).
     public var headers: [String]
+    /// Addresses to connect to instead of resolving the URL's host again, in libcurl's
+    /// `CURLOPT_RESOLVE` form (`host:port:address[,address…]`, IPv6 addresses in brackets): a
+    /// caller that checked where a name points connects exactly there.
+    public var pinnedAddresses: [String] = []
 
     /// A request; a POST or PUT without a body sends an empty one.
     public init(_ method: Method, url: String, body: Body? = nil, contentType: String? = nil, headers: [String] = []) {
@@ -164,6 +168,11 @@ public final class CurlTransfer {
             headerList = curl_slist_append(headerList, header)
         }
         defer { curl_slist_free_all(headerList) }
+        var resolveList: UnsafeMutablePointer<curl_slist>?
+        for entry in request.pinnedAddresses {
+            resolveList = curl_slist_append(resolveList, entry)
+        }
+        defer { curl_slist_free_all(resolveList) }
 
         curl_easy_reset(handle)
         errorBuffer[0] = 0
@@ -175,6 +184,7 @@ public final class CurlTransfer {
         check(crashsym_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         check(crashsym_curl_setopt_string(handle, CURLOPT_USERAGENT, userAgent))
         check(crashsym_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, headerList))
+        if let resolveList { check(crashsym_curl_setopt_pointer(handle, CURLOPT_RESOLVE, resolveList)) }
         check(crashsym_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
         // Never follow redirects: a key would go wherever the server points.
         check(crashsym_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))

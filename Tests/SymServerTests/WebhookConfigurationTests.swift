@@ -1,5 +1,6 @@
 import Foundation
-import SymServer
+@testable import SymServer
+import SymHTTP
 import Testing
 
 /// The notification settings resolve like the server's; URLs of webhooks are checked by one function.
@@ -52,5 +53,33 @@ struct WebhookConfigurationTests {
         let result = Result { try WebhookAddress.check(url, allowPrivate: allowPrivate) }
         let ok = (try? result.get()) != nil
         #expect(ok == accepted, "\(url) allowPrivate=\(allowPrivate): \(result)")
+    }
+
+    @Test("the resolve entry names host, port and every checked address; IPv6 in brackets")
+    func pinEntries() {
+        let v4 = WebhookAddress.Address(bytes: [127, 0, 0, 1], text: "127.0.0.1")
+        let v6 = WebhookAddress.Address(bytes: Array(repeating: 0, count: 15) + [1], text: "::1")
+        #expect(WebhookAddress.pin(host: "hooks.example", port: 8443, addresses: [v4, v6]) == "hooks.example:8443:127.0.0.1,[::1]")
+        #expect(WebhookAddress.pin(host: "[::1]", port: 80, addresses: [v6]) == "[::1]:80:[::1]")
+        #expect(WebhookAddress.vet(host: "169.254.169.254", allowPrivate: true) ==
+                .refused("169.254.169.254 is a link-local or cloud metadata address (169.254.169.254): refused"))
+        #expect(WebhookAddress.vet(host: "127.0.0.1", allowPrivate: false) == .allowed([v4]))
+    }
+
+    @Test("a pinned request connects to the pinned address, not to what the name resolves to")
+    func pinnedRequestsConnectThere() throws {
+        let server = try TestServer()
+        // `.invalid` never resolves (RFC 6761): only the pin can lead libcurl to the server.
+        let host = "pinned.crashsym.invalid"
+        var request = HTTPRequest(.get, url: "http://\(host):\(server.port)/healthz")
+        let transfer = try CurlTransfer()
+        func send() -> Result<HTTPResponse, TransferFailure> {
+            transfer.perform(request, userAgent: "test", timeout: .seconds(10), connectTimeout: .seconds(5), stallTimeout: .seconds(10))
+        }
+        guard case .failure = send() else { Issue.record("\(host) resolved without a pin"); return }
+        let loopback = WebhookAddress.Address(bytes: [127, 0, 0, 1], text: "127.0.0.1")
+        request.pinnedAddresses = [WebhookAddress.pin(host: host, port: server.port, addresses: [loopback])]
+        let pinned = try send().get()
+        #expect(pinned.status == 200)
     }
 }

@@ -118,21 +118,44 @@ public enum WebhookAddress {
     /// Why deliveries to `host` are refused, nil when they are not (its addresses are looked up;
     /// a name that does not resolve now is accepted, and checked again at each delivery).
     public static func refusal(host: String, allowPrivate: Bool) -> String? {
+        if case .refused(let reason) = vet(host: host, allowPrivate: allowPrivate) { return reason }
+        return nil
+    }
+
+    /// What a lookup of `host` allows: the addresses it resolved to, all checked, or why not.
+    enum Verdict: Equatable {
+        case allowed([Address])
+        case refused(String)
+    }
+
+    /// Looks `host` up once and checks every address it gives (an empty list when it does not
+    /// resolve). A delivery then connects to exactly these addresses (`pin`), so a name that
+    /// answers differently the second time (DNS rebinding) cannot lead libcurl elsewhere.
+    static func vet(host: String, allowPrivate: Bool) -> Verdict {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        for address in addresses(of: bare) {
+        let found = addresses(of: bare)
+        for address in found {
             switch classify(address) {
-            case .linkLocal: return "\(host) is a link-local or cloud metadata address (\(address.text)): refused"
+            case .linkLocal: return .refused("\(host) is a link-local or cloud metadata address (\(address.text)): refused")
             case .private where !allowPrivate:
-                return "\(host) is a private address (\(address.text)): refused unless the server runs with --webhook-allow-private"
+                return .refused("\(host) is a private address (\(address.text)): refused unless the server runs with --webhook-allow-private")
             default: continue
             }
         }
-        return nil
+        return .allowed(found)
+    }
+
+    /// The `CURLOPT_RESOLVE` entry that makes libcurl connect to `addresses` for `host:port`.
+    static func pin(host: String, port: Int, addresses: [Address]) -> String {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let name = bare.contains(":") ? "[\(bare)]" : bare
+        let list = addresses.map { $0.bytes.count == 16 ? "[\($0.text)]" : $0.text }
+        return "\(name):\(port):" + list.joined(separator: ",")
     }
 
     enum Kind { case loopback, linkLocal, `private`, `public` }
 
-    struct Address {
+    struct Address: Equatable {
         var bytes: [UInt8]
         var text: String
     }

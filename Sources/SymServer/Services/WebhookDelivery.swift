@@ -111,16 +111,27 @@ struct WebhookDeliveryService: Service {
         let timeout = Duration.milliseconds(Int64(configuration.timeout * 1000))
         let connectTimeout = min(timeout, .seconds(5))
         let allowPrivate = configuration.allowPrivate
-        let host = URLComponents(string: delivery.url)?.host
+        let components = URLComponents(string: delivery.url)
+        let host = components?.host
+        let port = components?.port ?? (components?.scheme?.lowercased() == "https" ? 443 : 80)
         let clock = ContinuousClock.now
         let outcome: Result<HTTPResponse, TransferFailure>
         let refusal: String?
         do {
             (outcome, refusal) = try await pool.runIfActive {
                 // Checked again at each attempt (getaddrinfo blocks: here, on the pool): a name may
-                // resolve elsewhere than when the webhook was added.
-                if let host, let reason = WebhookAddress.refusal(host: host, allowPrivate: allowPrivate) {
-                    return (.failure(TransferFailure(kind: .configuration, message: reason, retryable: false)), reason)
+                // resolve elsewhere than when the webhook was added. libcurl then connects to the
+                // addresses checked, not to what a second lookup would answer.
+                var pinned = request
+                if let host {
+                    switch WebhookAddress.vet(host: host, allowPrivate: allowPrivate) {
+                    case .refused(let reason):
+                        return (.failure(TransferFailure(kind: .configuration, message: reason, retryable: false)), reason)
+                    case .allowed(let addresses) where addresses.isEmpty:
+                        return (.failure(TransferFailure(kind: .connection, message: "\(host) does not resolve", retryable: true)), nil)
+                    case .allowed(let addresses):
+                        pinned.pinnedAddresses = [WebhookAddress.pin(host: host, port: port, addresses: addresses)]
+                    }
                 }
                 let transfer: CurlTransfer
                 do throws(TransferFailure) {
@@ -128,7 +139,7 @@ struct WebhookDeliveryService: Service {
                 } catch {
                     return (.failure(error), nil)
                 }
-                return (transfer.perform(request, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
+                return (transfer.perform(pinned, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
                                          stallTimeout: timeout, sink: .memory(limit: 64 << 10)), nil)
             }
         } catch {
