@@ -18,7 +18,7 @@ extension Crashsym.Apps {
                 changes at once. Secrets are stored to sign deliveries and never printed.
 
                 Example:
-                  crashsym apps webhooks add demo https://hooks.example.com/crashsym --secret "$SECRET" --data-dir /var/lib/crashsym
+                  crashsym apps webhooks add demo https://hooks.example.com/crashsym --secret-file /etc/crashsym/hook.secret --data-dir /var/lib/crashsym
                   crashsym apps webhooks add demo https://hooks.slack.com/services/T/B/X --events new-group,regression --format slack
                   crashsym apps webhooks list demo
                   crashsym apps webhooks remove demo 3f2a9c0d1e4b5a67
@@ -43,8 +43,11 @@ extension Crashsym.Apps {
             @Option(help: ArgumentHelp("Comma-separated events: new-group, regression, spike (default: all).", valueName: "list"))
             var events: String?
 
-            @Option(help: "Secret that keys the X-Crashsym-Signature HMAC-SHA256 of each body (never printed back).")
+            @Option(help: "Secret that keys the X-Crashsym-Signature HMAC-SHA256 of each body (never printed back). Visible to other users in the process list: prefer --secret-file.")
             var secret: String?
+
+            @Option(help: ArgumentHelp("Read the secret from this file (its first line; - for standard input).", valueName: "path"))
+            var secretFile: String?
 
             @Option(help: "Body of each delivery: json (the event object of docs/webhooks.md) or slack ({\"text\": …}).")
             var format: Webhook.Format = .json
@@ -54,8 +57,25 @@ extension Crashsym.Apps {
 
             @OptionGroup var location: ServerLocationOptions
 
+            func validate() throws {
+                if secret != nil && secretFile != nil { throw ValidationError("give --secret or --secret-file, not both") }
+            }
+
+            /// The secret's first line from `path` (`-`: standard input), at most 4 KiB.
+            static func readSecret(_ path: String) throws -> String {
+                let handle = path == "-" ? FileHandle.standardInput : FileHandle(forReadingAtPath: path)
+                guard let handle else { throw ValidationError("--secret-file \(path): cannot open it") }
+                let data = try handle.read(upToCount: 4097) ?? Data()
+                guard data.count <= 4096 else { throw ValidationError("--secret-file \(path): longer than 4 KiB; a secret is one line") }
+                let line = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                let secret = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+                guard !secret.isEmpty else { throw ValidationError("--secret-file \(path): the first line is empty") }
+                return secret
+            }
+
             func run() async throws {
                 let new: Webhook.New
+                let secret = try secretFile.map(Self.readSecret) ?? self.secret
                 do {
                     let events = try events.map(Webhook.events) ?? []
                     new = try Webhook.New(appID: app, url: url, events: events, secret: secret, format: format)

@@ -10,7 +10,11 @@ struct WebhookTests {
     func newGroup() throws {
         let server = try TestServer(arguments: ["--spike-min", "1000", "--public-url", "https://crashes.example.com/"])
         let receiver = try WebhookReceiver(directory: server.scratch, secret: "s3cret value")
-        let hook = try server.addWebhook(receiver.url("/ok"), ["--secret", "s3cret value"])
+        // The secret from a file (its first line, without the newline): the receiver checks each
+        // signature with the bare secret.
+        let secretFile = server.scratch + "/hook.secret"
+        try "s3cret value\nignored second line\n".write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let hook = try server.addWebhook(receiver.url("/ok"), ["--secret-file", secretFile])
         let first = try server.submitCrash(in: "parse_header")
         let group = try #require(first["group_id"] as? String)
         // The storm: 24 more at once, processed by two workers.
@@ -268,6 +272,13 @@ struct WebhookTests {
         let cli = try Binary.crashsym(["apps", "webhooks", "list", server.appID, "--data-dir", server.dataDirectory, "--format", "json"])
         #expect(cli.status == 0)
         #expect(cli.stdout.contains(id) && !cli.stdout.contains("hunter2-secret"))
+        let both = try Binary.crashsym(["apps", "webhooks", "add", server.appID, "http://127.0.0.1:9/", "--data-dir",
+                                        server.dataDirectory, "--secret", "a", "--secret-file", "/dev/null"])
+        #expect(both.status == 64 || both.status == 2, "\(both.status) \(both.stderr)")
+        #expect(both.stderr.contains("not both"))
+        let empty = try Binary.crashsym(["apps", "webhooks", "add", server.appID, "http://127.0.0.1:9/", "--data-dir",
+                                         server.dataDirectory, "--secret-file", "/dev/null"])
+        #expect(empty.status != 0 && empty.stderr.contains("the first line is empty"), "\(empty.stderr)")
         #expect(try Binary.crashsym(["apps", "webhooks", "add", server.appID, "http://169.254.169.254/", "--data-dir",
                                      server.dataDirectory]).status == 2)
         #expect(try Binary.crashsym(["apps", "webhooks", "add", "no-such-app", "http://127.0.0.1/", "--data-dir",
