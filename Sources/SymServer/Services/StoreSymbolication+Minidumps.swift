@@ -12,7 +12,8 @@ extension StoreSymbolication {
     func symbolicateNow(minidump dump: Minidump, appID: String, version: String?,
                         renderings: LocationChain.Renderings) throws -> SymbolicatedReport {
         let buildIDs = Set(dump.modules.compactMap { $0.codeID.map(hexString) })
-        let names = Set(dump.modules.filter { $0.codeID == nil }.map(\.name))
+        // Modules without an id are matched by file name, as the report names them.
+        let names = Set(dump.modules.filter { $0.codeID == nil }.map { ReportModule(path: $0.name).name })
         let stored = try crashes.tablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
         let found = StoreSymbolProvider.Found(
             byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
