@@ -68,6 +68,10 @@ struct MinidumpUploadTests {
         let raw = try server.get("crashes/\(id)/raw")
         #expect(raw.status == 200)
         #expect(raw.body == Self.minidump)
+        let attachmentObject = (attachments?.first?["sha256"] as? String).map {
+            server.dataDirectory + "/objects/sha256/" + $0.prefix(2) + "/" + $0.dropFirst(2)
+        } ?? ""
+        #expect(FileManager.default.contents(atPath: attachmentObject) == log, "the attachment is kept in the object store")
 
         // A client retrying sends the same minidump with a new boundary: the first id, no second crash.
         let again = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations, gzip: true)
@@ -76,6 +80,10 @@ struct MinidumpUploadTests {
         #expect(retried.status == 200)
         #expect(retried.text == id)
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
+
+        // Deleting the crash removes its minidump and its attachment.
+        #expect(try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(id)").status == 204)
+        #expect(!FileManager.default.fileExists(atPath: attachmentObject))
     }
 
     @Test("Breakpad's HTTPUpload (curl form, no gzip) before the binary's symbols: resolved and re-walked with CFI after the upload")

@@ -147,6 +147,7 @@ extension SymbolServer {
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
             store.objects.remove(sha256: object)
         }
+        for attachment in try await crashes.store.collectOrphanAttachments() { store.objects.remove(sha256: attachment) }
         return Response(status: .noContent)
     }
 

@@ -39,6 +39,12 @@ extension CrashStore {
                     crash_seq INTEGER PRIMARY KEY NOT NULL REFERENCES crash(seq) ON DELETE CASCADE,
                     product TEXT, annotations TEXT NOT NULL, attachments TEXT NOT NULL);
                 """)
+            // The attachments' objects, by crash; a row outlives its crash (no foreign key) until
+            // `collectOrphanAttachments` removes it and names the objects no crash uses any more.
+            try db.execute(sql: """
+                CREATE TABLE crash_attachment (crash_seq INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (crash_seq, sha256));
+                CREATE INDEX crash_attachment_by_object ON crash_attachment(sha256);
+                """)
         }
     }
 
@@ -55,6 +61,10 @@ extension CrashStore {
             if let seq {
                 try db.execute(sql: "INSERT INTO crash_minidump (crash_seq, product, annotations, attachments) VALUES (?, ?, ?, ?)",
                                arguments: [seq, details.product, annotations, attachments])
+                for attachment in details.attachments {
+                    try db.execute(sql: "INSERT OR IGNORE INTO crash_attachment (crash_seq, sha256) VALUES (?, ?)",
+                                   arguments: [seq, attachment.sha256])
+                }
             }
             return receipt
         }
@@ -71,6 +81,23 @@ extension CrashStore {
             let annotations = try? decoder.decode([String: String].self, from: Data((row["annotations"] as String).utf8))
             let attachments = try? decoder.decode([MinidumpAttachment].self, from: Data((row["attachments"] as String).utf8))
             return MinidumpDetails(product: row["product"], annotations: annotations ?? [:], attachments: attachments ?? [])
+        }
+    }
+
+    /// Forgets the attachments of deleted crashes (by a DELETE or retention); returns the
+    /// objects that neither another crash's attachment nor a crash's raw bytes use, for the
+    /// caller to remove after the commit.
+    func collectOrphanAttachments() async throws -> [String] {
+        try await write { db in
+            let orphans = try String.fetchAll(db, sql: """
+                SELECT DISTINCT a.sha256 FROM crash_attachment a WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = a.crash_seq)
+                """)
+            guard !orphans.isEmpty else { return [] }
+            try db.execute(sql: "DELETE FROM crash_attachment WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = crash_attachment.crash_seq)")
+            let used = try db.cachedStatement(sql: """
+                SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
+                """)
+            return try orphans.filter { try Bool.fetchOne(used, arguments: [$0]) != true }
         }
     }
 }
