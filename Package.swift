@@ -132,7 +132,7 @@ let package = Package(
         .target(name: "SymHTTP", dependencies: ["CCurl", "SymBytes"]),
         .target(
             name: "SymClient",
-            dependencies: ["SymHTTP", "SymBundle", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SymHTTP", "SymBundle", "CLibz", .product(name: "Logging", package: "swift-log")]
         ),
         // The collector daemon (`crashsym agent`): spools, durable queue, forwarding over SymHTTP.
         .target(
@@ -147,7 +147,7 @@ let package = Package(
         .target(
             name: "SymServer",
             dependencies: [
-                "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP",
+                "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP", "SymCore", "CLibz",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -67,7 +67,7 @@ public final class SymbolClient {
     }
 
     /// Sends `request` until it gets a 2xx, a final error, or the deadline passes.
-    private func send(_ request: HTTPRequest, progress: ((UInt64, UInt64) -> Void)?) throws(ClientError) -> HTTPResponse {
+    func send(_ request: HTTPRequest, progress: ((UInt64, UInt64) -> Void)?) throws(ClientError) -> HTTPResponse {
         let clock = ContinuousClock()
         var attempt = 0
         while true {

@@ -85,6 +85,9 @@ extension Crashsym {
         @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
         var crashWorkers: Int?
 
+        @Option(name: .customLong("max-minidump-bytes"), help: "Largest minidump upload (POST …/minidump) in bytes, counted after gzip decompression: the minidump with its annotations and attachments (default 64 MiB; 413 above).")
+        var maxMinidumpBytes: Int?
+
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
         var flags: [String: String] {
@@ -107,6 +110,7 @@ extension Crashsym {
             flags["retention-days"] = retentionDays.map { String($0) }
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
+            flags["max-minidump-bytes"] = maxMinidumpBytes.map(String.init)
             flags.merge(notifications.flags) { given, _ in given }
             return flags
         }

@@ -16,7 +16,7 @@ enum NetworkCommand {
     /// The subcommands `crashsym-net` (or, for `agent`, `crashsym-agent`) answers.
     /// (An array, not a `Set`: building a `Set<String>` costs the runtime a conformance lookup, a
     /// scan of every record in the binary, at the start of every crashsym process.)
-    static let names = ["upload", "serve", "apps", "users", "agent"]
+    static let names = ["upload", "upload-minidump", "serve", "apps", "users", "agent"]
 
     /// The executable that answers `command`.
     static func executable(for command: String) -> String {
@@ -58,6 +58,15 @@ enum NetworkCommand {
             abstract: "Convert ELF binaries into symbol tables, bundle them and upload what the server lacks.")
         @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
         func run() throws { NetworkCommand.handOver(["upload"] + arguments) }
+    }
+
+    /// See `Upload`.
+    struct UploadMinidump: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "upload-minidump",
+            abstract: "Send a minidump to a crashsym server the way Crashpad does (gzip'd multipart form).")
+        @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
+        func run() throws { NetworkCommand.handOver(["upload-minidump"] + arguments) }
     }
 
     /// See `Upload`.

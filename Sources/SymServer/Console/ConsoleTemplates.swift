@@ -147,6 +147,10 @@ enum ConsoleTemplates {
         <p class="links"><a href="/apps/{{appID}}/crashes/{{id}}/raw">Raw report</a> · <a href="/apps/{{appID}}/crashes/{{id}}/json">JSON</a>{{#groupID}} · <a href="/apps/{{appID}}/groups/{{groupID}}">Group</a>{{/groupID}}</p>
         <form method="post" action="/apps/{{appID}}/crashes/{{id}}/symbolicate" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Symbolicate again</button></form>
         {{#failure}}<p class="error">Processing failed: {{failure}}</p>{{/failure}}
+        {{#minidump}}<section aria-labelledby="client"><h2 id="client">Sent by the crash client</h2>
+        <dl class="facts">{{#product}}<dt>Product</dt><dd>{{product}}</dd>{{/product}}{{#annotations}}<dt>{{key}}</dt><dd>{{value}}</dd>{{/annotations}}</dl>
+        {{#attachments}}<p>Attached: {{filename}} ({{size}} bytes{{#contentType}}, {{contentType}}{{/contentType}})</p>{{/attachments}}
+        </section>{{/minidump}}
         {{{report}}}
         <h2>Modules</h2>
         <div class="scroll"><table>

@@ -368,10 +368,13 @@ extension SymbolServer {
             return row
         }
         let title = summary.title ?? summary.signal.map { "\($0) (not grouped)" } ?? "Crash \(id)"
-        let data: [String: Any] = [
+        var data: [String: Any] = [
             "title": title, "appID": app.id, "id": id, "groupID": summary.groupID as Any, "csrf": session.csrf,
             "failure": summary.failure as Any, "report": renderer.render("report", view), "modules": modules,
         ]
+        if let details = try await crashes.store.minidumpDetails(appID: app.id, id: id) {
+            data["minidump"] = ConsoleReportView.minidump(details)
+        }
         var crumbs = [("Apps", "/apps"), (app.name, "/apps/\(app.id)")]
         if let group = summary.groupID { crumbs.append(("Group", "/apps/\(app.id)/groups/\(group)")) }
         crumbs.append(("Crash", "/apps/\(app.id)/crashes/\(id)"))
@@ -397,8 +400,13 @@ extension SymbolServer {
         if raw {
             let object = try await crashes.store.rawObject(appID: app.id, id: id)
             let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
-            headers[.contentType] = "text/plain; charset=utf-8"
-            headers[.contentDisposition] = "inline; filename=\"crash-\(id).txt\""
+            if try await crashes.store.minidumpDetails(appID: app.id, id: id) != nil {
+                headers[.contentType] = "application/octet-stream"
+                headers[.contentDisposition] = "attachment; filename=\"crash-\(id).dmp\""
+            } else {
+                headers[.contentType] = "text/plain; charset=utf-8"
+                headers[.contentDisposition] = "inline; filename=\"crash-\(id).txt\""
+            }
             return Response(status: .ok, headers: headers, body: body)
         }
         let (_, report) = try await crashes.store.crash(appID: app.id, id: id)

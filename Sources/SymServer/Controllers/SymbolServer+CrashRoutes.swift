@@ -25,6 +25,7 @@ extension SymbolServer {
     func addCrashServiceRoutes(to router: Router<BasicRequestContext>) {
         let apps = router.group("api/v1/apps/:appId").add(middleware: StoreErrorMiddleware())
         apps.post("crashes") { request, context in try await submitCrash(request, context) }
+        apps.post("minidump") { request, context in try await submitMinidump(request, context) }
         apps.get("crashes") { request, context in try await listCrashes(request, context) }
         apps.get("crashes/:crashId") { request, context in try await showCrash(request, context) }
         apps.get("crashes/:crashId/raw") { request, context in try await rawCrash(request, context) }
@@ -118,6 +119,11 @@ extension SymbolServer {
         bytes.removeLast()  // "}"
         bytes.append(contentsOf: #","report":"#.utf8)
         if let report { bytes.append(contentsOf: report) } else { bytes.append(contentsOf: "null".utf8) }
+        if let details = try await crashes.store.minidumpDetails(appID: appID, id: summary.id) {
+            // What a Crashpad/Breakpad client sent with the minidump (POST …/minidump).
+            bytes.append(contentsOf: #","minidump":"#.utf8)
+            bytes.append(contentsOf: try Self.encoder.encode(details))
+        }
         bytes.append(UInt8(ascii: "}"))
         return Self.raw(bytes, contentType: "application/json")
     }
@@ -125,10 +131,12 @@ extension SymbolServer {
     /// `GET …/crashes/{id}/raw`: the bytes as received.
     func rawCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        let object = try await crashes.store.rawObject(appID: appID, id: try Self.crashID(context))
+        let id = try Self.crashID(context)
+        let object = try await crashes.store.rawObject(appID: appID, id: id)
+        let minidump = try await crashes.store.minidumpDetails(appID: appID, id: id) != nil
         let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
         var headers = HTTPFields()
-        headers[.contentType] = "text/plain; charset=utf-8"
+        headers[.contentType] = minidump ? "application/octet-stream" : "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
         return Response(status: .ok, headers: headers, body: body)
     }
@@ -139,6 +147,7 @@ extension SymbolServer {
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
             store.objects.remove(sha256: object)
         }
+        for attachment in try await crashes.store.collectOrphanAttachments() { store.objects.remove(sha256: attachment) }
         return Response(status: .noContent)
     }
 

@@ -92,6 +92,8 @@ struct RetentionService: Service {
                 if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
                 if deleted < 500 { break }
             }
+            // Files attached to minidump crashes that are gone now.
+            for sha256 in try await service.store.collectOrphanAttachments() { service.objects.remove(sha256: sha256) }
         } catch is CancellationError {
             // Shutting down (or the server never started): the next start sweeps again.
         } catch {

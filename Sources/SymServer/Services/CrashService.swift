@@ -26,6 +26,8 @@ final class CrashService: Sendable {
     let webhookSignal = WebhookSignal()
 
     private let acceptedCounter = Counter(label: "crashsym_crashes_accepted_total")
+    /// Minidumps accepted by `POST …/minidump` (they count in neither crash counter above).
+    let minidumpsAccepted = Counter(label: "crashsym_minidumps_accepted_total")
     private let processedCounter = Counter(label: "crashsym_crashes_processed_total")
     private let failedCounter = Counter(label: "crashsym_crashes_failed_total")
     private let requeuedCounter = Counter(label: "crashsym_crashes_requeued_total")
@@ -105,7 +107,7 @@ final class CrashService: Sendable {
         }
     }
 
-    private static func writeAll(_ bytes: [UInt8], to path: String) throws {
+    static func writeAll(_ bytes: [UInt8], to path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
         defer { close(fd) }
@@ -190,6 +192,7 @@ final class CrashService: Sendable {
 
     /// Reads, parses, symbolicates and signs one crash, on the calling (thread-pool) thread.
     private func analyse(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
+        if input.inputFormat == CrashStore.minidumpFormat { return try analyseMinidump(input, rules: rules) }
         let path = objects.path(sha256: input.rawSHA256)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
@@ -205,13 +208,19 @@ final class CrashService: Sendable {
         let result = try symbolication.symbolicateNow(report, appID: input.appID,
                                                       version: input.versionGiven ? input.version : reportVersion ?? input.version,
                                                       renderings: .json)
+        return Self.outcome(result, format: report.format.rawValue, reportVersion: reportVersion, rules: rules)
+    }
+
+    /// A symbolicated crash as stored: its JSON model, signature and missing modules.
+    static func outcome(_ result: SymbolicatedReport, format: String, reportVersion: String?,
+                        rules: GroupingRules) -> CrashStore.ProcessingResult {
         var json: [UInt8] = []
         ReportWriter.writeJSON(result, into: &json)
         if json.last == 0x0a { json.removeLast() }
         let signature = CrashSignature.compute(for: result, rules: rules)
         return CrashStore.ProcessingResult(
-            state: .done, format: report.format.rawValue, signal: report.signal, reportVersion: reportVersion,
-            signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result))
+            state: .done, format: format, signal: result.report.signal, reportVersion: reportVersion,
+            signature: signature.signature, title: signature.title, report: json, missing: missingModules(result))
     }
 
     /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.

@@ -15,21 +15,26 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public var tableCacheMB: Int
     /// Crashes processed at once.
     public var workers: Int
+    /// Largest minidump upload accepted by `POST …/minidump`, counted after decompression (413 above).
+    public var maxMinidumpBytes: Int
 
     /// Creates a configuration.
     public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
-                retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2) {
+                retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2,
+                maxMinidumpBytes: Int = 64 << 20) {
         self.maxReportBytes = maxReportBytes
         self.maxFrames = maxFrames
         self.maxCrashesPerMinute = maxCrashesPerMinute
         self.retentionDays = retentionDays
         self.tableCacheMB = tableCacheMB
         self.workers = workers
+        self.maxMinidumpBytes = maxMinidumpBytes
     }
 
     /// The setting names (flags, config-file keys, `CRASHSYM_…` variables).
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
+        "max-minidump-bytes",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -50,6 +55,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         configuration.maxCrashesPerMinute = try integer("max-crashes-per-minute", configuration.maxCrashesPerMinute, minimum: 0)
         configuration.tableCacheMB = try integer("table-cache-mb", configuration.tableCacheMB, minimum: 1)
         configuration.workers = try integer("crash-workers", configuration.workers, minimum: 1)
+        configuration.maxMinidumpBytes = try integer("max-minidump-bytes", configuration.maxMinidumpBytes, minimum: 1024)
         if let text = value("retention-days") {
             guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
                 throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")

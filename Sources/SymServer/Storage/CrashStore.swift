@@ -57,6 +57,7 @@ public final class CrashStore: Sendable {
         }
         registerWebhookMigrations(&migrator)
         registerUserMigrations(&migrator)
+        registerMinidumpMigrations(&migrator)
     }
 
     // MARK: Types
@@ -138,30 +139,33 @@ public final class CrashStore: Sendable {
     /// Records a crash and its processing job in one transaction. With an idempotency key seen
     /// before for the app, nothing is stored and the first crash is answered instead.
     public func accept(_ crash: NewCrash) async throws -> Receipt {
-        try await write { db in
-            if let key = crash.idempotencyKey,
-               let row = try Row.fetchOne(db, sql: """
-                    SELECT c.id, c.state, c.group_id FROM crash_idempotency k JOIN crash c ON c.seq = k.crash_seq
-                    WHERE k.app_id = ? AND k.key = ?
-                    """, arguments: [crash.appID, key]) {
-                return Receipt(id: row["id"], state: State(rawValue: row["state"]) ?? .pending, groupID: row["group_id"],
-                               replayed: true)
-            }
-            let id = Self.randomHex(bytes: 16)
-            try db.execute(sql: """
-                INSERT INTO crash (id, app_id, received_ms, version, version_given, host, environment, input_format,
-                                   raw_sha256, raw_size, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
-                """, arguments: [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
-                                 crash.host, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
-            let seq = db.lastInsertedRowID
-            try Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
-            if let key = crash.idempotencyKey {
-                try db.execute(sql: "INSERT INTO crash_idempotency (app_id, key, crash_seq) VALUES (?, ?, ?)",
-                               arguments: [crash.appID, key, seq])
-            }
-            return Receipt(id: id, state: .pending, groupID: nil, replayed: false)
+        try await write { db in try Self.insert(db, crash).receipt }
+    }
+
+    /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
+    /// idempotency key answered an earlier crash).
+    static func insert(_ db: Database, _ crash: NewCrash) throws -> (receipt: Receipt, seq: Int64?) {
+        if let key = crash.idempotencyKey,
+           let row = try Row.fetchOne(db, sql: """
+                SELECT c.id, c.state, c.group_id FROM crash_idempotency k JOIN crash c ON c.seq = k.crash_seq
+                WHERE k.app_id = ? AND k.key = ?
+                """, arguments: [crash.appID, key]) {
+            return (Receipt(id: row["id"], state: State(rawValue: row["state"]) ?? .pending, groupID: row["group_id"], replayed: true), nil)
         }
+        let id = Self.randomHex(bytes: 16)
+        try db.execute(sql: """
+            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, environment, input_format,
+                               raw_sha256, raw_size, state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+            """, arguments: [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
+                             crash.host, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
+        let seq = db.lastInsertedRowID
+        try Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
+        if let key = crash.idempotencyKey {
+            try db.execute(sql: "INSERT INTO crash_idempotency (app_id, key, crash_seq) VALUES (?, ?, ?)",
+                           arguments: [crash.appID, key, seq])
+        }
+        return (Receipt(id: id, state: .pending, groupID: nil, replayed: false), seq)
     }
 
     /// Adds (or re-arms) the job of crash `seq`: a job already leased is marked to run again

@@ -1,0 +1,13 @@
+extension ConsoleReportView {
+    /// The view of what a Crashpad/Breakpad client sent with a minidump: the product, the
+    /// annotations sorted by name, the attachments. Mustache escapes every value (`{{…}}`).
+    static func minidump(_ details: CrashStore.MinidumpDetails) -> [String: Any] {
+        [
+            "product": details.product as Any,
+            "annotations": details.annotations.sorted { $0.key < $1.key }.map { ["key": $0.key, "value": $0.value] },
+            "attachments": details.attachments.map { attachment -> [String: Any] in
+                ["filename": attachment.filename, "size": attachment.size, "contentType": attachment.contentType as Any]
+            },
+        ]
+    }
+}

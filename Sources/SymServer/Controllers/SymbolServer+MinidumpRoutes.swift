@@ -1,0 +1,63 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SymBundle
+
+extension SymbolServer {
+    /// `POST …/minidump`: a minidump as Crashpad's `crashpad_handler` and Breakpad's `HTTPUpload`
+    /// send it (multipart form, optionally gzip-compressed as a whole), or a bare minidump body.
+    /// Answers the crash id as plain text (what Crashpad keeps as the report's id), or JSON when
+    /// the client accepts JSON and not plain text. A minidump sent again answers the first id.
+    func submitMinidump(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticateUpload(request, context)
+        if let retryAfter = crashes.limiter.take(appID) {
+            throw ServerError(.tooManyRequests, "over \(crashes.limiter.perMinute) crashes a minute for this app; retry later",
+                              retryAfter: retryAfter)
+        }
+        let query = request.uri.queryParameters
+        var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes)
+        if let version = submission.annotations["ver"] {
+            guard BundleManifest.isVersion(version) else {
+                throw ServerError(.badRequest, "the ver annotation must be 1 to 128 characters of [A-Za-z0-9._+-], not \"\(version.prefix(40))\"")
+            }
+            submission.version = version
+        } else if let version = query["version"].map(String.init) {
+            guard BundleManifest.isVersion(version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+            submission.version = version
+        }
+        submission.product = submission.annotations["prod"]
+        let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
+        guard Self.wantsJSON(request.headers[.accept]) else {
+            return Self.raw(Array(receipt.id.utf8), contentType: "text/plain; charset=utf-8")
+        }
+        struct Answer: Encodable {
+            var id: String
+            var state: CrashStore.State
+            var duplicate: Bool
+        }
+        return Self.json(Answer(id: receipt.id, state: receipt.state, duplicate: receipt.replayed))
+    }
+
+    /// The app of an upload route, authenticated by `Authorization: Bearer KEY`, or, because a
+    /// crash client's upload URL is often all an app can configure, by `?key=KEY` (as Sentry's
+    /// minidump endpoint takes it). Only the path is ever logged, never the query.
+    func authenticateUpload(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+        if request.headers[.authorization] != nil { return try await authenticate(request, context) }
+        let appID = try context.parameters.require("appId")
+        let key = request.uri.queryParameters["key"].map(String.init) ?? ""
+        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        guard AppKey.matches(key, stored: stored) else {
+            metrics.rejected("unauthorized")
+            throw ServerError(.unauthorized, "missing or invalid app key (give it as Authorization: Bearer KEY or ?key=KEY)")
+        }
+        return appID
+    }
+
+    /// Whether an `Accept` header asks for JSON rather than text (Crashpad sends none).
+    static func wantsJSON(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        let types = accept.split(separator: ",").map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+        return types.contains("application/json") && !types.contains("text/plain")
+    }
+}

@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+import NIOPosix
+import SymBytes
+import SymCore
+import SymReport
+import Symbolication
+
+/// Minidumps from Crashpad and Breakpad clients (`POST …/minidump`): stored like any crash (bytes
+/// durable, then the row and its job), processed by walking every thread with the CFI of the
+/// app's tables, then symbolicated and grouped like any report.
+extension CrashService {
+    /// A file part kept with the crash.
+    struct Attachment: Sendable {
+        var name: String
+        var filename: String
+        var contentType: String?
+        var bytes: [UInt8]
+    }
+
+    /// What a client uploaded besides the request's own parameters.
+    struct MinidumpSubmission: Sendable {
+        var minidump: [UInt8] = []
+        var version: String?
+        var product: String?
+        var annotations: [String: String] = [:]
+        var attachments: [Attachment] = []
+    }
+
+    /// Whether `bytes` start as a minidump does (`MDMP`).
+    static func isMinidump(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 32 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50
+    }
+
+    /// Stores the minidump and its attachments durably, then the crash, what its client sent and
+    /// its job; a minidump the app sent before (same SHA-256) answers the first crash.
+    func ingestMinidump(appID: String, submission: MinidumpSubmission) async throws -> CrashStore.Receipt {
+        guard Self.isMinidump(submission.minidump) else {
+            throw ServerError(.badRequest, "the upload_file_minidump part is not a minidump (it does not start with MDMP)")
+        }
+        let sha256 = hexString(Array(SHA256.hash(data: submission.minidump)))
+        var files: [(bytes: [UInt8], sha256: String)] = [(submission.minidump, sha256)]
+        var attachments: [CrashStore.MinidumpAttachment] = []
+        for attachment in submission.attachments {
+            let digest = hexString(Array(SHA256.hash(data: attachment.bytes)))
+            files.append((attachment.bytes, digest))
+            attachments.append(CrashStore.MinidumpAttachment(name: attachment.name, filename: attachment.filename,
+                                                             contentType: attachment.contentType, size: attachment.bytes.count,
+                                                             sha256: digest))
+        }
+        let objects = self.objects
+        let files2 = files
+        try await NIOThreadPool.singleton.runIfActive {
+            for file in files2 where !objects.contains(sha256: file.sha256) {
+                let scratch = objects.temporaryDirectory + "/minidump-" + CrashStore.randomHex(bytes: 12)
+                try Self.writeAll(file.bytes, to: scratch)
+                try objects.insert(fileAt: scratch, sha256: file.sha256)
+            }
+        }
+        let receipt = try await store.acceptMinidump(
+            CrashStore.NewCrash(appID: appID, version: submission.version, host: nil, environment: nil,
+                                inputFormat: CrashStore.minidumpFormat, rawSHA256: sha256, rawSize: submission.minidump.count,
+                                idempotencyKey: "minidump-sha256:" + sha256, receivedMilliseconds: currentMilliseconds()),
+            details: CrashStore.MinidumpDetails(product: submission.product, annotations: submission.annotations,
+                                                attachments: attachments))
+        if !receipt.replayed {
+            minidumpsAccepted.increment()
+            doorbell.ring()
+        }
+        return receipt
+    }
+
+    /// Reads, walks, symbolicates and signs a minidump crash, on the calling (thread-pool)
+    /// thread. A minidump that cannot be read or walked is stored as failed with the reason.
+    func analyseMinidump(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
+        let path = objects.path(sha256: input.rawSHA256)
+        let file: MappedFile
+        do {
+            file = try MappedFile(path: path)
+        } catch {
+            throw StoreError.corrupt("the minidump of crash \(input.id) is unreadable (\(input.rawSHA256)): \(error)")
+        }
+        let result: SymbolicatedReport
+        do {
+            let dump = try Minidump(file: file)
+            result = try symbolication.symbolicateNow(minidump: dump, appID: input.appID, version: input.version, renderings: .json)
+        } catch let error as FormatError {
+            return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])
+        }
+        guard result.report.frameCount <= configuration.maxFrames else {
+            return CrashStore.ProcessingResult(
+                state: .failed, failure: "the minidump walks to \(result.report.frameCount) frames, over the limit of \(configuration.maxFrames)",
+                missing: [])
+        }
+        return Self.outcome(result, format: CrashStore.minidumpFormat, reportVersion: nil, rules: rules)
+    }
+}

@@ -1,0 +1,347 @@
+import Foundation
+import Testing
+
+/// `POST …/minidump` over real HTTP, with requests built as Crashpad's `crashpad_handler` and
+/// Breakpad's `HTTPUpload` build them, the reference minidump of `../shared/reference/minidump-linux/`
+/// and its binary's symbols uploaded with `crashsym upload`.
+@Suite("Minidump uploads")
+struct MinidumpUploadTests {
+    static let minidump = (try? Data(contentsOf: URL(fileURLWithPath: MinidumpClients.minidump))) ?? Data()
+
+    static func isCrashID(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.allSatisfy { $0.isHexDigit && !$0.isUppercase }
+    }
+
+    /// The crash once processed (done or failed).
+    static func processed(_ server: TestServer, _ id: String, within seconds: Double = 60) throws -> [String: Any] {
+        var crash: [String: Any] = [:]
+        let finished = try CrashFixtures.eventually(within: seconds) {
+            crash = try server.crash(id)
+            return crash["state"] as? String != "pending"
+        }
+        guard finished else { throw TestFailure("crash \(id) still pending") }
+        return crash
+    }
+
+    @Test("Crashpad's request (gzip'd multipart, chunked, ?key=) after the binary's symbols: walked with CFI to Breakpad's 5 frames, frame 1 at 0x402079, annotations kept; the retry answers the same id")
+    func crashpadAfterSymbols() throws {
+        let server = try TestServer()
+        try MinidumpClients.uploadBinary(to: server, version: "1.0")
+        let log = Data("log line 1\nlog line 2\n".utf8)
+        let annotations = ["prod": "crash_linux", "ver": "1.0", "guid": "4e7b6f0a-0000-4000-8000-000000000001", "plat": "Linux",
+                           "ptype": "crashpad-handler", "channel": "<b>beta</b> & \"more\""]
+        let request = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations,
+                                                       files: ["log": ("app.log", log)], gzip: true)
+        let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
+                                                      query: "key=\(server.key)")
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(answer.headers["content-type"]?.hasPrefix("text/plain") == true)
+        let id = answer.text
+        #expect(Self.isCrashID(id), "the body is the crash id alone: \(id)")
+
+        let crash = try Self.processed(server, id)
+        #expect(crash["state"] as? String == "done", "\(crash["failure"] ?? "")")
+        #expect(crash["version"] as? String == "1.0")
+        #expect(crash["format"] as? String == "minidump")
+        #expect(crash["group_id"] is String)
+        let frames = MinidumpClients.crashedFrames(crash)
+        // Breakpad's processor with the CFI: 5 frames; frame 1's instruction 0x402079 is the
+        // return address 0x40207a looked up one byte back.
+        #expect(frames.count == 5, "\(frames.map { $0["address"] ?? "" })")
+        if frames.count == 5 {
+            #expect(frames[0]["address"] as? String == "0x40206d")
+            #expect(frames[0]["address_kind"] as? String == "exact")
+            #expect(frames[1]["address"] as? String == "0x40207a")
+            #expect(frames[1]["address_kind"] as? String == "return-address")
+            #expect(MinidumpClients.function(frames[0]) == "(anonymous namespace)::crash()")
+            #expect(MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
+            #expect(MinidumpClients.function(frames[2]) == "main")
+        }
+        let details = crash["minidump"] as? [String: Any]
+        #expect(details?["product"] as? String == "crash_linux")
+        #expect((details?["annotations"] as? [String: String]) == annotations)
+        let attachments = details?["attachments"] as? [[String: Any]]
+        #expect(attachments?.count == 1)
+        #expect(attachments?.first?["filename"] as? String == "app.log")
+        #expect(attachments?.first?["size"] as? Int == log.count)
+
+        let raw = try server.get("crashes/\(id)/raw")
+        #expect(raw.status == 200)
+        #expect(raw.body == Self.minidump)
+        let attachmentObject = (attachments?.first?["sha256"] as? String).map {
+            server.dataDirectory + "/objects/sha256/" + $0.prefix(2) + "/" + $0.dropFirst(2)
+        } ?? ""
+        #expect(FileManager.default.contents(atPath: attachmentObject) == log, "the attachment is kept in the object store")
+
+        // A client retrying sends the same minidump with a new boundary: the first id, no second crash.
+        let again = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations, gzip: true)
+        let retried = try MinidumpClients.crashpadPost(server, body: again.body, contentType: again.contentType, gzip: true,
+                                                       query: "key=\(server.key)")
+        #expect(retried.status == 200)
+        #expect(retried.text == id)
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
+
+        // Deleting the crash removes its minidump and its attachment.
+        #expect(try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(id)").status == 204)
+        #expect(!FileManager.default.fileExists(atPath: attachmentObject))
+    }
+
+    @Test("Breakpad's HTTPUpload (curl form, no gzip) before the binary's symbols: resolved and re-walked with CFI after the upload")
+    func breakpadLateSymbols() throws {
+        let server = try TestServer()
+        let answer = try MinidumpClients.breakpadPost(server, minidump: MinidumpClients.minidump,
+                                                      parameters: [("prod", "crash_linux"), ("ver", "2.0")], query: "")
+        #expect(answer.status == 200, "\(answer.text)")
+        let id = answer.text
+        #expect(Self.isCrashID(id))
+        let before = try Self.processed(server, id)
+        #expect(before["state"] as? String == "done")
+        #expect((before["missing_build_ids"] as? [String])?.contains(MinidumpClients.buildID) == true)
+        let unresolved = MinidumpClients.crashedFrames(before)
+        #expect(!unresolved.isEmpty)
+        #expect(unresolved.first?["status"] as? String == "no-symbols")
+        // Without CFI the walk is frame pointers and scanning: not Breakpad's CFI stack.
+        #expect(unresolved.count != 5)
+
+        try MinidumpClients.uploadBinary(to: server, version: "2.0")
+        var frames: [[String: Any]] = []
+        let resolved = try CrashFixtures.eventually(within: 60) {
+            frames = MinidumpClients.crashedFrames(try server.crash(id))
+            return frames.first?["status"] as? String == "ok"
+        }
+        #expect(resolved)
+        #expect(frames.count == 5, "the late symbols' CFI walks the stack again: \(frames.map { $0["address"] ?? "" })")
+        #expect(frames.count > 1 && frames[1]["address"] as? String == "0x40207a")
+        #expect(frames.count > 1 && MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
+        #expect(try server.crash(id)["version"] as? String == "2.0")
+    }
+
+    @Test("a bare minidump body with a Bearer key; JSON when asked; ?version= when no ver annotation")
+    func bareBody() throws {
+        let server = try TestServer()
+        let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump?version=3.1",
+                                        extra: ["-H", "Content-Type: application/octet-stream", "-H", "Accept: application/json",
+                                                "--data-binary", "@" + MinidumpClients.minidump])
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(answer.headers["content-type"] == "application/json")
+        guard let id = answer.json["id"] as? String else { throw TestFailure("no id: \(answer.text)") }
+        #expect(answer.json["duplicate"] as? Bool == false)
+        #expect(try server.crash(id)["version"] as? String == "3.1")
+        let again = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                       extra: ["-H", "Content-Type: application/octet-stream", "-H", "Accept: application/json",
+                                               "--data-binary", "@" + MinidumpClients.minidump])
+        #expect(again.json["id"] as? String == id)
+        #expect(again.json["duplicate"] as? Bool == true)
+        // Not a minidump: refused, nothing stored.
+        let text = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                      extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "hello"])
+        #expect(text.status == 400)
+        #expect(text.text.contains("MDMP"))
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
+    }
+
+    @Test("authentication: Bearer or ?key= on this route only; wrong and missing keys are 401")
+    func authentication() throws {
+        let server = try TestServer()
+        let route = "/api/v1/apps/\(server.appID)/minidump"
+        let body = ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + MinidumpClients.minidump]
+        #expect(try server.request("POST", route, key: .some(nil), extra: body).status == 401)
+        #expect(try server.request("POST", route, key: .some("wrong"), extra: body).status == 401)
+        #expect(try server.request("POST", route + "?key=wrong", key: .some(nil), extra: body).status == 401)
+        // A wrong Bearer key is not rescued by a right ?key=.
+        #expect(try server.request("POST", route + "?key=\(server.key)", key: .some("wrong"), extra: body).status == 401)
+        #expect(try server.request("POST", "/api/v1/apps/nosuchapp/minidump?key=\(server.key)", key: .some(nil), extra: body).status == 401)
+        // Other routes take the key in the header alone.
+        #expect(try server.request("GET", "/api/v1/apps/\(server.appID)/crashes?key=\(server.key)", key: .some(nil)).status == 401)
+        #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
+    }
+
+    @Test("keys given in the URL appear in no log line")
+    func keyRedaction() throws {
+        let server = try TestServer(arguments: ["--log-level", "debug"])
+        let body = ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + MinidumpClients.minidump]
+        let route = "/api/v1/apps/\(server.appID)/minidump"
+        #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
+        #expect(try server.request("POST", route + "?key=wrong-key-1234567890", key: .some(nil), extra: body).status == 401)
+        #expect(try server.request("POST", route + "?version=bad%20version&key=\(server.key)", key: .some(nil), extra: body).status == 400)
+        _ = server.terminate()
+        let logs = try FileManager.default.contentsOfDirectory(atPath: server.scratch).filter { $0.hasSuffix(".log") }
+        let text = try logs.map { try String(contentsOfFile: server.scratch + "/" + $0, encoding: .utf8) }.joined()
+        #expect(text.contains("minidump"), "the requests are logged: \(text.prefix(2000))")
+        #expect(!text.contains(server.key))
+        #expect(!text.contains("wrong-key-1234567890"))
+    }
+
+    @Test("a gzip bomb is refused once the inflated bytes pass --max-minidump-bytes, without inflating it")
+    func gzipBomb() throws {
+        let server = try TestServer(arguments: ["--max-minidump-bytes", "1048576"])
+        let directory = server.scratch
+        // 1 GiB of zeros: about 1 MiB of gzip.
+        let made = try Binary.run("/bin/sh", ["-c", "head -c 1073741824 /dev/zero | gzip -c > '\(directory)/bomb.gz'"])
+        #expect(made.status == 0)
+        let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                        extra: ["-H", "Content-Type: application/octet-stream", "-H", "Content-Encoding: gzip",
+                                                "--data-binary", "@\(directory)/bomb.gz"])
+        #expect(answer.status == 413)
+        #expect(answer.text.contains("max-minidump-bytes"))
+        // Inflating it would have taken 1 GiB; the server stayed small.
+        #expect(try server.peakResidentKiB() < 400_000)
+        // The same limit for a body sent as it is.
+        var big = Self.minidump
+        big.append(Data(count: 1 << 20))
+        let file = directory + "/big.dmp"
+        try big.write(to: URL(fileURLWithPath: file))
+        let plain = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                       extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + file])
+        #expect(plain.status == 413)
+        // Truncated and corrupt gzip: 400, nothing stored.
+        let whole = try MinidumpClients.gzipped(Self.minidump)
+        for (name, bytes) in [("truncated", whole.prefix(whole.count / 2)), ("corrupt", Data("not gzip at all".utf8))] {
+            let path = directory + "/" + name
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let refused = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                             extra: ["-H", "Content-Type: application/octet-stream", "-H", "Content-Encoding: gzip",
+                                                     "--data-binary", "@" + path])
+            #expect(refused.status == 400, "\(name): \(refused.text)")
+        }
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 0)
+    }
+
+    @Test("hostile multipart bodies get a 400 saying what is wrong, and store nothing")
+    func hostileMultipart() throws {
+        let server = try TestServer()
+        let boundary = "XyZ"
+        let dump = String(decoding: Self.minidump.prefix(64), as: UTF8.self)
+        func file(_ name: String = "upload_file_minidump") -> String {
+            "--XyZ\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"a.dmp\"\r\n\r\n"
+        }
+        let cases: [(String, Data, String)] = [
+            ("no closing boundary", Data((file() + dump).utf8), "ends inside"),
+            ("no boundary at all", Data("just some bytes".utf8), "ends inside"),
+            ("a header line without a colon", Data("--XyZ\r\nContent-Disposition form-data\r\n\r\nx\r\n--XyZ--\r\n".utf8), "colon"),
+            ("headers over 16 KiB", Data(("--XyZ\r\nX-Pad: " + String(repeating: "a", count: 20_000)).utf8), "headers are over"),
+            ("not form-data", Data("--XyZ\r\nContent-Disposition: attachment; name=\"a\"\r\n\r\nx\r\n--XyZ--\r\n".utf8), "form-data"),
+            ("an unclosed quote", Data("--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx\r\n--XyZ--\r\n".utf8), "quote"),
+            ("no minidump part", Data("--XyZ\r\nContent-Disposition: form-data; name=\"prod\"\r\n\r\nx\r\n--XyZ--\r\n".utf8), "upload_file_minidump"),
+            ("garbage after a boundary", Data("--XyZgarbage\r\n".utf8), "neither"),
+            ("too many parts", Data((String(repeating: "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n", count: 1100) + "--XyZ--\r\n").utf8), "parts"),
+            ("an annotation over 64 KiB", Data(("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n" + String(repeating: "v", count: 70_000) + "\r\n--XyZ--\r\n").utf8), "over"),
+        ]
+        for (name, body, message) in cases {
+            let path = server.scratch + "/body"
+            try body.write(to: URL(fileURLWithPath: path))
+            let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                            extra: ["-H", "Content-Type: multipart/form-data; boundary=\(boundary)", "--data-binary", "@" + path])
+            #expect(answer.status == 400, "\(name): \(answer.status) \(answer.text)")
+            #expect(answer.errorCode == "bad-request", "\(name)")
+            #expect(answer.text.contains(message), "\(name): \(answer.text)")
+        }
+        for contentType in ["multipart/form-data", "multipart/form-data; boundary=" + String(repeating: "b", count: 71), "text/plain"] {
+            let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                            extra: ["-H", "Content-Type: \(contentType)", "--data-binary", "@" + MinidumpClients.minidump])
+            #expect(answer.status == 400, "\(contentType): \(answer.text)")
+        }
+        let brotli = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                        extra: ["-H", "Content-Type: application/octet-stream", "-H", "Content-Encoding: br",
+                                                "--data-binary", "@" + MinidumpClients.minidump])
+        #expect(brotli.status == 400)
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 0)
+        #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
+    }
+
+    @Test("hostile minidumps are stored as failed with the reason (or walked as far as they hold); the server goes on")
+    func hostileMinidumps() throws {
+        let server = try TestServer()
+        var ids: [String] = []
+        var bodies: [Data] = []
+        // Truncations of the reference inside its directory, its streams and its stack memory.
+        for length in [32, 48, 200, 1_000, 4_000, 12_000, 20_000] { bodies.append(Self.minidump.prefix(length)) }
+        // A stream count in the billions, a directory past the end.
+        var huge = Data(Self.minidump.prefix(64))
+        huge.replaceSubrange(8..<12, with: Data([0xff, 0xff, 0xff, 0x7f]))
+        bodies.append(huge)
+        var outside = Data(Self.minidump)
+        outside.replaceSubrange(12..<16, with: Data([0xf0, 0xff, 0xff, 0x7f]))
+        bodies.append(outside)
+        for body in bodies {
+            let path = server.scratch + "/hostile.dmp"
+            try body.write(to: URL(fileURLWithPath: path))
+            let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                            extra: ["-H", "Content-Type: application/octet-stream", "-H", "Accept: application/json",
+                                                    "--data-binary", "@" + path])
+            #expect(answer.status == 200 || answer.status == 400, "\(answer.text)")
+            if let id = answer.json["id"] as? String { ids.append(id) }
+        }
+        #expect(ids.count >= 5)
+        var failed = 0
+        for id in ids {
+            let crash = try Self.processed(server, id)
+            if crash["state"] as? String == "failed" {
+                failed += 1
+                #expect((crash["failure"] as? String)?.contains("minidump") == true, "\(crash["failure"] ?? "")")
+            }
+        }
+        #expect(failed >= 3)
+        #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
+    }
+
+    @Test("crashsym upload-minidump sends as Crashpad does; its --help; usage and input errors")
+    func uploadCommand() throws {
+        let server = try TestServer()
+        let sent = try Binary.crashsym(["upload-minidump", MinidumpClients.minidump, "--app-id", server.appID, "--app-key", server.key,
+                                        "--server", server.base, "--annotation", "prod=demo", "--annotation", "ver=4.2",
+                                        "--annotation", "note=a=b"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let id = sent.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Self.isCrashID(id))
+        let crash = try server.crash(id)
+        #expect(crash["version"] as? String == "4.2")
+        let details = crash["minidump"] as? [String: Any]
+        #expect(details?["product"] as? String == "demo")
+        #expect((details?["annotations"] as? [String: String]) == ["prod": "demo", "ver": "4.2", "note": "a=b"])
+        // Sent again (uncompressed this time): the same crash.
+        let again = try Binary.crashsym(["upload-minidump", MinidumpClients.minidump, "--app-id", server.appID, "--app-key", server.key,
+                                         "--server", server.base, "--no-gzip"])
+        #expect(again.status == 0)
+        #expect(again.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)
+
+        let help = try Binary.crashsym(["upload-minidump", "--help"])
+        #expect(help.status == 0)
+        for flag in ["--app-id", "--app-key", "--server", "--annotation", "--no-gzip", "--timeout", "upload_file_minidump"] {
+            #expect(help.stdout.contains(flag), "\(flag)")
+        }
+        let usage = try Binary.crashsym(["upload-minidump", MinidumpClients.minidump, "--app-id", server.appID, "--annotation", "novalue"])
+        #expect(usage.status == 2)
+        let notDump = try Binary.crashsym(["upload-minidump", MinidumpClients.binary, "--app-id", server.appID, "--app-key", server.key,
+                                           "--server", server.base])
+        #expect(notDump.status == 1)
+        #expect(notDump.stderr.contains("not a minidump"))
+        let wrongKey = try Binary.crashsym(["upload-minidump", MinidumpClients.minidump, "--app-id", server.appID, "--app-key", "wrong",
+                                            "--server", server.base])
+        #expect(wrongKey.status == 1)
+        #expect(!wrongKey.stderr.contains("wrong\n"))
+    }
+
+    @Test("the console's crash page shows what the client sent, HTML-escaped")
+    func consolePage() throws {
+        let server = try TestServer()
+        let request = try MinidumpClients.crashpadBody(minidump: Self.minidump,
+                                                       annotations: ["prod": "<script>alert(1)</script>", "channel": "<b>beta</b> & co"],
+                                                       files: ["log": ("<i>x</i>.log", Data("hi".utf8))], gzip: true)
+        let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
+                                                      query: "key=\(server.key)")
+        #expect(answer.status == 200)
+        _ = try Self.processed(server, answer.text)
+        let password = try server.createUser("admin", admin: true)
+        let console = ConsoleClient(server)
+        #expect(try console.signIn("admin", password).status == 303)
+        let page = try console.get("/apps/\(server.appID)/crashes/\(answer.text)")
+        #expect(page.status == 200)
+        #expect(page.text.contains("Sent by the crash client"))
+        #expect(page.text.contains("&lt;b&gt;beta&lt;/b&gt; &amp; co"))
+        #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(page.text.contains("&lt;i&gt;x&lt;/i&gt;.log"))
+        #expect(!page.text.contains("<b>beta</b>"))
+        #expect(!page.text.contains("<script>alert(1)"))
+    }
+}
