@@ -126,7 +126,7 @@ extension SymbolServer {
     func rawCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         let object = try await crashes.store.rawObject(appID: appID, id: try Self.crashID(context))
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
+        let body = try await FileIO().loadFile(path: objects.path(sha256: object.sha256), context: context)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
@@ -137,7 +137,7 @@ extension SymbolServer {
     func deleteCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
-            store.objects.remove(sha256: object)
+            objects.remove(sha256: object)
         }
         return Response(status: .noContent)
     }
@@ -199,7 +199,7 @@ extension SymbolServer {
         }
         headers[.contentLength] = String(table.size)
         if head { return Response(status: .ok, headers: headers) }
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: table.sha256), context: context)
+        let body = try await FileIO().loadFile(path: objects.path(sha256: table.sha256), context: context)
         return Response(status: .ok, headers: headers, body: body)
     }
 

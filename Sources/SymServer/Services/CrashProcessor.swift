@@ -36,6 +36,12 @@ struct CrashProcessor: Service {
                         doorbell.ring()
                     }
                 }
+                // Jobs queued by other nodes (PostgreSQL's NOTIFY) wake the idle workers at once.
+                if let notifications = store.jobNotifications {
+                    group.addTask {
+                        for await _ in notifications.events { doorbell.ring() }
+                    }
+                }
             }
         }
     }
@@ -56,7 +62,29 @@ struct CrashProcessor: Service {
                 await service.doorbell.wait()
                 continue
             }
-            await service.process(jobs)
+            await processRenewingLeases(jobs)
+        }
+    }
+
+    /// Processes `jobs` while renewing their leases every third of the lease, so that a long
+    /// batch keeps its jobs and a killed node's jobs go to another node one lease later.
+    private func processRenewingLeases(_ jobs: [CrashStore.Job]) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await service.process(jobs) }
+            group.addTask {
+                let seqs = jobs.map(\.seq)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(Self.leaseMilliseconds / 3))
+                    if Task.isCancelled { return }
+                    do {
+                        try await service.store.renewLeases(seqs: seqs, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+                    } catch {
+                        service.logger.warning("cannot renew crash job leases", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
         }
     }
 }

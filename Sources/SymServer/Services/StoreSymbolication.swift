@@ -12,13 +12,13 @@ import Symbolication
 /// one), then the engine symbolicates synchronously on the thread pool, opening them through the
 /// shared `OpenedTableCache` (`--table-cache-mb`).
 struct StoreSymbolication: Sendable {
-    let crashes: CrashStore
+    let metadata: any MetadataStore
     let objects: ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
 
-    init(crashes: CrashStore, objects: ObjectStore, tableCacheBytes: Int) {
-        self.crashes = crashes
+    init(metadata: any MetadataStore, objects: ObjectStore, tableCacheBytes: Int) {
+        self.metadata = metadata
         self.objects = objects
         tables = OpenedTableCache(budget: tableCacheBytes)
     }
@@ -27,18 +27,39 @@ struct StoreSymbolication: Sendable {
     /// modules without a build-id), rendered for `renderings`, on the thread pool.
     func symbolicate(_ report: CrashReport, appID: String, version: String?,
                      renderings: LocationChain.Renderings) async throws -> SymbolicatedReport {
-        try await NIOThreadPool.singleton.runIfActive {
-            try symbolicateNow(report, appID: appID, version: version, renderings: renderings)
+        let stored: ReportTables? = metadata.immediateTables == nil
+            ? try await storedTables(for: report, appID: appID, version: version) : nil
+        return try await NIOThreadPool.singleton.runIfActive {
+            guard let stored = try stored ?? storedTablesNow(for: report, appID: appID, version: version) else {
+                throw StoreError.unavailable("the metadata store reads no tables synchronously")
+            }
+            return symbolicateNow(report, appID: appID, version: version, renderings: renderings, stored: stored)
         }
     }
 
-    /// `symbolicate`, on the calling thread: the store is read and the engine runs here, so a
-    /// request that parses, symbolicates and renders does it in one thread-pool job.
+    /// The tables `report` needs, read on the calling thread (a thread-pool thread); nil when the
+    /// metadata store cannot read synchronously (use `storedTables` before the thread-pool job).
+    func storedTablesNow(for report: CrashReport, appID: String, version: String?) throws -> ReportTables? {
+        guard let reader = metadata.immediateTables else { return nil }
+        let (buildIDs, names) = Self.wanted(report)
+        return try reader.reportTablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
+    }
+
+    /// The tables `report` needs, read asynchronously.
+    func storedTables(for report: CrashReport, appID: String, version: String?) async throws -> ReportTables {
+        let (buildIDs, names) = Self.wanted(report)
+        return try await metadata.reportTables(appID: appID, buildIDs: buildIDs, names: names, version: version)
+    }
+
+    /// The build-ids of the report's modules, and the names of those without one.
+    private static func wanted(_ report: CrashReport) -> (buildIDs: Set<String>, names: Set<String>) {
+        (Set(report.modules.compactMap(\.buildID)), Set(report.modules.filter { $0.buildID == nil }.map(\.name)))
+    }
+
+    /// `symbolicate` with the tables found (`storedTablesNow` or `storedTables`), on the calling
+    /// thread, so that a request that parses, symbolicates and renders does it in one thread-pool job.
     func symbolicateNow(_ report: CrashReport, appID: String, version: String?,
-                        renderings: LocationChain.Renderings) throws -> SymbolicatedReport {
-        let buildIDs = Set(report.modules.compactMap(\.buildID))
-        let names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
-        let stored = try crashes.tablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
+                        renderings: LocationChain.Renderings, stored: ReportTables) -> SymbolicatedReport {
         let found = StoreSymbolProvider.Found(
             byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
             byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })

@@ -18,7 +18,7 @@ import SymHTTP
 /// is held in memory between polls: after a kill, the rows say what is left, and a delivery that
 /// was in flight is sent again with the same `X-Crashsym-Delivery` id.
 struct WebhookDeliveryService: Service {
-    let store: CrashStore
+    let store: any MetadataStore
     let configuration: WebhookConfiguration
     let logger: Logger
     /// Rung when a crash was processed (its transaction may have queued notifications).

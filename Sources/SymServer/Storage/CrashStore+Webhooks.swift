@@ -146,7 +146,7 @@ extension CrashStore {
     }
 
     /// A delivery due now, with what sending it needs.
-    struct DueDelivery: Sendable {
+    public struct DueDelivery: Sendable {
         var seq: Int64
         var id: String
         var webhookID: String
@@ -161,7 +161,7 @@ extension CrashStore {
 
     /// Up to `limit` pending deliveries whose time has come, oldest first, skipping webhooks in
     /// `busy` (they are being delivered to).
-    func dueDeliveries(now: Int64, limit: Int, busy: Set<String>) async throws -> [DueDelivery] {
+    public func dueDeliveries(now: Int64, limit: Int, busy: Set<String>) async throws -> [DueDelivery] {
         try await read { db in
             let excluded = busy.sorted()
             let placeholders = excluded.isEmpty ? "" : " AND d.webhook_id NOT IN (\(Array(repeating: "?", count: excluded.count).joined(separator: ",")))"
@@ -183,7 +183,7 @@ extension CrashStore {
     }
 
     /// The outcome of one attempt.
-    struct DeliveryAttempt: Sendable {
+    public struct DeliveryAttempt: Sendable {
         var at: Int64
         var status: Int?
         var error: String?
@@ -194,7 +194,7 @@ extension CrashStore {
     }
 
     /// Records an attempt of delivery `seq`.
-    func recordAttempt(seq: Int64, _ attempt: DeliveryAttempt) async throws {
+    public func recordAttempt(seq: Int64, _ attempt: DeliveryAttempt) async throws {
         try await write { db in
             try db.execute(sql: """
                 UPDATE webhook_delivery SET attempts = attempts + 1, last_attempt_ms = ?, last_status = ?, last_error = ?,
@@ -206,7 +206,7 @@ extension CrashStore {
     }
 
     /// Deletes deliveries that ended (delivered or failed) before `cutoff`.
-    func expireDeliveries(before cutoff: Int64) async throws {
+    public func expireDeliveries(before cutoff: Int64) async throws {
         try await write { db in
             try db.execute(sql: "DELETE FROM webhook_delivery WHERE state != 'pending' AND created_ms < ?", arguments: [cutoff])
         }
@@ -215,9 +215,14 @@ extension CrashStore {
     // MARK: Events
 
     /// The spike rule (`--spike-factor`, `--spike-min`).
-    struct SpikeRule: Sendable {
-        var factor: Double = 5
-        var minimum: Int = 20
+    public struct SpikeRule: Sendable {
+        var factor: Double
+        var minimum: Int
+
+        public init(factor: Double = 5, minimum: Int = 20) {
+            self.factor = factor
+            self.minimum = minimum
+        }
     }
 
     /// What counting a crash into a group did to it.

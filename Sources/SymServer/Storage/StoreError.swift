@@ -19,6 +19,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The message alone, without the kind (for a command's error line).
+    public var message: String {
+        switch self {
+        case .notFound(let message), .conflict(let message), .unavailable(let message), .corrupt(let message): message
+        }
+    }
+
     /// The answer of the HTTP API for this error.
     var serverError: ServerError {
         switch self {
