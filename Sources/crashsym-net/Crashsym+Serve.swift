@@ -97,6 +97,10 @@ extension Crashsym {
         @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
         var crashWorkers: Int?
 
+        @Option(name: .customLong("job-lease-seconds"),
+                help: "How long a crash job stays with a worker that stopped renewing it, e.g. a killed node (default 120).")
+        var jobLeaseSeconds: Double?
+
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
         var flags: [String: String] {
@@ -119,6 +123,7 @@ extension Crashsym {
             flags["retention-days"] = retentionDays.map { String($0) }
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
+            flags["job-lease-seconds"] = jobLeaseSeconds.map { String($0) }
             flags.merge(notifications.flags) { given, _ in given }
             return flags
         }

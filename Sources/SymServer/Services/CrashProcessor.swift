@@ -11,8 +11,8 @@ import ServiceLifecycle
 struct CrashProcessor: Service {
     let service: CrashService
     let workers: Int
-    /// How long a job stays leased to a worker (a stuck worker's job is retried after it).
-    static let leaseMilliseconds: Int64 = 120_000
+    /// How long a job stays leased to a worker without renewal (`--job-lease-seconds`).
+    var leaseMilliseconds: Int64 { Int64(service.configuration.jobLeaseSeconds * 1000) }
     /// Jobs leased at once by a worker, processed together and committed in one transaction.
     static let batch = 16
 
@@ -50,7 +50,7 @@ struct CrashProcessor: Service {
         while !Task.isCancelled {
             let jobs: [CrashStore.Job]
             do {
-                jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+                jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: leaseMilliseconds)
             } catch is CancellationError {
                 return
             } catch {
@@ -74,10 +74,10 @@ struct CrashProcessor: Service {
             group.addTask {
                 let seqs = jobs.map(\.seq)
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(Self.leaseMilliseconds / 3))
+                    try? await Task.sleep(for: .milliseconds(leaseMilliseconds / 3))
                     if Task.isCancelled { return }
                     do {
-                        try await service.store.renewLeases(seqs: seqs, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+                        try await service.store.renewLeases(seqs: seqs, now: currentMilliseconds(), lease: leaseMilliseconds)
                     } catch {
                         service.logger.warning("cannot renew crash job leases", metadata: ["error": "\(error)"])
                     }

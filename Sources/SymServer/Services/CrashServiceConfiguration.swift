@@ -15,6 +15,10 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public var tableCacheMB: Int
     /// Crashes processed at once.
     public var workers: Int
+    /// How long a leased crash job stays with its worker without renewal: the worker renews it
+    /// every third of this while it processes, and a node killed meanwhile loses its jobs to
+    /// another node this long after its last renewal.
+    public var jobLeaseSeconds: Double = 120
 
     /// Creates a configuration.
     public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
@@ -30,6 +34,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     /// The setting names (flags, config-file keys, `CRASHSYM_…` variables).
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
+        "job-lease-seconds",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -50,6 +55,12 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         configuration.maxCrashesPerMinute = try integer("max-crashes-per-minute", configuration.maxCrashesPerMinute, minimum: 0)
         configuration.tableCacheMB = try integer("table-cache-mb", configuration.tableCacheMB, minimum: 1)
         configuration.workers = try integer("crash-workers", configuration.workers, minimum: 1)
+        if let text = value("job-lease-seconds") {
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 1, seconds.isFinite else {
+                throw ConfigurationError("job-lease-seconds: \"\(text)\" is not a number of seconds of at least 1")
+            }
+            configuration.jobLeaseSeconds = seconds
+        }
         if let text = value("retention-days") {
             guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
                 throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")

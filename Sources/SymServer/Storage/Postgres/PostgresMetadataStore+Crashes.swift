@@ -10,7 +10,7 @@ extension PostgresMetadataStore {
         try await transaction { db in
             if let key = crash.idempotencyKey {
                 // Serialises requests with the same key (the second waits for the first's commit).
-                try await db.rows("SELECT pg_advisory_xact_lock(hashtextextended(\(crash.appID + "\u{0}" + key), 0))")
+                try await db.rows("SELECT pg_advisory_xact_lock(hashtext(\(crash.appID)), hashtext(\(key)))")
                 if let row = try await db.rows("""
                     SELECT c.id, c.state, c.group_id FROM crash_idempotency k JOIN crash c ON c.seq = k.crash_seq
                     WHERE k.app_id = \(crash.appID) AND k.key = \(key)

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// `crashsym serve --database postgres://…` over real HTTP, on a throw-away PostgreSQL 15: the
+/// same answers as the embedded store, and several nodes sharing the work of one database.
+/// (Files stay in a shared `--data-dir` until the S3 object store replaces it.)
+struct SharedDatabaseTests {
+    static let asan = CrashFixtures.reports + "/asan-use-after-free.txt"
+    static let ubsan = CrashFixtures.reports + "/ubsan-overflow.txt"
+
+    /// A crash and its late symbols through a PostgreSQL node give the report and group the
+    /// embedded store gives for the same inputs.
+    @Test("a PostgreSQL node symbolicates, groups and requeues late symbols as the embedded store does")
+    func sameAnswersAsSQLite() async throws {
+        try await PostgresCluster.with { cluster in
+            let shared = try TestServer(database: cluster.url())
+            let embedded = try TestServer()
+            var reports: [String] = []
+            for server in [shared, embedded] {
+                let posted = try server.post("crashes", file: Self.asan, query: "wait=20&version=1.0")
+                #expect(posted.status == 201 && posted.json["state"] as? String == "done", "\(posted.text)")
+                let id = try #require(posted.json["id"] as? String)
+                let tables = server.scratch + "/tables"
+                try FileManager.default.createDirectory(atPath: tables, withIntermediateDirectories: true)
+                let modules = try CrashFixtures.tables(into: tables, programs: ["prog-asan", "libfault-asan.so"])
+                try CrashFixtures.upload(modules, to: server, version: "1.0")
+                #expect(try CrashFixtures.eventually(within: 30) {
+                    try (server.crash(id)["missing_build_ids"] as? [String]).map { Set($0).isDisjoint(with: modules.map(\.buildID)) } ?? false
+                })
+                let crash = try server.crash(id)
+                #expect((crash["signature"] as? String)?.contains("fault_use_after_free") == true)
+                let report = try JSONSerialization.data(withJSONObject: crash["report"] ?? [:], options: [.sortedKeys])
+                reports.append(String(decoding: report, as: UTF8.self))
+                let groups = try server.get("groups").json["groups"] as? [[String: Any]] ?? []
+                #expect(groups.count == 1 && groups.first?["count"] as? Int == 1 && groups.first?["id"] as? String == crash["group_id"] as? String)
+                let symbolicated = try server.post("symbolicate", file: Self.asan, query: "version=1.0")
+                #expect(symbolicated.status == 200 && symbolicated.text.contains("fault_use_after_free"))
+                let versions = try server.get("versions").json["versions"] as? [[String: Any]] ?? []
+                #expect(versions.map { $0["version"] as? String } == ["1.0"])
+            }
+            #expect(reports[0] == reports[1])
+            // The app and its key live in PostgreSQL: `apps list --database` sees them.
+            let listed = try Binary.crashsym(["apps", "list", "--database", cluster.url(), "--format", "json"])
+            #expect(listed.status == 0 && listed.stdout.contains("\"id\":\"\(shared.appID)\""), "\(listed.stderr)")
+        }
+    }
+
+    /// Two nodes on one database: symbols uploaded through A serve B; crashes ingested through
+    /// both are each processed once; A killed (-9) while holding leased jobs loses nothing, B
+    /// takes them after the lease.
+    @Test("two nodes share one PostgreSQL; a node killed with leased jobs loses none of them")
+    func twoNodesAndAKill() async throws {
+        try await PostgresCluster.with { cluster in
+            let lease = ["--job-lease-seconds", "3", "--crash-workers", "2"]
+            let a = try TestServer(arguments: lease, database: cluster.url())
+            let b = try TestServer(arguments: lease, database: cluster.url(), dataDirectory: a.dataDirectory, app: (a.appID, a.key))
+            let tables = a.scratch + "/tables"
+            try FileManager.default.createDirectory(atPath: tables, withIntermediateDirectories: true)
+            try CrashFixtures.upload(try CrashFixtures.tables(into: tables, programs: ["prog-asan", "libfault-asan.so"]), to: a, version: "1.0")
+            let viaB = try b.post("symbolicate", file: Self.asan, query: "version=1.0")
+            #expect(viaB.status == 200 && viaB.text.contains("fault_use_after_free"))
+
+            let perNode = 150
+            let clients = [a.client, b.client]
+            let failures = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 2 * perNode) { index in
+                let client = clients[index % 2]
+                let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
+                                                 extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + (index % 3 == 0 ? Self.ubsan : Self.asan)])
+                if answer?.status != 201 { failures.add(1, ordering: .relaxed) }
+            }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            a.crash()
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let held = try cluster.psql("SELECT count(*) FROM crash_job WHERE lease_until_ms > \(now)").stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            print("jobs leased when node A was killed: \(held)")
+            let total = 2 * perNode
+            #expect(try CrashFixtures.eventually(within: 90) {
+                try cluster.psql("SELECT count(*) FROM crash WHERE state = 'done'").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == String(total)
+            })
+            #expect(try cluster.psql("SELECT count(*) FROM crash_job").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+            // Each crash counted once in its group, whichever node (or both) processed it.
+            #expect(try cluster.psql("SELECT sum(count) FROM crash_group").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(total))
+            let groups = try b.get("groups").json["groups"] as? [[String: Any]] ?? []
+            #expect(groups.compactMap { $0["count"] as? Int }.reduce(0, +) == total && groups.count == 2)
+        }
+    }
+}
