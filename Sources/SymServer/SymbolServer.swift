@@ -99,6 +99,8 @@ public struct SymbolServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMiddleware(metrics: metrics))
         router.add(middleware: MetricsMiddleware())
+        // A store that cannot be reached (PostgreSQL down) is a 503 with Retry-After on every route.
+        router.add(middleware: StoreErrorMiddleware())
         router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("metrics") { _, _ in
             var headers = HTTPFields()

@@ -88,4 +88,26 @@ struct SharedDatabaseTests {
             #expect(groups.compactMap { $0["count"] as? Int }.reduce(0, +) == total && groups.count == 2)
         }
     }
+
+    /// PostgreSQL down: requests answer 503 with `Retry-After` (after the connection wait), and
+    /// the node reconnects by itself once it is back; an unreachable database at start is one line.
+    @Test("PostgreSQL down: 503 with Retry-After, then the node reconnects; unreachable at start: a clear error")
+    func outageAndReconnect() async throws {
+        try await PostgresCluster.with { cluster in
+            let server = try TestServer(database: cluster.url())
+            #expect(try server.get("versions").status == 200)
+            cluster.stopServer()
+            let down = try server.get("versions")
+            #expect(down.status == 503 && down.errorCode == "unavailable" && down.headers["retry-after"] == "5", "\(down.status) \(down.text)")
+            try cluster.restartServer()
+            #expect(try CrashFixtures.eventually(within: 20) { try server.get("versions").status == 200 })
+            let posted = try server.post("crashes", file: Self.asan, query: "wait=20")
+            #expect(posted.status == 201 && posted.json["state"] as? String == "done")
+        }
+        let port = try PostgresCluster.freePort()
+        let refused = try Binary.crashsym(["apps", "list", "--database", "postgres://crashsym@127.0.0.1:\(port)/none"])
+        #expect(refused.status == 1 && refused.stderr.contains("cannot connect to PostgreSQL at 127.0.0.1:\(port)"), "\(refused.stderr)")
+        let wrong = try Binary.crashsym(["apps", "list", "--database", "mysql://u@h/db"])
+        #expect(wrong.status == 2 && wrong.stderr.contains("not a postgres://user@host/database URL"))
+    }
 }

@@ -5,12 +5,18 @@ import Foundation
 /// as root (PostgreSQL refuses root). `with` removes it afterwards, whatever happens.
 ///
 /// Needs Debian's `postgresql-15` (`scripts/deps test` installs it).
-struct PostgresCluster {
+final class PostgresCluster {
     static let binaries = "/usr/lib/postgresql/15/bin"
     let directory: String
     let port: Int
     /// The postmaster (under `runuser` when root).
-    let server: Process
+    private(set) var server: Process
+
+    init(directory: String, port: Int, server: Process) {
+        self.directory = directory
+        self.port = port
+        self.server = server
+    }
     /// The superuser that the tests connect as (trust authentication on 127.0.0.1).
     static let user = "crashsym"
 
@@ -44,40 +50,64 @@ struct PostgresCluster {
         // free now; a clash with another test's cluster is retried.
         for _ in 0..<5 {
             let port = try freePort()
-            let server = Process()
-            server.executableURL = URL(fileURLWithPath: getuid() == 0 ? "/usr/sbin/runuser" : binaries + "/postgres")
-            server.arguments = (getuid() == 0 ? ["-u", "nobody", "--", binaries + "/postgres"] : [])
-                + ["-D", directory + "/data", "-p", String(port), "-k", directory, "-h", "127.0.0.1", "-F", "-c", "max_connections=200"]
-            server.standardInput = FileHandle.nullDevice
-            _ = FileManager.default.createFile(atPath: directory + "/log", contents: nil)
-            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/log"))
-            server.standardOutput = log
-            server.standardError = log
-            try server.run()
-            try log.close()
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline && server.isRunning {
-                if try Binary.run(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-t", "1"]).status == 0 {
-                    return PostgresCluster(directory: directory, port: port, server: server)
-                }
-                usleep(100_000)
+            if let server = try launch(directory: directory, port: port) {
+                return PostgresCluster(directory: directory, port: port, server: server)
             }
-            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
-            server.waitUntilExit()
         }
         let log = (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(atPath: directory)
         throw TestFailure("postgres did not start: \(log)")
     }
 
-    /// Stops the cluster at once and deletes its directory.
-    func stop() {
-        // SIGQUIT to the postmaster: immediate shutdown (its pid is in postmaster.pid, runuser's is not).
+    /// Starts the postmaster on `port` and waits until it accepts connections; nil when it exits
+    /// first (the port was taken meanwhile).
+    private static func launch(directory: String, port: Int) throws -> Process? {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: getuid() == 0 ? "/usr/sbin/runuser" : binaries + "/postgres")
+        server.arguments = (getuid() == 0 ? ["-u", "nobody", "--", binaries + "/postgres"] : [])
+            + ["-D", directory + "/data", "-p", String(port), "-k", directory, "-h", "127.0.0.1", "-F", "-c", "max_connections=200"]
+        server.standardInput = FileHandle.nullDevice
+        if !FileManager.default.fileExists(atPath: directory + "/log") {
+            _ = FileManager.default.createFile(atPath: directory + "/log", contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/log"))
+        try log.seekToEnd()
+        server.standardOutput = log
+        server.standardError = log
+        try server.run()
+        try log.close()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && server.isRunning {
+            if try Binary.run(binaries + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-t", "1"]).status == 0 {
+                return server
+            }
+            usleep(100_000)
+        }
+        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+        server.waitUntilExit()
+        return nil
+    }
+
+    /// Stops the server at once (SIGQUIT to the postmaster), keeping the cluster's files.
+    func stopServer() {
         if let pid = (try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8))?
             .split(separator: "\n").first.flatMap({ Int32($0) }) {
             kill(pid, SIGQUIT)
         }
         server.waitUntilExit()
+    }
+
+    /// Starts the server again on the same port.
+    func restartServer() throws {
+        guard let server = try Self.launch(directory: directory, port: port) else {
+            throw TestFailure("postgres did not restart: \((try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "")")
+        }
+        self.server = server
+    }
+
+    /// Stops the cluster at once and deletes its directory.
+    func stop() {
+        stopServer()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

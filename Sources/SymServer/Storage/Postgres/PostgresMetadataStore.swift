@@ -18,6 +18,7 @@ import SymBundle
 public final class PostgresMetadataStore: MetadataStore {
     let client: PostgresClient
     let logger: Logger
+    let location: Location
     /// Wakes idle workers when a node queued jobs.
     let notifications: PostgresJobNotifications
 
@@ -53,6 +54,7 @@ public final class PostgresMetadataStore: MetadataStore {
         configuration.options.maximumConnections = 16
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        self.location = location
         notifications = PostgresJobNotifications()
     }
 
@@ -84,18 +86,26 @@ public final class PostgresMetadataStore: MetadataStore {
 
     // MARK: Plumbing
 
+    /// How long a request waits for a connection of the pool (PostgreSQL down or saturated)
+    /// before it fails with `StoreError.unavailable`, which the API answers 503 with `Retry-After`.
+    static let connectionWait: Duration = .seconds(15)
+
     /// All rows of `query` (outside a transaction).
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await mapped {
-            var rows: [PostgresRow] = []
-            for try await row in try await client.query(query, logger: logger) { rows.append(row) }
-            return rows
+        let (client, logger) = (client, logger)
+        return try await mapped {
+            try await client.withConnection { connection in
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.query(query, logger: logger) { rows.append(row) }
+                return rows
+            }
         }
     }
 
     /// Runs `body` in one transaction.
-    func transaction<T: Sendable>(_ body: (Transaction) async throws -> T) async throws -> T {
-        try await mapped {
+    func transaction<T: Sendable>(_ body: @Sendable @escaping (Transaction) async throws -> T) async throws -> T {
+        let (client, logger) = (client, logger)
+        return try await mapped {
             try await client.withTransaction(logger: logger) { connection in
                 try await body(Transaction(connection: connection, logger: logger))
             }
@@ -118,9 +128,23 @@ public final class PostgresMetadataStore: MetadataStore {
         func exists(_ query: PostgresQuery) async throws -> Bool { try await !rows(query).isEmpty }
     }
 
-    private func mapped<T>(_ body: () async throws -> T) async throws -> T {
+    /// Runs `body`, its failures as `StoreError`s; a wait for a connection longer than
+    /// `connectionWait` ends it (the pool retries connecting to a server that is down for ever).
+    private func mapped<T: Sendable>(_ body: @Sendable @escaping () async throws -> T) async throws -> T {
         do {
-            return try await body()
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: Self.connectionWait)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw StoreError.unavailable("PostgreSQL at \(location.host):\(location.port) did not answer within "
+                        + "\(Self.connectionWait.components.seconds) s")
+                }
+                return value
+            }
         } catch {
             throw Self.storeError(error)
         }
@@ -147,18 +171,29 @@ public final class PostgresMetadataStore: MetadataStore {
 
     /// Brings the schema up to date, under an advisory lock so that nodes starting together do
     /// not race; each migration runs once, recorded in `crashsym_migration`.
+    ///
+    /// It connects on its own (not through the pool, which retries for ever), so that a server
+    /// that cannot be reached, a refused login or a missing database is a `StoreError` at once,
+    /// with PostgreSQL's reason.
     public func migrate() async throws {
-        try await mapped {
-            try await client.withConnection { connection in
-                _ = try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger).collect()
-                do {
-                    try await Self.applyMigrations(connection, logger: logger)
-                } catch {
-                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger).collect()
-                    throw error
-                }
-                _ = try await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger).collect()
-            }
+        var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
+                                                             password: location.password, database: location.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(10)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+        } catch {
+            throw StoreError.unavailable("cannot connect to PostgreSQL at \(location.host):\(location.port) as \(location.user) "
+                + "(database \(location.database)): \(Self.storeError(error).message)")
+        }
+        do {
+            // A session lock, released when the connection closes even if a migration fails.
+            _ = try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger).collect()
+            try await Self.applyMigrations(connection, logger: logger)
+            try? await connection.close()
+        } catch {
+            try? await connection.close()
+            throw Self.storeError(error)
         }
     }
 
