@@ -46,46 +46,64 @@ struct SharedDatabaseTests {
         }
     }
 
-    /// Two nodes on one database: symbols uploaded through A serve B; crashes ingested through
-    /// both are each processed once; A killed (-9) while holding leased jobs loses nothing, B
-    /// takes them after the lease.
+    /// Two nodes on one database: symbols uploaded through A serve B; node A, stopped (SIGSTOP)
+    /// while it holds leased jobs, is killed (-9), and B, with crashes ingested through it too,
+    /// processes A's jobs once their lease has ended; every crash is processed and counted once.
     @Test("two nodes share one PostgreSQL; a node killed with leased jobs loses none of them")
     func twoNodesAndAKill() async throws {
         try await PostgresCluster.with { cluster in
-            let lease = ["--job-lease-seconds", "3", "--crash-workers", "2"]
-            let a = try TestServer(arguments: lease, database: cluster.url())
-            let b = try TestServer(arguments: lease, database: cluster.url(), dataDirectory: a.dataDirectory, app: (a.appID, a.key))
+            let leaseSeconds = 3
+            let options = ["--job-lease-seconds", String(leaseSeconds), "--crash-workers", "2"]
+            let a = try TestServer(arguments: options, database: cluster.url())
             let tables = a.scratch + "/tables"
             try FileManager.default.createDirectory(atPath: tables, withIntermediateDirectories: true)
             try CrashFixtures.upload(try CrashFixtures.tables(into: tables, programs: ["prog-asan", "libfault-asan.so"]), to: a, version: "1.0")
+            func sql(_ query: String) throws -> String {
+                try cluster.psql(query).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            func ingest(_ server: TestServer, _ count: Int) -> Int {
+                let client = server.client
+                let failures = Atomic<Int>(0)
+                DispatchQueue.concurrentPerform(iterations: count) { index in
+                    let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
+                                                     extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + (index % 3 == 0 ? Self.ubsan : Self.asan)])
+                    if answer?.status != 201 { failures.add(1, ordering: .relaxed) }
+                }
+                return failures.load(ordering: .relaxed)
+            }
+            // Stop A in the middle of its work: until it is frozen holding leases (it is the only node).
+            let pid = try #require(a.process?.processIdentifier)
+            var total = 0
+            var held: [String] = []
+            var leaseEnd: Int64 = 0
+            for _ in 0..<20 where held.isEmpty {
+                #expect(ingest(a, 60) == 0)
+                total += 60
+                kill(pid, SIGSTOP)
+                let stoppedAt = Int64(Date().timeIntervalSince1970 * 1000)
+                held = try sql("SELECT crash_seq FROM crash_job WHERE lease_until_ms > \(stoppedAt) ORDER BY crash_seq")
+                    .split(separator: "\n").map(String.init)
+                if held.isEmpty { kill(pid, SIGCONT) } else {
+                    leaseEnd = Int64(try sql("SELECT min(lease_until_ms) FROM crash_job WHERE crash_seq IN (\(held.joined(separator: ",")))")) ?? 0
+                }
+            }
+            try #require(!held.isEmpty, "node A never held a lease")
+            a.crash()
+            let b = try TestServer(arguments: options, database: cluster.url(), dataDirectory: a.dataDirectory, app: (a.appID, a.key))
             let viaB = try b.post("symbolicate", file: Self.asan, query: "version=1.0")
             #expect(viaB.status == 200 && viaB.text.contains("fault_use_after_free"))
-
-            let perNode = 150
-            let clients = [a.client, b.client]
-            let failures = Atomic<Int>(0)
-            DispatchQueue.concurrentPerform(iterations: 2 * perNode) { index in
-                let client = clients[index % 2]
-                let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
-                                                 extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + (index % 3 == 0 ? Self.ubsan : Self.asan)])
-                if answer?.status != 201 { failures.add(1, ordering: .relaxed) }
-            }
-            #expect(failures.load(ordering: .relaxed) == 0)
-            a.crash()
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let held = try cluster.psql("SELECT count(*) FROM crash_job WHERE lease_until_ms > \(now)").stdout
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            print("jobs leased when node A was killed: \(held)")
-            let total = 2 * perNode
-            #expect(try CrashFixtures.eventually(within: 90) {
-                try cluster.psql("SELECT count(*) FROM crash WHERE state = 'done'").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-                    == String(total)
-            })
-            #expect(try cluster.psql("SELECT count(*) FROM crash_job").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
-            // Each crash counted once in its group, whichever node (or both) processed it.
-            #expect(try cluster.psql("SELECT sum(count) FROM crash_group").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(total))
+            #expect(ingest(b, 60) == 0)
+            total += 60
+            #expect(try CrashFixtures.eventually(within: 90) { try sql("SELECT count(*) FROM crash WHERE state = 'done'") == String(total) })
+            #expect(try sql("SELECT count(*) FROM crash_job") == "0")
+            // A's jobs were done by B, after their lease ended.
+            let late = try sql("SELECT count(*) FROM crash WHERE seq IN (\(held.joined(separator: ","))) AND symbolicated_ms >= \(leaseEnd)")
+            #expect(late == String(held.count), "\(held.count) jobs held by A, \(late) processed after the lease")
+            // Each crash counted once in its group.
+            #expect(try sql("SELECT sum(count) FROM crash_group") == String(total))
             let groups = try b.get("groups").json["groups"] as? [[String: Any]] ?? []
             #expect(groups.compactMap { $0["count"] as? Int }.reduce(0, +) == total && groups.count == 2)
+            print("node A killed holding \(held.count) leased jobs; B processed them after the lease; \(total) crashes in all")
         }
     }
 

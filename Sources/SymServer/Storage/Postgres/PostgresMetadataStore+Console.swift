@@ -13,10 +13,10 @@ extension PostgresMetadataStore {
         let minute = received / 60_000
         let oldest = minute - CrashStore.minutesKept
         try await db.rows("""
+            WITH old AS (DELETE FROM crash_group_minute WHERE group_id = \(change.groupID) AND minute < \(oldest))
             INSERT INTO crash_group_minute (group_id, minute, count) VALUES (\(change.groupID), \(minute), 1)
             ON CONFLICT (group_id, minute) DO UPDATE SET count = crash_group_minute.count + 1
             """)
-        try await db.rows("DELETE FROM crash_group_minute WHERE group_id = \(change.groupID) AND minute < \(oldest)")
         let hooks = try await db.rows("SELECT id, events FROM webhook WHERE app_id = \(appID)").map { row in
             let (id, events) = try row.decode((String, String).self)
             return (id: id, events: Set(events.split(separator: ",").map(String.init)))

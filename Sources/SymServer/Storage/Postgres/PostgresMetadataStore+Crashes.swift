@@ -143,15 +143,20 @@ extension PostgresMetadataStore {
             WHERE seq = \(seq)
             """)
         try await db.rows("DELETE FROM crash_missing WHERE crash_seq = \(seq)")
-        for module in result.missing {
+        if !result.missing.isEmpty {
+            let names = result.missing.map(\.name)
             try await db.rows("""
-                INSERT INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (\(appID), \(module.buildID), \(seq), \(module.name))
+                INSERT INTO crash_missing (app_id, build_id, crash_seq, module)
+                SELECT \(appID), id, \(seq), name FROM unnest(\(missingIDs)::text[], \(names)::text[]) AS m(id, name)
                 ON CONFLICT DO NOTHING
                 """)
         }
-        // Symbols that arrived while this job ran re-armed it: run again instead of ending.
-        try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(seq) AND NOT again")
-        try await db.rows("UPDATE crash_job SET lease_until_ms = 0, again = FALSE WHERE crash_seq = \(seq)")
+        // Symbols that arrived while this job ran re-armed it: run again instead of ending (the
+        // two statements touch disjoint rows: `again` false, `again` true).
+        try await db.rows("""
+            WITH ended AS (DELETE FROM crash_job WHERE crash_seq = \(seq) AND NOT again)
+            UPDATE crash_job SET lease_until_ms = 0, again = FALSE WHERE crash_seq = \(seq) AND again
+            """)
         if !missingIDs.isEmpty,
            try await db.exists("SELECT 1 FROM module WHERE app_id = \(appID) AND build_id = ANY(\(missingIDs)) LIMIT 1") {
             try await enqueue(db, seq: seq, kind: .resymbolicate, now: now)
@@ -323,40 +328,38 @@ extension PostgresMetadataStore {
         -> (id: String, created: Bool) {
         let id = CrashStore.randomHex(bytes: 8)
         let title = String(title.prefix(512))
-        if try await db.exists("""
+        // One statement either way: a conflict "updates" nothing and returns the stored row;
+        // xmax = 0 only on a row this statement inserted.
+        let row = try await db.rows("""
             INSERT INTO crash_group (id, app_id, signature, title, first_seen_ms, last_seen_ms)
-            VALUES (\(id), \(appID), \(signature), \(title), \(now), \(now)) ON CONFLICT (app_id, signature) DO NOTHING RETURNING id
-            """) {
-            return (id, true)
-        }
-        let existing = try await db.rows("SELECT id FROM crash_group WHERE app_id = \(appID) AND signature = \(signature)")[0]
-        return (try existing.decode(String.self), false)
+            VALUES (\(id), \(appID), \(signature), \(title), \(now), \(now))
+            ON CONFLICT (app_id, signature) DO UPDATE SET title = crash_group.title RETURNING id, xmax = 0
+            """)[0]
+        let (stored, created) = try row.decode((String, Bool).self)
+        return (stored, created)
     }
 
     static func join(_ db: Transaction, group: String, crashID: String, version: String, host: String?, received: Int64) async throws
         -> Bool {
         guard let row = try await db.rows("""
-            SELECT count, first_seen_ms, last_seen_ms, state, resolved_in FROM crash_group WHERE id = \(group) FOR UPDATE
+            UPDATE crash_group SET count = count + 1,
+                first_seen_ms = CASE WHEN count = 0 THEN \(received) ELSE least(first_seen_ms, \(received)) END,
+                last_seen_ms = CASE WHEN count = 0 THEN \(received) ELSE greatest(last_seen_ms, \(received)) END,
+                sample_crash_id = coalesce(sample_crash_id, \(crashID))
+            WHERE id = \(group) RETURNING state, resolved_in
             """).first else { return false }
-        let (count, firstSeen, lastSeen, state, resolvedIn) = try row.decode((Int64, Int64, Int64, String, String?).self)
-        let first = count == 0 ? received : min(firstSeen, received)
-        let last = count == 0 ? received : max(lastSeen, received)
-        try await db.rows("""
-            UPDATE crash_group SET count = count + 1, first_seen_ms = \(first), last_seen_ms = \(last),
-                sample_crash_id = coalesce(sample_crash_id, \(crashID)) WHERE id = \(group)
-            """)
+        let (state, resolvedIn) = try row.decode((String, String?).self)
         var reopened = false
         if state == CrashStore.GroupState.resolved.rawValue, VersionOrder.ascending(resolvedIn ?? "", version) {
             try await db.rows("UPDATE crash_group SET state = 'open', reopened_in = \(version) WHERE id = \(group)")
             reopened = true
         }
         try await db.rows("""
+            WITH host AS (INSERT INTO crash_group_host (group_id, host) SELECT \(group), \(host)::text WHERE \(host)::text IS NOT NULL
+                          ON CONFLICT DO NOTHING)
             INSERT INTO crash_group_version (group_id, version, count) VALUES (\(group), \(version), 1)
             ON CONFLICT (group_id, version) DO UPDATE SET count = crash_group_version.count + 1
             """)
-        if let host {
-            try await db.rows("INSERT INTO crash_group_host (group_id, host) VALUES (\(group), \(host)) ON CONFLICT DO NOTHING")
-        }
         return reopened
     }
 
