@@ -82,7 +82,25 @@ final class CrashService: Sendable {
         guard receipt.state == .pending, seconds > 0 else { return receipt }
         let ticket = board.ticket(for: receipt.id)
         var current = try await store.crash(appID: appID, id: receipt.id).summary
-        if current.state == .pending {
+        if current.state == .pending && store.jobNotifications != nil {
+            // Several nodes: another may process it, which this node's board never hears of;
+            // the board still answers at once for this node's own workers.
+            let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+            var ticket = ticket
+            while true {
+                await board.wait(for: receipt.id, ticket: ticket, timeout: max(.zero, min(.milliseconds(200), deadline - ContinuousClock.now)))
+                guard ContinuousClock.now < deadline else {
+                    current = try await store.crash(appID: appID, id: receipt.id).summary
+                    break
+                }
+                ticket = board.ticket(for: receipt.id)  // before the read: a finish after it is not missed
+                current = try await store.crash(appID: appID, id: receipt.id).summary
+                if current.state != .pending {
+                    await board.wait(for: receipt.id, ticket: ticket, timeout: .zero)
+                    break
+                }
+            }
+        } else if current.state == .pending {
             await board.wait(for: receipt.id, ticket: ticket, timeout: .milliseconds(Int64(seconds * 1000)))
             current = try await store.crash(appID: appID, id: receipt.id).summary
         } else {
