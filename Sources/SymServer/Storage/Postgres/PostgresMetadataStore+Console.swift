@@ -32,7 +32,7 @@ extension PostgresMetadataStore {
         guard !events.isEmpty,
               let row = try await db.rows("SELECT \(unescaped: groupColumns) FROM crash_group g WHERE g.id = \(change.groupID)").first
         else { return }
-        let group = try await groupSummary(db, nil, row)
+        let group = try await groupSummary(db, row)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         for (event, lastHour, average) in events {

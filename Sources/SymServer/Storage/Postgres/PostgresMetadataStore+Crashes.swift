@@ -379,15 +379,15 @@ extension PostgresMetadataStore {
             """)
     }
 
-    static func groupSummary(_ db: Transaction?, _ store: PostgresMetadataStore?, _ row: PostgresRow) async throws -> CrashStore.GroupSummary {
+    /// A group row (`groupColumns`) with its versions and host count, read through `db` (the
+    /// store, or a transaction that changed the group).
+    static func groupSummary(_ db: some RowSource, _ row: PostgresRow) async throws -> CrashStore.GroupSummary {
         let columns = row.makeRandomAccess()
         let id = try columns["id"].decode(String.self)
-        let extra: [PostgresRow]
-        let query: PostgresQuery = """
+        let extra = try await db.rows("""
             SELECT (SELECT array_agg(version) FROM crash_group_version WHERE group_id = \(id) AND count > 0),
                    (SELECT COUNT(*) FROM crash_group_host WHERE group_id = \(id))
-            """
-        if let db { extra = try await db.rows(query) } else { extra = try await store!.rows(query) }
+            """)
         let (versions, hosts) = try extra[0].decode(([String]?, Int).self)
         return CrashStore.GroupSummary(
             id: id, signature: try columns["signature"].decode(String.self), title: try columns["title"].decode(String.self),
@@ -455,7 +455,7 @@ extension PostgresMetadataStore {
             ORDER BY \(orderBy), g.id COLLATE "C" LIMIT $\(binds.count)
             """, binds: binds))
         var groups: [CrashStore.GroupSummary] = []
-        for row in found { groups.append(try await Self.groupSummary(nil, self, row)) }
+        for row in found { groups.append(try await Self.groupSummary(self, row)) }
         return groups
     }
 
@@ -465,7 +465,7 @@ extension PostgresMetadataStore {
             """).first else {
             throw StoreError.notFound("no group \(id)")
         }
-        return try await Self.groupSummary(nil, self, row)
+        return try await Self.groupSummary(self, row)
     }
 
     public func setGroupState(appID: String, id: String, state: CrashStore.GroupState) async throws -> CrashStore.GroupSummary {
@@ -477,7 +477,7 @@ extension PostgresMetadataStore {
             let newest = state == .resolved ? versions.max(by: VersionOrder.ascending) : nil
             try await db.rows("UPDATE crash_group SET state = \(state.rawValue), resolved_in = \(newest), reopened_in = NULL WHERE id = \(id)")
             let row = try await db.rows("SELECT \(unescaped: Self.groupColumns) FROM crash_group g WHERE g.id = \(id)")[0]
-            return try await Self.groupSummary(db, nil, row)
+            return try await Self.groupSummary(db, row)
         }
     }
 

@@ -113,7 +113,7 @@ public final class PostgresMetadataStore: MetadataStore {
     }
 
     /// A connection inside a transaction.
-    struct Transaction {
+    struct Transaction: RowSource {
         let connection: PostgresConnection
         let logger: Logger
 
@@ -241,6 +241,13 @@ public final class PostgresMetadataStore: MetadataStore {
     /// Reports wait for tables read asynchronously.
     public var immediateTables: (any ImmediateTableReader)? { nil }
 }
+
+/// Where a query's rows come from: the store's pool, or a transaction's connection.
+protocol RowSource {
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow]
+}
+
+extension PostgresMetadataStore: RowSource {}
 
 /// Wakes workers waiting for jobs when `NOTIFY crashsym_jobs` arrives.
 final class PostgresJobNotifications: JobNotifications {
