@@ -316,9 +316,16 @@ struct MetadataStoreConformanceTests {
             let due = try await store.dueDeliveries(now: 5_000, limit: 10, busy: [])
             #expect(due.map(\.event) == [.groupNew] && due[0].secret == "s" && due[0].webhookID == hook.id)
             #expect(try await store.dueDeliveries(now: 5_000, limit: 10, busy: [hook.id]).isEmpty)
+            // One claim at a time (one node sends it); a claim that outlived its attempt expires.
+            #expect(try await store.claimDelivery(seq: due[0].seq, now: 5_000, until: 65_000))
+            #expect(try await !store.claimDelivery(seq: due[0].seq, now: 5_001, until: 65_001))
+            #expect(try await store.dueDeliveries(now: 5_001, limit: 10, busy: []).isEmpty)
+            #expect(try await store.dueDeliveries(now: 65_000, limit: 10, busy: []).map(\.seq) == [due[0].seq])
+            #expect(try await store.claimDelivery(seq: due[0].seq, now: 65_000, until: 70_000))
             try await store.recordAttempt(seq: due[0].seq, CrashStore.DeliveryAttempt(at: 6_000, status: 204, error: nil,
                                                                                       latencyMilliseconds: 3, state: .delivered, nextAttempt: 6_000))
             #expect(try await store.dueDeliveries(now: 7_000, limit: 10, busy: []).isEmpty)
+            #expect(try await !store.claimDelivery(seq: due[0].seq, now: 80_000, until: 90_000))  // no longer pending
             let listed = try await store.deliveries(appID: app, webhookID: hook.id, limit: 10)
             #expect(listed.map(\.state) == [.delivered] && listed[0].lastStatus == 204 && listed[0].attempts == 1)
             try await store.expireDeliveries(before: 10_000)

@@ -29,6 +29,13 @@ extension CrashStore {
         }
     }
 
+    /// A claim per delivery (`claimDelivery`), so that one node sends it while others skip it.
+    static func registerDeliveryClaimMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5-webhook-delivery-claims") { db in
+            try db.execute(sql: "ALTER TABLE webhook_delivery ADD COLUMN claimed_until_ms INTEGER NOT NULL DEFAULT 0")
+        }
+    }
+
     // MARK: Webhooks
 
     /// Stores a validated webhook (`Webhook.New.validated`) of an existing app.
@@ -171,7 +178,7 @@ extension CrashStore {
             return try Row.fetchAll(db, sql: """
                 SELECT d.seq, d.id, d.webhook_id, d.event, d.payload, d.attempts, d.created_ms, w.url, w.secret, w.format
                 FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id
-                WHERE d.state = 'pending' AND d.next_attempt_ms <= ?\(placeholders)
+                WHERE d.state = 'pending' AND d.next_attempt_ms <= ?1 AND d.claimed_until_ms <= ?1\(placeholders)
                 ORDER BY d.seq LIMIT ?
                 """, arguments: StatementArguments(arguments)).map { row in
                 DueDelivery(seq: row["seq"], id: row["id"], webhookID: row["webhook_id"], url: row["url"], secret: row["secret"],
@@ -180,6 +187,22 @@ extension CrashStore {
                             attempts: row["attempts"], createdMilliseconds: row["created_ms"])
             }
         }
+    }
+
+    /// Takes pending delivery `seq` for one attempt until `until`; false when another attempt
+    /// holds it (another node) or it is no longer pending.
+    public func claimDelivery(seq: Int64, now: Int64, until: Int64) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: """
+                UPDATE webhook_delivery SET claimed_until_ms = ? WHERE seq = ? AND state = 'pending' AND claimed_until_ms <= ?
+                """, arguments: [until, seq, now])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Frees every claim: at startup no attempt is in flight (one process owns an embedded store).
+    public func releaseDeliveryClaims() async throws {
+        try await write { db in try db.execute(sql: "UPDATE webhook_delivery SET claimed_until_ms = 0 WHERE claimed_until_ms > 0") }
     }
 
     /// The outcome of one attempt.
@@ -198,7 +221,7 @@ extension CrashStore {
         try await write { db in
             try db.execute(sql: """
                 UPDATE webhook_delivery SET attempts = attempts + 1, last_attempt_ms = ?, last_status = ?, last_error = ?,
-                    last_latency_ms = ?, state = ?, next_attempt_ms = ?, delivered_ms = ?
+                    last_latency_ms = ?, state = ?, next_attempt_ms = ?, delivered_ms = ?, claimed_until_ms = 0
                 WHERE seq = ?
                 """, arguments: [attempt.at, attempt.status, attempt.error.map { String($0.prefix(500)) }, attempt.latencyMilliseconds,
                                  attempt.state.rawValue, attempt.nextAttempt, attempt.state == .delivered ? attempt.at : nil, seq])

@@ -60,6 +60,7 @@ public final class CrashStore: Sendable {
         }
         registerWebhookMigrations(&migrator)
         registerUserMigrations(&migrator)
+        registerDeliveryClaimMigration(&migrator)
     }
 
     // MARK: Types

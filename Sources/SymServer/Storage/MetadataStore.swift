@@ -155,9 +155,14 @@ public protocol MetadataStore: Sendable {
     func removeWebhook(appID: String, id: String) async throws
     /// The newest deliveries of a webhook of the app, newest first.
     func deliveries(appID: String, webhookID: String, limit: Int) async throws -> [CrashStore.Delivery]
-    /// Up to `limit` pending deliveries due now, oldest first, skipping webhooks in `busy`.
+    /// Up to `limit` pending deliveries due now and not claimed, oldest first, skipping webhooks in `busy`.
     func dueDeliveries(now: Int64, limit: Int, busy: Set<String>) async throws -> [CrashStore.DueDelivery]
-    /// Records an attempt of delivery `seq`.
+    /// Takes pending delivery `seq` for one attempt until `until`, so that one node sends it;
+    /// false when another attempt holds it or it is no longer pending. `recordAttempt` ends the claim.
+    func claimDelivery(seq: Int64, now: Int64, until: Int64) async throws -> Bool
+    /// Frees the claims a previous run of this node left (one node: all; shared: none, they expire).
+    func releaseDeliveryClaims() async throws
+    /// Records an attempt of delivery `seq` (and ends its claim).
     func recordAttempt(seq: Int64, _ attempt: CrashStore.DeliveryAttempt) async throws
     /// Deletes deliveries that ended before `cutoff`.
     func expireDeliveries(before cutoff: Int64) async throws

@@ -137,7 +137,8 @@ extension PostgresMetadataStore {
         return try await rows("""
             SELECT d.seq, d.id, d.webhook_id, d.event, d.payload, d.attempts, d.created_ms, w.url, w.secret, w.format
             FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id
-            WHERE d.state = 'pending' AND d.next_attempt_ms <= \(now) AND NOT (d.webhook_id = ANY(\(excluded)))
+            WHERE d.state = 'pending' AND d.next_attempt_ms <= \(now) AND d.claimed_until_ms <= \(now)
+              AND NOT (d.webhook_id = ANY(\(excluded)))
             ORDER BY d.seq LIMIT \(limit)
             """).map { row in
             let (seq, id, webhook, event, payload, attempts, created, url, secret, format) =
@@ -154,10 +155,20 @@ extension PostgresMetadataStore {
         _ = try await rows("""
             UPDATE webhook_delivery SET attempts = attempts + 1, last_attempt_ms = \(attempt.at), last_status = \(attempt.status),
                 last_error = \(error), last_latency_ms = \(attempt.latencyMilliseconds), state = \(attempt.state.rawValue),
-                next_attempt_ms = \(attempt.nextAttempt), delivered_ms = \(delivered)
+                next_attempt_ms = \(attempt.nextAttempt), delivered_ms = \(delivered), claimed_until_ms = 0
             WHERE seq = \(seq)
             """)
     }
+
+    public func claimDelivery(seq: Int64, now: Int64, until: Int64) async throws -> Bool {
+        try await !rows("""
+            UPDATE webhook_delivery SET claimed_until_ms = \(until)
+            WHERE seq = \(seq) AND state = 'pending' AND claimed_until_ms <= \(now) RETURNING seq
+            """).isEmpty
+    }
+
+    /// Claims belong to the nodes that took them until they expire: nothing to free here.
+    public func releaseDeliveryClaims() async throws {}
 
     public func expireDeliveries(before cutoff: Int64) async throws {
         _ = try await rows("DELETE FROM webhook_delivery WHERE state <> 'pending' AND created_ms < \(cutoff)")

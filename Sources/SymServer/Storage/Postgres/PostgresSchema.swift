@@ -80,7 +80,7 @@ enum PostgresSchema {
                 app_id TEXT NOT NULL, event TEXT NOT NULL, group_id TEXT NOT NULL, payload TEXT NOT NULL,
                 created_ms BIGINT NOT NULL, state TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
                 next_attempt_ms BIGINT NOT NULL, last_attempt_ms BIGINT, last_status INTEGER, last_error TEXT,
-                last_latency_ms BIGINT, delivered_ms BIGINT)
+                last_latency_ms BIGINT, delivered_ms BIGINT, claimed_until_ms BIGINT NOT NULL DEFAULT 0)
             """,
             "CREATE INDEX webhook_delivery_due ON webhook_delivery(state, next_attempt_ms)",
             "CREATE INDEX webhook_delivery_by_webhook ON webhook_delivery(webhook_id, seq)",
