@@ -128,4 +128,23 @@ struct SharedDatabaseTests {
         let wrong = try Binary.crashsym(["apps", "list", "--database", "mysql://u@h/db"])
         #expect(wrong.status == 2 && wrong.stderr.contains("not a postgres://user@host/database URL"))
     }
+
+    /// Two nodes read one outbox: each delivery reaches the receiver once (the claim), whichever
+    /// node processed the crash.
+    @Test("two nodes on one outbox: each webhook delivery is sent once")
+    func webhooksOnceAcrossNodes() async throws {
+        try await PostgresCluster.with { cluster in
+            let a = try TestServer(database: cluster.url())
+            let b = try TestServer(database: cluster.url(), dataDirectory: a.dataDirectory, app: (a.appID, a.key))
+            let receiver = try WebhookReceiver(directory: a.scratch)
+            let created = try a.request("POST", "/api/v1/apps/\(a.appID)/webhooks",
+                                        json: #"{"url": "\#(receiver.url("/ok"))", "events": ["group.new"]}"#)
+            #expect(created.status == 201)
+            for index in 0..<12 { try (index % 2 == 0 ? a : b).submitCrash(in: "bug_\(index)") }
+            #expect(CrashFixtures.eventually(within: 20) { receiver.requests().count >= 12 })
+            try await Task.sleep(for: .seconds(2))  // time for a second copy to arrive, were one sent
+            let ids = receiver.requests().compactMap(\.delivery)
+            #expect(ids.count == 12 && Set(ids).count == 12, "\(ids.count) requests, \(Set(ids).count) deliveries")
+        }
+    }
 }
