@@ -369,4 +369,41 @@ struct MetadataStoreConformanceTests {
             #expect(spread.versions.map(\.0) == ["1.10"] && spread.versions[0].1 == 3 && spread.hosts == ["host-a"])
         }
     }
+
+    // MARK: Node-local versus shared
+
+    /// A job queued through one PostgreSQL store wakes the idle workers of another (LISTEN/NOTIFY);
+    /// an embedded store has no other node to hear from.
+    @Test func jobNotificationsReachOtherNodes() async throws {
+        try await Self.withStore(.sqlite) { store in #expect(store.jobNotifications == nil) }
+        try await PostgresCluster.with { cluster in
+            var quiet = Logger(label: "test.postgres")
+            quiet.logLevel = .critical
+            let (url, logger) = (cluster.url(), quiet)
+            try await PostgresMetadataStore.with(url: url, password: nil, logger: logger) { listener in
+                try await PostgresMetadataStore.with(url: url, password: nil, logger: logger) { other in
+                    let app = try await Self.app(other)
+                    let events = try #require(listener.jobNotifications).events
+                    let heard = try await withThrowingTaskGroup(of: Bool.self) { group in
+                        group.addTask {
+                            for await _ in events { return true }
+                            return false
+                        }
+                        // The listener's LISTEN starts with its connection: queue until it hears one.
+                        group.addTask {
+                            for index in 0..<50 {
+                                _ = try await other.accept(Self.crash(app, at: Int64(index)))
+                                try await Task.sleep(for: .milliseconds(200))
+                            }
+                            return false
+                        }
+                        let first = try await group.next() ?? false
+                        group.cancelAll()
+                        return first
+                    }
+                    #expect(heard)
+                }
+            }
+        }
+    }
 }
