@@ -81,6 +81,8 @@ let package = Package(
         // templates. Only SymServer (so only crashsym-net) links them, never the lean `crashsym`.
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", exact: "2.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", exact: "2.1.1"),
+        // The shared metadata store (`--database postgres://…`): PostgreSQL's client.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // System-library shims: a module map and one header each.
@@ -161,6 +163,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         // Command-line pieces shared by the two executables.

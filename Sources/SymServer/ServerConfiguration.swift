@@ -32,6 +32,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The URL people open the server at (behind a proxy); `https://…` makes the web console's
     /// cookies `Secure`.
     public var publicURL: String?
+    /// The shared metadata store, `postgres://user@host[:port]/database` (nil: SQLite under
+    /// `dataDirectory`); the password from the URL or `CRASHSYM_DATABASE_PASSWORD`.
+    public var database: String?
 
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
@@ -56,6 +59,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
         "header-timeout", "max-connections", "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
+        "database",
     ] + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
@@ -121,6 +125,10 @@ public struct ServerConfiguration: Sendable, Equatable {
         configuration.bundleLimits.maxCompressionRatio = try number("max-ratio", configuration.bundleLimits.maxCompressionRatio, minimum: 1)
         configuration.logLevel = value("log-level") ?? configuration.logLevel
         configuration.publicURL = value("public-url")
+        configuration.database = value("database")
+        if let database = configuration.database, !(database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")) {
+            throw ConfigurationError("database: \"\(database)\" is not a postgres://user@host/database URL")
+        }
         return configuration
     }
 

@@ -14,6 +14,8 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidBundle = "invalid-bundle"
         case tooManyRequests = "too-many-requests"
         case `internal`
+        /// A store (database, object store) cannot be reached now: retry after `Retry-After`.
+        case unavailable
 
         /// The HTTP status of this class.
         public var status: HTTPResponse.Status {
@@ -26,6 +28,7 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidBundle: .unprocessableContent
             case .tooManyRequests: .tooManyRequests
             case .internal: .internalServerError
+            case .unavailable: .serviceUnavailable
             }
         }
     }

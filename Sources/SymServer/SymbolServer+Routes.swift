@@ -38,7 +38,7 @@ extension SymbolServer {
             guard BundleManifest.isBuildID(module.buildID) else { throw ServerError(.badRequest, "invalid build-id \"\(module.buildID.prefix(140))\"") }
             if seen.insert(module.buildID).inserted { modules.append(module) }
         }
-        return Self.json(try await store.missing(appID: appID, version: query.version, package: query.package,
+        return Self.json(try await metadata.missing(appID: appID, version: query.version, package: query.package,
                                                  platform: platform, modules: modules))
     }
 
@@ -55,7 +55,7 @@ extension SymbolServer {
             metrics.rejected("too-large")
             throw ServerError(.tooLarge, "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)")
         }
-        let work = store.objects.temporaryDirectory + "/upload-" + UUID().uuidString
+        let work = objects.temporaryDirectory + "/upload-" + UUID().uuidString
         try ObjectStore.makeDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let bodyPath = work + "/body.zip"
@@ -83,8 +83,8 @@ extension SymbolServer {
             throw ServerError(.invalidBundle, "manifest.json: app_id \(bundle.manifest.appID) is not the app of the URL (\(appID))")
         }
 
-        let states = try await store.states(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
-        let objects = store.objects
+        let states = try await metadata.states(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
+        let objects = self.objects
         let modules = try await NIOThreadPool.singleton.runIfActive {
             try bundle.modules.map { module -> SymbolStore.StoredModule in
                 let entry = module.manifest
@@ -110,7 +110,7 @@ extension SymbolServer {
                     debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size, change: change)
             }
         }
-        let result = try await store.commit(appID: appID, manifest: bundle.manifest, modules: modules)
+        let result = try await metadata.commit(appID: appID, manifest: bundle.manifest, modules: modules)
         metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
         await crashes.symbolsAdded(appID: appID, buildIDs: result.stored)  // late symbols (new and improved tables)
         context.logger.info("bundle stored", metadata: [
@@ -165,14 +165,14 @@ extension SymbolServer {
     func versions(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         struct Answer: Encodable { var versions: [SymbolStore.VersionSummary] }
-        return Self.json(Answer(versions: try await store.versions(appID: appID)))
+        return Self.json(Answer(versions: try await metadata.versions(appID: appID)))
     }
 
     /// The modules of one version.
     func modules(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         let version = try context.parameters.require("version")
-        guard let modules = try await store.modules(appID: appID, version: version) else {
+        guard let modules = try await metadata.modules(appID: appID, version: version) else {
             throw ServerError(.notFound, "no version \(version)")
         }
         struct Answer: Encodable { var modules: [SymbolStore.ModuleSummary] }
@@ -184,10 +184,10 @@ extension SymbolServer {
     func debugFile(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("buildId").lowercased()
         guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id") }
-        guard let sha256 = try await store.debugFileObject(buildID: id) else {
+        guard let sha256 = try await metadata.debugFileObject(buildID: id) else {
             throw ServerError(.notFound, "no debug file for build-id \(id)")
         }
-        let path = store.objects.path(sha256: sha256)
+        let path = objects.path(sha256: sha256)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
         let body = try await FileIO().loadFile(path: path, context: context)
         var headers = HTTPFields()

@@ -13,8 +13,10 @@ import SymBundle
 public struct SymbolServer: Sendable {
     /// The resolved configuration.
     public let configuration: ServerConfiguration
-    /// Metadata and files.
-    public let store: SymbolStore
+    /// Apps, symbols, crashes, groups, people and webhooks (SQLite or PostgreSQL).
+    let metadata: any MetadataStore
+    /// Files: tables, debug files, raw crashes.
+    let objects: ObjectStore
     let logger: Logger
     let metrics: ServerMetrics
     /// What `/metrics` renders: the registry of the process's metrics factory (`metricsFactory`).
@@ -31,14 +33,25 @@ public struct SymbolServer: Sendable {
     public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry,
                 crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration(),
                 webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
+        let store = try SymbolStore(dataDirectory: configuration.dataDirectory)
+        try self.init(configuration: configuration, metadata: CrashStore(symbols: store), objects: store.objects, logger: logger,
+                      metrics: metrics, crashConfiguration: crashConfiguration, webhooks: webhooks)
+    }
+
+    /// The server over an opened metadata store (`PostgresMetadataStore` for several nodes) and
+    /// object store.
+    public init(configuration: ServerConfiguration, metadata: any MetadataStore, objects: ObjectStore, logger: Logger,
+                metrics: PrometheusCollectorRegistry, crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration(),
+                webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
         self.configuration = configuration
         self.logger = logger
-        store = try SymbolStore(dataDirectory: configuration.dataDirectory)
-        try store.objects.removeLeftovers()
+        self.metadata = metadata
+        self.objects = objects
+        try objects.removeLeftovers()
         registry = metrics
         self.metrics = ServerMetrics()
         uploads = UploadLimiter(limit: configuration.maxConcurrentUploads)
-        crashes = CrashService(symbols: store, configuration: crashConfiguration, logger: logger,
+        crashes = CrashService(metadata: metadata, objects: objects, configuration: crashConfiguration, logger: logger,
                                spike: CrashStore.SpikeRule(factor: webhooks.spikeFactor, minimum: webhooks.spikeMinimum))
         self.webhooks = webhooks
     }
@@ -86,6 +99,8 @@ public struct SymbolServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMiddleware(metrics: metrics))
         router.add(middleware: MetricsMiddleware())
+        // A store that cannot be reached (PostgreSQL down) is a 503 with Retry-After on every route.
+        router.add(middleware: StoreErrorMiddleware())
         router.get("healthz") { _, _ in Self.json(["status": "ok"]) }
         router.get("metrics") { _, _ in
             var headers = HTTPFields()
@@ -112,7 +127,7 @@ public struct SymbolServer: Sendable {
     func authenticate(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let appID = try context.parameters.require("appId")
         let key = Self.bearerToken(request.headers[.authorization] ?? "") ?? ""
-        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        let stored = BundleManifest.isIdentifier(appID) ? try await metadata.keyHash(appID: appID) : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key")

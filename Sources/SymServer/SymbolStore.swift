@@ -48,7 +48,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// A module whose files are in the object store, ready to be recorded.
-    struct StoredModule: Sendable {
+    public struct StoredModule: Sendable {
         var buildID: String
         var name: String
         var arch: String
@@ -62,7 +62,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// What an upload does to a module row.
-    enum Change: Sendable, Equatable {
+    public enum Change: Sendable, Equatable {
         /// A new build-id: insert the row (a row that appeared meanwhile is left as it is).
         case insert
         /// A build-id the app has: replace its table (when `table`) and add the debug file it
@@ -73,14 +73,14 @@ public final class SymbolStore: Sendable {
     }
 
     /// The stored facts about a module that decide whether an upload improves it.
-    struct ModuleState: Sendable {
+    public struct ModuleState: Sendable {
         var hasDWARF: Bool
         var symbolsSHA256: String
         var hasDebugFile: Bool
     }
 
     /// What an upload did to each module of its bundle.
-    struct CommitResult: Sendable, Equatable {
+    public struct CommitResult: Sendable, Equatable {
         /// New build-ids, and stored ones whose table or debug file this upload improved.
         var stored: [String] = []
         /// The improved ones (a subset of `stored`).
@@ -195,12 +195,12 @@ public final class SymbolStore: Sendable {
     /// Creates an app and returns it with its key (the only time the key exists in clear).
     public func createApp(name: String, id: String? = nil) throws -> (app: App, key: String) {
         let id = id ?? Self.randomID()
-        guard BundleManifest.isIdentifier(id) else { throw ServerError(.badRequest, "app id must be 1 to 128 characters of [A-Za-z0-9._-]") }
+        guard BundleManifest.isIdentifier(id) else { throw StoreError.conflict("app id must be 1 to 128 characters of [A-Za-z0-9._-]") }
         let key = AppKey.generate()
         let app = App(id: id, name: name, created: timestamp())
         try database.write { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM app WHERE id = ?", arguments: [id]) == true {
-                throw ServerError(.badRequest, "an app with id \(id) already exists")
+                throw StoreError.conflict("an app with id \(id) already exists")
             }
             try db.execute(sql: "INSERT INTO app (id, name, key_hash, created) VALUES (?, ?, ?, ?)",
                            arguments: [id, name, Data(AppKey.hash(key)), app.created])
@@ -222,13 +222,13 @@ public final class SymbolStore: Sendable {
         let key = AppKey.generate()
         try database.write { db in
             try db.execute(sql: "UPDATE app SET key_hash = ? WHERE id = ?", arguments: [Data(AppKey.hash(key)), id])
-            guard db.changesCount == 1 else { throw ServerError(.notFound, "no app with id \(id)") }
+            guard db.changesCount == 1 else { throw StoreError.notFound("no app with id \(id)") }
         }
         return key
     }
 
     /// The stored key hash of app `id`, nil when there is no such app.
-    func keyHash(appID: String) async throws -> [UInt8]? {
+    public func keyHash(appID: String) async throws -> [UInt8]? {
         try await database.read { db in
             try Data.fetchOne(db, sql: "SELECT key_hash FROM app WHERE id = ?", arguments: [appID]).map { Array($0) }
         }
@@ -240,7 +240,7 @@ public final class SymbolStore: Sendable {
     /// the version (created when needed); `improvable` lists the present ones that the client's
     /// claims say it can improve (DWARF where the stored table has none, a debug file where none
     /// is stored).
-    func missing(appID: String, version: String, package: String, platform: String,
+    public func missing(appID: String, version: String, package: String, platform: String,
                  modules: [MissingSymbolsRequest.Module]) async throws -> MissingSymbolsResponse {
         let now = timestamp()
         return try await database.write { db in
@@ -271,7 +271,7 @@ public final class SymbolStore: Sendable {
     /// in one transaction: new build-ids are inserted, stored ones improved as each module's
     /// `change` says (only if no other upload changed their table meanwhile), others left as
     /// they are.
-    func commit(appID: String, manifest: BundleManifest, modules: [StoredModule]) async throws -> CommitResult {
+    public func commit(appID: String, manifest: BundleManifest, modules: [StoredModule]) async throws -> CommitResult {
         let now = timestamp()
         return try await database.write { db in
             try Self.ensureVersion(db, appID: appID, version: manifest.version, package: manifest.package,
@@ -320,7 +320,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// What the app has stored of each of `buildIDs` it has (read only).
-    func states(appID: String, buildIDs: [String]) async throws -> [String: ModuleState] {
+    public func states(appID: String, buildIDs: [String]) async throws -> [String: ModuleState] {
         try await database.read { db in
             let row = try db.cachedStatement(sql: """
                 SELECT has_dwarf, symbols_sha256, debug_sha256 IS NOT NULL AS has_debug FROM module WHERE app_id = ? AND build_id = ?
@@ -336,7 +336,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// The app's versions, oldest first.
-    func versions(appID: String) async throws -> [VersionSummary] {
+    public func versions(appID: String) async throws -> [VersionSummary] {
         try await database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT v.version, v.created,
@@ -349,7 +349,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// The modules of a version, nil when the version is unknown.
-    func modules(appID: String, version: String) async throws -> [ModuleSummary]? {
+    public func modules(appID: String, version: String) async throws -> [ModuleSummary]? {
         try await database.read { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM version WHERE app_id = ? AND version = ?",
                                     arguments: [appID, version]) == true else { return nil }
@@ -365,7 +365,7 @@ public final class SymbolStore: Sendable {
     }
 
     /// The SHA-256 of an uploaded debug file with this build-id (any app), for debuginfod.
-    func debugFileObject(buildID: String) async throws -> String? {
+    public func debugFileObject(buildID: String) async throws -> String? {
         try await database.read { db in
             try String.fetchOne(db, sql: "SELECT debug_sha256 FROM module WHERE build_id = ? AND debug_sha256 IS NOT NULL LIMIT 1",
                                 arguments: [buildID])

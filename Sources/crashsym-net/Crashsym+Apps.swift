@@ -2,10 +2,12 @@ import ArgumentParser
 import CrashsymCommandLine
 import Symbolication
 import SymServer
+import Foundation
+import Logging
 
 extension Crashsym {
     /// `crashsym apps`: apps and keys of a server's data directory.
-    struct Apps: ParsableCommand {
+    struct Apps: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Manage the apps of a symbol server and their upload keys.",
             discussion: """
@@ -28,8 +30,7 @@ extension Crashsym {
         static func openStore(_ location: ServerLocationOptions, create: Bool = false) throws -> SymbolStore {
             let configuration: ServerConfiguration
             do {
-                configuration = try ServerConfiguration.resolve(flags: ["data-dir": location.dataDirectory].compactMapValues { $0 },
-                                                                configFile: location.config)
+                configuration = try location.configuration()
             } catch {
                 throw ValidationError("\(error)")
             }
@@ -41,13 +42,43 @@ extension Crashsym {
             }
         }
 
+        /// Runs `body` on the metadata store the options select: PostgreSQL with `--database`, else
+        /// the SQLite store of the data directory (`create`: see `openStore`). A store error is
+        /// printed and becomes exit status 1.
+        static func withStore<T: Sendable>(_ location: ServerLocationOptions, create: Bool = false,
+                                           _ body: @Sendable (any MetadataStore) async throws -> T) async throws -> T {
+            let configuration: ServerConfiguration
+            do {
+                configuration = try location.configuration()
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            if let database = configuration.database {
+                do {
+                    var logger = Logger(label: "crashsym.database")
+                    logger.logLevel = .critical
+                    return try await PostgresMetadataStore.with(
+                        url: database, password: ProcessInfo.processInfo.environment["CRASHSYM_DATABASE_PASSWORD"], logger: logger, body)
+                } catch {
+                    throw fail(error)
+                }
+            }
+            let store = CrashStore(symbols: try openStore(location, create: create))
+            do {
+                return try await body(store)
+            } catch {
+                throw fail(error)
+            }
+        }
+
         static func fail(_ error: any Error) -> ExitCode {
-            FileOutput.standardError("crashsym: \((error as? ServerError)?.message ?? "\(error)")\n")
+            let message = (error as? ServerError)?.message ?? (error as? StoreError)?.message ?? "\(error)"
+            FileOutput.standardError("crashsym: \(message)\n")
             return ExitCode.failure
         }
 
         /// `crashsym apps create NAME`.
-        struct Create: ParsableCommand {
+        struct Create: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Create an app and print its id and key (shown once).")
 
             @Argument(help: "Human-readable name of the app.")
@@ -61,14 +92,9 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Apps.openStore(location, create: true)
-                let (app, key): (SymbolStore.App, String)
-                do {
-                    (app, key) = try store.createApp(name: name, id: id)
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let (name, id) = (name, id)
+                let (app, key) = try await Apps.withStore(location, create: true) { try await $0.createApp(name: name, id: id) }
                 if format == .json {
                     var writer = JSONWriter()
                     writer.beginObject()
@@ -86,7 +112,7 @@ extension Crashsym {
         }
 
         /// `crashsym apps list`.
-        struct List: ParsableCommand {
+        struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "List the apps (never their keys).")
 
             @Option(help: "Output format: text or json.")
@@ -94,14 +120,8 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Apps.openStore(location)
-                let apps: [SymbolStore.App]
-                do {
-                    apps = try store.listApps()
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let apps = try await Apps.withStore(location) { try await $0.listApps() }
                 for app in apps {
                     if format == .json {
                         var writer = JSONWriter()
@@ -119,7 +139,7 @@ extension Crashsym {
         }
 
         /// `crashsym apps rotate-key ID`.
-        struct RotateKey: ParsableCommand {
+        struct RotateKey: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "rotate-key", abstract: "Replace an app's key and print the new one (shown once); the old key stops working.")
 
@@ -131,14 +151,9 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Apps.openStore(location)
-                let key: String
-                do {
-                    key = try store.rotateKey(appID: id)
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let id = id
+                let key = try await Apps.withStore(location) { try await $0.rotateKey(appID: id) }
                 if format == .json {
                     var writer = JSONWriter()
                     writer.beginObject()

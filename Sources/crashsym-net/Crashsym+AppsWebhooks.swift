@@ -26,10 +26,6 @@ extension Crashsym.Apps {
             subcommands: [Add.self, List.self, Remove.self]
         )
 
-        static func store(_ location: ServerLocationOptions) throws -> CrashStore {
-            CrashStore(symbols: try Crashsym.Apps.openStore(location))
-        }
-
         /// `crashsym apps webhooks add APP URL`.
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Add a webhook to an app and print its id.")
@@ -83,13 +79,7 @@ extension Crashsym.Apps {
                 } catch let error as ServerError {
                     throw ValidationError(error.message)
                 }
-                let store = try Webhooks.store(location)
-                let webhook: Webhook
-                do {
-                    webhook = try await store.addWebhook(new)
-                } catch {
-                    throw Crashsym.Apps.fail(error)
-                }
+                let webhook = try await Crashsym.Apps.withStore(location) { try await $0.addWebhook(new) }
                 FileOutput.standardOutput("webhook \(webhook.id) added to app \(app)\n")
             }
         }
@@ -107,13 +97,8 @@ extension Crashsym.Apps {
             @OptionGroup var location: ServerLocationOptions
 
             func run() async throws {
-                let store = try Webhooks.store(location)
-                let webhooks: [Webhook]
-                do {
-                    webhooks = try await store.webhooks(appID: app)
-                } catch {
-                    throw Crashsym.Apps.fail(error)
-                }
+                let app = app
+                let webhooks = try await Crashsym.Apps.withStore(location) { try await $0.webhooks(appID: app) }
                 for webhook in webhooks {
                     if format == .json {
                         FileOutput.standardOutput(Webhooks.json(webhook) + "\n")
@@ -139,12 +124,8 @@ extension Crashsym.Apps {
             @OptionGroup var location: ServerLocationOptions
 
             func run() async throws {
-                let store = try Webhooks.store(location)
-                do {
-                    try await store.removeWebhook(appID: app, id: id)
-                } catch {
-                    throw Crashsym.Apps.fail(error)
-                }
+                let (app, id) = (app, id)
+                try await Crashsym.Apps.withStore(location) { try await $0.removeWebhook(appID: app, id: id) }
                 FileOutput.standardOutput("webhook \(id) removed\n")
             }
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CrashsymCommandLine
+import Foundation
 import Logging
 import Metrics
 import Prometheus
@@ -12,6 +13,17 @@ struct ServerLocationOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("JSON config file whose keys are the option names, e.g. {\"port\": 8080} (env CRASHSYM_CONFIG).", valueName: "file"))
     var config: String?
+
+    @Option(help: ArgumentHelp("Metadata in PostgreSQL instead of SQLite, shared by several servers: postgres://user@host[:port]/database; the password from the URL or CRASHSYM_DATABASE_PASSWORD (env CRASHSYM_DATABASE).", valueName: "url"))
+    var database: String?
+
+    /// The server configuration these options (with the environment and config file) select.
+    func configuration(_ flags: [String: String] = [:]) throws -> ServerConfiguration {
+        var flags = flags
+        flags["data-dir"] = dataDirectory ?? flags["data-dir"]
+        flags["database"] = database ?? flags["database"]
+        return try ServerConfiguration.resolve(flags: flags, configFile: config)
+    }
 }
 
 extension Crashsym {
@@ -87,6 +99,9 @@ extension Crashsym {
 
         @Option(name: .customLong("max-minidump-bytes"), help: "Largest minidump upload (POST …/minidump) in bytes, counted after gzip decompression: the minidump with its annotations and attachments (default 64 MiB; 413 above).")
         var maxMinidumpBytes: Int?
+        @Option(name: .customLong("job-lease-seconds"),
+                help: "How long a crash job stays with a worker that stopped renewing it, e.g. a killed node (default 120).")
+        var jobLeaseSeconds: Double?
 
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
@@ -111,6 +126,7 @@ extension Crashsym {
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
             flags["max-minidump-bytes"] = maxMinidumpBytes.map(String.init)
+            flags["job-lease-seconds"] = jobLeaseSeconds.map { String($0) }
             flags.merge(notifications.flags) { given, _ in given }
             return flags
         }
@@ -120,7 +136,7 @@ extension Crashsym {
             let crashConfiguration: CrashServiceConfiguration
             let webhooks: WebhookConfiguration
             do {
-                configuration = try ServerConfiguration.resolve(flags: flags, configFile: location.config)
+                configuration = try location.configuration(flags)
                 crashConfiguration = try CrashServiceConfiguration.resolve(flags: flags, configFile: location.config)
                 webhooks = try WebhookConfiguration.resolve(flags: flags, configFile: location.config)
             } catch {
@@ -139,6 +155,11 @@ extension Crashsym {
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(SymbolServer.metricsFactory(registry: registry))
             let logger = Logger(label: "crashsym.serve")
+            if let database = configuration.database {
+                try await serveShared(database: database, configuration: configuration, crashConfiguration: crashConfiguration,
+                                      webhooks: webhooks, logger: logger, registry: registry)
+                return
+            }
             let server: SymbolServer
             do {
                 server = try SymbolServer(configuration: configuration, logger: logger, metrics: registry,
@@ -148,6 +169,10 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: \(reason)\n")
                 throw ExitCode.failure
             }
+            try await Self.serve(server, configuration: configuration)
+        }
+
+        private static func serve(_ server: SymbolServer, configuration: ServerConfiguration) async throws {
             do {
                 try await server.run { port in
                     // One line on stdout, so scripts starting the server on port 0 learn the port.
@@ -156,6 +181,43 @@ extension Crashsym {
             } catch {
                 FileOutput.standardError("crashsym: \(SymbolServer.startupFailure(error, host: configuration.host, port: configuration.port))\n")
                 throw ExitCode.failure
+            }
+        }
+
+        /// Serves with the metadata in PostgreSQL (files still under `--data-dir`).
+        private func serveShared(database: String, configuration: ServerConfiguration, crashConfiguration: CrashServiceConfiguration,
+                                 webhooks: WebhookConfiguration, logger: Logger, registry: PrometheusCollectorRegistry) async throws {
+            guard PostgresMetadataStore.unimplemented.isEmpty else {
+                FileOutput.standardError("crashsym: --database: the PostgreSQL store lacks "
+                    + PostgresMetadataStore.unimplemented.joined(separator: ", ") + "; use the embedded store (--data-dir)\n")
+                throw ExitCode.failure
+            }
+            let password = ProcessInfo.processInfo.environment["CRASHSYM_DATABASE_PASSWORD"]
+            let store: PostgresMetadataStore
+            do {
+                store = PostgresMetadataStore(location: try PostgresMetadataStore.Location(url: database, password: password), logger: logger)
+            } catch {
+                FileOutput.standardError("crashsym: \((error as? StoreError)?.message ?? "\(error)")\n")
+                throw ExitCode.failure
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.run() }
+                defer { group.cancelAll() }
+                do {
+                    try await store.migrate()
+                } catch {
+                    FileOutput.standardError("crashsym: cannot open the database \(database): \((error as? StoreError)?.message ?? "\(error)")\n")
+                    throw ExitCode.failure
+                }
+                let server: SymbolServer
+                do {
+                    server = try SymbolServer(configuration: configuration, metadata: store, objects: ObjectStore(root: configuration.dataDirectory),
+                                              logger: logger, metrics: registry, crashConfiguration: crashConfiguration, webhooks: webhooks)
+                } catch {
+                    FileOutput.standardError("crashsym: cannot prepare the object store in \(configuration.dataDirectory): \(error)\n")
+                    throw ExitCode.failure
+                }
+                try await Self.serve(server, configuration: configuration)
             }
         }
     }

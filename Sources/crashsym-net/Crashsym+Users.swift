@@ -6,7 +6,7 @@ import Symbolication
 
 extension Crashsym {
     /// `crashsym users`: the people who sign in to the web console.
-    struct Users: ParsableCommand {
+    struct Users: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Manage the web console's accounts and which apps they see.",
             discussion: """
@@ -26,10 +26,6 @@ extension Crashsym {
             subcommands: [Create.self, Grant.self, List.self, ResetPassword.self]
         )
 
-        static func crashStore(_ location: ServerLocationOptions, create: Bool = false) throws -> CrashStore {
-            CrashStore(symbols: try Apps.openStore(location, create: create))
-        }
-
         static func printPassword(name: String, password: String, format: OutputFormat, verb: String) {
             if format == .json {
                 var writer = JSONWriter()
@@ -45,7 +41,7 @@ extension Crashsym {
         }
 
         /// `crashsym users create NAME [--admin]`.
-        struct Create: ParsableCommand {
+        struct Create: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Create an account and print its password (shown once).")
 
             @Argument(help: "The name to sign in with: 1 to 64 characters of [A-Za-z0-9._@-].")
@@ -63,19 +59,15 @@ extension Crashsym {
                 guard CrashStore.isUserName(name) else { throw ValidationError("a user name is 1 to 64 characters of [A-Za-z0-9._@-]") }
             }
 
-            func run() throws {
-                let store = try Users.crashStore(location, create: true)
-                do {
-                    Users.printPassword(name: name, password: try store.createUser(name: name, admin: admin), format: format,
-                                        verb: admin ? "created (admin)" : "created")
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let (name, admin) = (name, admin)
+                let password = try await Apps.withStore(location, create: true) { try await $0.createUser(name: name, admin: admin) }
+                Users.printPassword(name: name, password: password, format: format, verb: admin ? "created (admin)" : "created")
             }
         }
 
         /// `crashsym users grant NAME APP`.
-        struct Grant: ParsableCommand {
+        struct Grant: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Let a user see an app's crashes, groups and symbols.")
 
             @Argument(help: "The user's name.")
@@ -86,19 +78,15 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Users.crashStore(location)
-                do {
-                    try store.grant(name: name, appID: app)
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let (name, app) = (name, app)
+                try await Apps.withStore(location) { try await $0.grant(name: name, appID: app) }
                 FileOutput.standardOutput("\(name) may now see app \(app)\n")
             }
         }
 
         /// `crashsym users list`.
-        struct List: ParsableCommand {
+        struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "List the accounts and their apps (never passwords).")
 
             @Option(help: "Output format: text or json (one object per line).")
@@ -106,14 +94,8 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Users.crashStore(location)
-                let users: [CrashStore.ConsoleUser]
-                do {
-                    users = try store.listUsers()
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let users = try await Apps.withStore(location) { try await $0.listUsers() }
                 for user in users {
                     if format == .json {
                         let encoder = JSONEncoder()
@@ -128,7 +110,7 @@ extension Crashsym {
         }
 
         /// `crashsym users reset-password NAME`.
-        struct ResetPassword: ParsableCommand {
+        struct ResetPassword: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "reset-password",
                 abstract: "Give a user a new password (shown once), sign them out everywhere and lift a lockout.")
@@ -141,14 +123,10 @@ extension Crashsym {
 
             @OptionGroup var location: ServerLocationOptions
 
-            func run() throws {
-                let store = try Users.crashStore(location)
-                do {
-                    Users.printPassword(name: name, password: try store.resetPassword(name: name), format: format,
-                                        verb: "has a new password")
-                } catch {
-                    throw Apps.fail(error)
-                }
+            func run() async throws {
+                let name = name
+                let password = try await Apps.withStore(location) { try await $0.resetPassword(name: name) }
+                Users.printPassword(name: name, password: password, format: format, verb: "has a new password")
             }
         }
     }

@@ -3,7 +3,9 @@
 ceiling, the lookup endpoint, crash ingestion and processing, all with wrk on 127.0.0.1.
 
   crash_service_bench.py [--crashsym BIN] [--duration 10] [--connections 64] [--reports 2000]
-                         [--ingest-duration 10] [--backlog 2000] [--json]
+                         [--ingest-duration 10] [--backlog 2000] [--postgres] [--json]
+
+With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--database`).
 
 1. Five real modules (python3.11d, libc's debug file, fixtures: as symbolicate_bench.py picks them)
    are uploaded with `crashsym upload` to a fresh `crashsym serve`; a 50-frame ASan report over
@@ -33,7 +35,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverkit import Workspace, default_crashsym  # noqa: E402
+import contextlib  # noqa: E402
+from serverkit import Workspace, default_crashsym, postgres_cluster  # noqa: E402
 import symbolicate_bench  # noqa: E402
 
 
@@ -91,13 +94,15 @@ def main():
     parser.add_argument("--reports", type=int, default=2000)
     parser.add_argument("--ingest-duration", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=2000)
+    parser.add_argument("--postgres", action="store_true", help="metadata in a throw-away PostgreSQL (--database)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(1)
     modules = symbolicate_bench.sample_modules(rng)
-    result = {"crashsym": args.crashsym, "connections": args.connections}
+    result = {"crashsym": args.crashsym, "connections": args.connections, "metadata": "postgres" if args.postgres else "sqlite"}
 
-    with Workspace(args.crashsym, "crashsym-crash-bench-") as ws:
+    with (postgres_cluster() if args.postgres else contextlib.nullcontext()) as database, \
+            Workspace(args.crashsym, "crashsym-crash-bench-", database=database) as ws:
         work = ws.work
         tables = os.path.join(work, "tables")
         inputs = []
@@ -210,7 +215,8 @@ def main():
         print(json.dumps(result, indent=1))
         return
     r = result
-    print(f"crash service, wrk with {r['connections']} connections on 127.0.0.1, one 50-frame ASan report over 5 modules")
+    print(f"crash service ({r['metadata']} metadata), wrk with {r['connections']} connections on 127.0.0.1, "
+          f"one 50-frame ASan report over 5 modules")
     print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s")
     print(f"  POST symbolicate                                {r['symbolicate_rps']} req/s, p99 {r['symbolicate_p99_ms']} ms, "
           f"{r['symbolicate_vs_ceiling']}x the ceiling, {r['symbolicate_errors']} errors "

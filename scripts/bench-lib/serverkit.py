@@ -4,13 +4,17 @@ Both need a bundle the server's validator accepts (a table from `crashsym dump`,
 a manifest with sizes and SHA-256s, stored uncompressed so the body is about the files' size) and
 a real server on 127.0.0.1 with a fresh data directory and one app.
 """
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -100,10 +104,10 @@ def make_bundle(crashsym, elf, work, app_id, tool, debug=None):
     return bundle, build_id
 
 
-def create_app(crashsym, data, app_id):
-    """Creates app `app_id` in data directory `data`; returns its key."""
+def create_app(crashsym, data, app_id, *extra):
+    """Creates app `app_id` in data directory `data` (`extra`: e.g. `--database URL`); returns its key."""
     created = subprocess.run([crashsym, "apps", "create", app_id, "--id", app_id, "--data-dir", data,
-                              "--format", "json"], check=True, capture_output=True, text=True).stdout
+                              "--format", "json", *extra], check=True, capture_output=True, text=True).stdout
     return json.loads(created)["key"]
 
 
@@ -126,17 +130,19 @@ class Workspace:
     `key`); `serve()` starts `crashsym serve` on it. Leaving the `with` block stops the server and
     removes the directory, whatever happened."""
 
-    def __init__(self, crashsym, prefix, app_id="bench"):
+    def __init__(self, crashsym, prefix, app_id="bench", database=None):
         self.crashsym = crashsym
         self.prefix = prefix
         self.app_id = app_id
         self.server = None
+        # `--database URL` for `apps create` and `serve` (metadata in PostgreSQL), or nothing.
+        self.database = ["--database", database] if database else []
 
     def __enter__(self):
         self.work = tempfile.mkdtemp(prefix=self.prefix)
         try:
             self.data = os.path.join(self.work, "data")
-            self.key = create_app(self.crashsym, self.data, self.app_id)
+            self.key = create_app(self.crashsym, self.data, self.app_id, *self.database)
         except BaseException:
             shutil.rmtree(self.work, ignore_errors=True)
             raise
@@ -144,10 +150,51 @@ class Workspace:
 
     def serve(self, *extra):
         """Starts the server (see `start_server`); returns its base URL."""
-        self.server, base = start_server(self.crashsym, self.data, *extra)
+        self.server, base = start_server(self.crashsym, self.data, *extra, *self.database)
         return base
 
     def __exit__(self, *exc):
         stop_server(self.server)
         shutil.rmtree(self.work, ignore_errors=True)
         return False
+
+
+POSTGRES = "/usr/lib/postgresql/15/bin"
+
+
+@contextlib.contextmanager
+def postgres_cluster(prefix="crashsym-bench-pg-"):
+    """A throw-away PostgreSQL 15 cluster on a free port of 127.0.0.1 (as `nobody` when root, since
+    PostgreSQL refuses root); yields its `postgres://` URL and removes it afterwards."""
+    if not os.path.exists(POSTGRES + "/initdb"):
+        sys.exit("bench: PostgreSQL 15 is not installed: run scripts/deps scale")
+    directory = tempfile.mkdtemp(prefix=prefix)
+    as_user = ["runuser", "-u", "nobody", "--"] if os.getuid() == 0 else []
+    server = None
+    try:
+        if os.getuid() == 0:
+            os.chown(directory, 65534, 65534)
+        subprocess.run([*as_user, POSTGRES + "/initdb", "-D", directory + "/data", "-U", "crashsym", "--auth=trust",
+                        "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"], check=True, capture_output=True)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with open(directory + "/log", "w") as log:
+            server = subprocess.Popen([*as_user, POSTGRES + "/postgres", "-D", directory + "/data", "-p", str(port),
+                                       "-k", directory, "-h", "127.0.0.1", "-c", "max_connections=200"],
+                                      stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        for _ in range(600):
+            if subprocess.run([POSTGRES + "/pg_isready", "-h", "127.0.0.1", "-p", str(port), "-t", "1"],
+                              capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            sys.exit("bench: PostgreSQL did not start: " + open(directory + "/log").read())
+        yield f"postgres://crashsym@127.0.0.1:{port}/postgres"
+    finally:
+        if server:
+            with contextlib.suppress(Exception):
+                with open(directory + "/data/postmaster.pid") as f:
+                    os.kill(int(f.readline()), signal.SIGQUIT)
+            server.wait()
+        shutil.rmtree(directory, ignore_errors=True)

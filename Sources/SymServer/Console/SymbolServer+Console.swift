@@ -399,7 +399,7 @@ extension SymbolServer {
         headers[.cacheControl] = "no-store"
         if raw {
             let object = try await crashes.store.rawObject(appID: app.id, id: id)
-            let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
+            let body = try await FileIO().loadFile(path: objects.path(sha256: object.sha256), context: context)
             if try await crashes.store.minidumpDetails(appID: app.id, id: id) != nil {
                 headers[.contentType] = "application/octet-stream"
                 headers[.contentDisposition] = "attachment; filename=\"crash-\(id).dmp\""
@@ -434,8 +434,8 @@ extension SymbolServer {
         let app = try await visibleApp(session, context)
         let missing = try await crashes.store.missingSeen(appID: app.id, limit: 500)
         var versions: [[String: Any]] = []
-        for version in try await store.versions(appID: app.id).reversed() {
-            let modules = try await store.modules(appID: app.id, version: version.version) ?? []
+        for version in try await metadata.versions(appID: app.id).reversed() {
+            let modules = try await metadata.modules(appID: app.id, version: version.version) ?? []
             versions.append([
                 "version": version.version, "created": Self.short(version.created),
                 "modules": modules.map {

@@ -134,7 +134,7 @@ extension SymbolServer {
         let id = try Self.crashID(context)
         let object = try await crashes.store.rawObject(appID: appID, id: id)
         let minidump = try await crashes.store.minidumpDetails(appID: appID, id: id) != nil
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
+        let body = try await FileIO().loadFile(path: objects.path(sha256: object.sha256), context: context)
         var headers = HTTPFields()
         headers[.contentType] = minidump ? "application/octet-stream" : "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
@@ -145,9 +145,9 @@ extension SymbolServer {
     func deleteCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
-            store.objects.remove(sha256: object)
+            objects.remove(sha256: object)
         }
-        for attachment in try await crashes.store.collectOrphanAttachments() { store.objects.remove(sha256: attachment) }
+        for attachment in try await crashes.store.collectOrphanAttachments() { objects.remove(sha256: attachment) }
         return Response(status: .noContent)
     }
 
@@ -208,7 +208,7 @@ extension SymbolServer {
         }
         headers[.contentLength] = String(table.size)
         if head { return Response(status: .ok, headers: headers) }
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: table.sha256), context: context)
+        let body = try await FileIO().loadFile(path: objects.path(sha256: table.sha256), context: context)
         return Response(status: .ok, headers: headers, body: body)
     }
 

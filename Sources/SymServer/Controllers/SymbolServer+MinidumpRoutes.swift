@@ -46,7 +46,7 @@ extension SymbolServer {
         if request.headers[.authorization] != nil { return try await authenticate(request, context) }
         let appID = try context.parameters.require("appId")
         let key = request.uri.queryParameters["key"].map(String.init) ?? ""
-        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        let stored = BundleManifest.isIdentifier(appID) ? try await metadata.keyHash(appID: appID) : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key (give it as Authorization: Bearer KEY or ?key=KEY)")

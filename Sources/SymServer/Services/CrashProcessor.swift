@@ -11,8 +11,8 @@ import ServiceLifecycle
 struct CrashProcessor: Service {
     let service: CrashService
     let workers: Int
-    /// How long a job stays leased to a worker (a stuck worker's job is retried after it).
-    static let leaseMilliseconds: Int64 = 120_000
+    /// How long a job stays leased to a worker without renewal (`--job-lease-seconds`).
+    var leaseMilliseconds: Int64 { Int64(service.configuration.jobLeaseSeconds * 1000) }
     /// Jobs leased at once by a worker, processed together and committed in one transaction.
     static let batch = 16
 
@@ -36,6 +36,12 @@ struct CrashProcessor: Service {
                         doorbell.ring()
                     }
                 }
+                // Jobs queued by other nodes (PostgreSQL's NOTIFY) wake the idle workers at once.
+                if let notifications = store.jobNotifications {
+                    group.addTask {
+                        for await _ in notifications.events { doorbell.ring() }
+                    }
+                }
             }
         }
     }
@@ -44,7 +50,7 @@ struct CrashProcessor: Service {
         while !Task.isCancelled {
             let jobs: [CrashStore.Job]
             do {
-                jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: Self.leaseMilliseconds)
+                jobs = try await service.store.leaseJobs(limit: Self.batch, now: currentMilliseconds(), lease: leaseMilliseconds)
             } catch is CancellationError {
                 return
             } catch {
@@ -56,7 +62,29 @@ struct CrashProcessor: Service {
                 await service.doorbell.wait()
                 continue
             }
-            await service.process(jobs)
+            await processRenewingLeases(jobs)
+        }
+    }
+
+    /// Processes `jobs` while renewing their leases every third of the lease, so that a long
+    /// batch keeps its jobs and a killed node's jobs go to another node one lease later.
+    private func processRenewingLeases(_ jobs: [CrashStore.Job]) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await service.process(jobs) }
+            group.addTask {
+                let seqs = jobs.map(\.seq)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(leaseMilliseconds / 3))
+                    if Task.isCancelled { return }
+                    do {
+                        try await service.store.renewLeases(seqs: seqs, now: currentMilliseconds(), lease: leaseMilliseconds)
+                    } catch {
+                        service.logger.warning("cannot renew crash job leases", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
         }
     }
 }

@@ -70,9 +70,9 @@ extension CrashService {
         return receipt
     }
 
-    /// Reads, walks, symbolicates and signs a minidump crash, on the calling (thread-pool)
-    /// thread. A minidump that cannot be read or walked is stored as failed with the reason.
-    func analyseMinidump(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
+    /// Reads a minidump crash on the calling (thread-pool) thread, then goes on as `begin` does;
+    /// a minidump that cannot be read is stored as failed with the reason.
+    func beginMinidump(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> Step {
         let path = objects.path(sha256: input.rawSHA256)
         let file: MappedFile
         do {
@@ -80,11 +80,24 @@ extension CrashService {
         } catch {
             throw StoreError.corrupt("the minidump of crash \(input.id) is unreadable (\(input.rawSHA256)): \(error)")
         }
+        let dump: Minidump
+        do {
+            dump = try Minidump(file: file)
+        } catch {
+            return .done(CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: []))
+        }
+        let parsed = Parsed(input: input, content: .minidump(dump), reportVersion: nil, version: input.version,
+                            wanted: StoreSymbolication.Wanted(dump))
+        return try next(parsed, rules: rules)
+    }
+
+    /// Walks, symbolicates and signs a read minidump with its tables, on the calling thread.
+    func completeMinidump(_ dump: Minidump, parsed: Parsed, rules: GroupingRules, stored: ReportTables) -> CrashStore.ProcessingResult {
         let result: SymbolicatedReport
         do {
-            let dump = try Minidump(file: file)
-            result = try symbolication.symbolicateNow(minidump: dump, appID: input.appID, version: input.version, renderings: .json)
-        } catch let error as FormatError {
+            result = try symbolication.symbolicateNow(minidump: dump, appID: parsed.input.appID, version: parsed.version,
+                                                      renderings: .json, stored: stored)
+        } catch {
             return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])
         }
         guard result.report.frameCount <= configuration.maxFrames else {

@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import NIOPosix
 import SymBytes
+import SymCore
 import SymReport
 import SymTable
 import Symbolication
@@ -12,7 +13,7 @@ import Symbolication
 /// processing (parse, symbolicate, sign, group), symbolication on request, late symbols.
 /// Routes call it; it speaks `ServerError` to them and `StoreError` comes from below.
 final class CrashService: Sendable {
-    let store: CrashStore
+    let store: any MetadataStore
     let objects: ObjectStore
     let configuration: CrashServiceConfiguration
     let symbolication: StoreSymbolication
@@ -34,13 +35,13 @@ final class CrashService: Sendable {
     private let processingTimer = Timer(label: "crashsym_crash_processing_seconds")
     private let symbolicateTimer = Timer(label: "crashsym_symbolicate_seconds")
 
-    init(symbols: SymbolStore, configuration: CrashServiceConfiguration, logger: Logger,
+    init(metadata: any MetadataStore, objects: ObjectStore, configuration: CrashServiceConfiguration, logger: Logger,
          spike: CrashStore.SpikeRule = CrashStore.SpikeRule()) {
         self.spike = spike
-        store = CrashStore(symbols: symbols)
-        objects = symbols.objects
+        store = metadata
+        self.objects = objects
         self.configuration = configuration
-        symbolication = StoreSymbolication(crashes: store, objects: objects, tableCacheBytes: configuration.tableCacheMB << 20)
+        symbolication = StoreSymbolication(metadata: metadata, objects: objects, tableCacheBytes: configuration.tableCacheMB << 20)
         limiter = CrashRateLimiter(perMinute: configuration.maxCrashesPerMinute)
         self.logger = logger
     }
@@ -84,7 +85,25 @@ final class CrashService: Sendable {
         guard receipt.state == .pending, seconds > 0 else { return receipt }
         let ticket = board.ticket(for: receipt.id)
         var current = try await store.crash(appID: appID, id: receipt.id).summary
-        if current.state == .pending {
+        if current.state == .pending && store.jobNotifications != nil {
+            // Several nodes: another may process it, which this node's board never hears of;
+            // the board still answers at once for this node's own workers.
+            let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+            var ticket = ticket
+            while true {
+                await board.wait(for: receipt.id, ticket: ticket, timeout: max(.zero, min(.milliseconds(200), deadline - ContinuousClock.now)))
+                guard ContinuousClock.now < deadline else {
+                    current = try await store.crash(appID: appID, id: receipt.id).summary
+                    break
+                }
+                ticket = board.ticket(for: receipt.id)  // before the read: a finish after it is not missed
+                current = try await store.crash(appID: appID, id: receipt.id).summary
+                if current.state != .pending {
+                    await board.wait(for: receipt.id, ticket: ticket, timeout: .zero)
+                    break
+                }
+            }
+        } else if current.state == .pending {
             await board.wait(for: receipt.id, ticket: ticket, timeout: .milliseconds(Int64(seconds * 1000)))
             current = try await store.crash(appID: appID, id: receipt.id).summary
         } else {
@@ -140,11 +159,36 @@ final class CrashService: Sendable {
             return
         }
         let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
-        let analysed: [Result<CrashStore.ProcessingResult, any Error>]
+        var analysed: [Result<CrashStore.ProcessingResult, any Error>] = []
         do {
             let rules = rules
-            analysed = try await NIOThreadPool.singleton.runIfActive { [self] in
-                work.map { item in Result { try analyse(item.input, rules: rules[item.input.appID] ?? .defaults) } }
+            // With a store that reads synchronously, one thread-pool job does everything; otherwise
+            // the reports are parsed there, their tables read here, and a second job symbolicates.
+            let steps = try await NIOThreadPool.singleton.runIfActive { [self] in
+                work.map { item in Result { try begin(item.input, rules: rules[item.input.appID] ?? .defaults) } }
+            }
+            var pending: [(index: Int, parsed: Parsed, stored: ReportTables)] = []
+            for (index, step) in steps.enumerated() {
+                switch step {
+                case .success(.done(let result)): analysed.append(.success(result))
+                case .success(.needsTables(let parsed)):
+                    analysed.append(.failure(StoreError.unavailable("not symbolicated")))
+                    do {
+                        let stored = try await symbolication.storedTables(parsed.wanted, appID: parsed.input.appID,
+                                                                          version: parsed.version)
+                        pending.append((index, parsed, stored))
+                    } catch {
+                        analysed[index] = .failure(error)
+                    }
+                case .failure(let error): analysed.append(.failure(error))
+                }
+            }
+            if !pending.isEmpty {
+                let pendingWork = pending
+                let finished = try await NIOThreadPool.singleton.runIfActive { [self] in
+                    pendingWork.map { complete($0.parsed, rules: rules[$0.parsed.input.appID] ?? .defaults, stored: $0.stored) }
+                }
+                for (item, result) in zip(pending, finished) { analysed[item.index] = .success(result) }
             }
         } catch {
             for item in work { await failed(item.job, error) }
@@ -190,9 +234,35 @@ final class CrashService: Sendable {
         }
     }
 
-    /// Reads, parses, symbolicates and signs one crash, on the calling (thread-pool) thread.
-    private func analyse(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
-        if input.inputFormat == CrashStore.minidumpFormat { return try analyseMinidump(input, rules: rules) }
+    /// A crash read and parsed, waiting for its tables.
+    struct Parsed: Sendable {
+        /// What was read: a report, or a minidump whose stacks are still to be walked.
+        enum Content: Sendable {
+            case report(CrashReport)
+            case minidump(Minidump)
+        }
+
+        var input: CrashStore.ProcessingInput
+        var content: Content
+        var reportVersion: String?
+        /// The version whose tables serve modules without a build-id.
+        var version: String
+        /// The build-ids of the modules, and the names of those without one: the tables to read.
+        var wanted: StoreSymbolication.Wanted
+    }
+
+    /// How far `begin` got with a crash.
+    enum Step: Sendable {
+        /// Processed (or failed to parse).
+        case done(CrashStore.ProcessingResult)
+        /// Parsed; the store reads no tables synchronously, so they are read before `complete`.
+        case needsTables(Parsed)
+    }
+
+    /// Reads and parses one crash on the calling (thread-pool) thread and, when the store reads
+    /// synchronously, symbolicates and signs it too.
+    private func begin(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> Step {
+        if input.inputFormat == CrashStore.minidumpFormat { return try beginMinidump(input, rules: rules) }
         let path = objects.path(sha256: input.rawSHA256)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
@@ -202,13 +272,34 @@ final class CrashService: Sendable {
         do {
             report = try Self.parseNow(Array(data), format: format, maxFrames: configuration.maxFrames)
         } catch {
-            return CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: [])
+            return .done(CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: []))
         }
         let reportVersion = report.metadata("version") ?? report.metadata("app_version")
-        let result = try symbolication.symbolicateNow(report, appID: input.appID,
-                                                      version: input.versionGiven ? input.version : reportVersion ?? input.version,
-                                                      renderings: .json)
-        return Self.outcome(result, format: report.format.rawValue, reportVersion: reportVersion, rules: rules)
+        let parsed = Parsed(input: input, content: .report(report), reportVersion: reportVersion,
+                            version: input.versionGiven ? input.version : reportVersion ?? input.version,
+                            wanted: StoreSymbolication.Wanted(report))
+        return try next(parsed, rules: rules)
+    }
+
+    /// `parsed` completed at once when the store reads its tables synchronously, else waiting for them.
+    func next(_ parsed: Parsed, rules: GroupingRules) throws -> Step {
+        guard let stored = try symbolication.storedTablesNow(parsed.wanted, appID: parsed.input.appID, version: parsed.version) else {
+            return .needsTables(parsed)
+        }
+        return .done(complete(parsed, rules: rules, stored: stored))
+    }
+
+    /// Symbolicates (walking a minidump first) and signs a parsed crash with its tables, on the
+    /// calling (thread-pool) thread.
+    private func complete(_ parsed: Parsed, rules: GroupingRules, stored: ReportTables) -> CrashStore.ProcessingResult {
+        switch parsed.content {
+        case .report(let report):
+            let result = symbolication.symbolicateNow(report, appID: parsed.input.appID, version: parsed.version, renderings: .json,
+                                                      stored: stored)
+            return Self.outcome(result, format: report.format.rawValue, reportVersion: parsed.reportVersion, rules: rules)
+        case .minidump(let dump):
+            return completeMinidump(dump, parsed: parsed, rules: rules, stored: stored)
+        }
     }
 
     /// A symbolicated crash as stored: its JSON model, signature and missing modules.
@@ -314,18 +405,38 @@ final class CrashService: Sendable {
         defer { symbolicateTimer.recordInterval(since: start) }
         let maxFrames = configuration.maxFrames
         let symbolication = symbolication
-        // One thread-pool job: check, parse, find the tables, symbolicate and render.
-        return try await NIOThreadPool.singleton.runIfActive {
-            guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
-            let report = try Self.parseNow(body, format: format, maxFrames: maxFrames)
-            let result = try symbolication.symbolicateNow(report, appID: appID, version: version,
-                                                          renderings: output == .json ? .json : .text)
+        @Sendable func render(_ report: CrashReport, _ stored: ReportTables) -> [UInt8] {
+            let result = symbolication.symbolicateNow(report, appID: appID, version: version,
+                                                      renderings: output == .json ? .json : .text, stored: stored)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(1024 + report.frameCount * 256)
             if output == .json { ReportWriter.writeJSON(result, explain: explain, into: &bytes) }
             else { ReportWriter.writeText(result, explain: explain, into: &bytes) }
             return bytes
         }
+        // One thread-pool job: check, parse, find the tables, symbolicate and render; with a store
+        // that reads no tables synchronously, they are read between two jobs.
+        let first = try await NIOThreadPool.singleton.runIfActive { () throws -> Rendering in
+            guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
+            let report = try Self.parseNow(body, format: format, maxFrames: maxFrames)
+            guard let stored = try symbolication.storedTablesNow(for: report, appID: appID, version: version) else {
+                return .parsed(report)
+            }
+            return .rendered(render(report, stored))
+        }
+        switch first {
+        case .rendered(let bytes): return bytes
+        case .parsed(let report):
+            let stored = try await symbolication.storedTables(for: report, appID: appID, version: version)
+            return try await NIOThreadPool.singleton.runIfActive { render(report, stored) }
+        }
+    }
+
+    /// How far the first thread-pool job of a request got.
+    private enum Rendering: Sendable {
+        case rendered([UInt8])
+        /// Parsed; its tables are read before the second job.
+        case parsed(CrashReport)
     }
 
     /// The frames of each address of table `buildID`, as `crashsym lookup --format json` prints

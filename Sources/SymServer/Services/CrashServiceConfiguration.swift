@@ -17,6 +17,10 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public var workers: Int
     /// Largest minidump upload accepted by `POST …/minidump`, counted after decompression (413 above).
     public var maxMinidumpBytes: Int
+    /// How long a leased crash job stays with its worker without renewal: the worker renews it
+    /// every third of this while it processes, and a node killed meanwhile loses its jobs to
+    /// another node this long after its last renewal.
+    public var jobLeaseSeconds: Double = 120
 
     /// Creates a configuration.
     public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
@@ -35,6 +39,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
         "max-minidump-bytes",
+        "job-lease-seconds",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -56,6 +61,12 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         configuration.tableCacheMB = try integer("table-cache-mb", configuration.tableCacheMB, minimum: 1)
         configuration.workers = try integer("crash-workers", configuration.workers, minimum: 1)
         configuration.maxMinidumpBytes = try integer("max-minidump-bytes", configuration.maxMinidumpBytes, minimum: 1024)
+        if let text = value("job-lease-seconds") {
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 1, seconds.isFinite else {
+                throw ConfigurationError("job-lease-seconds: \"\(text)\" is not a number of seconds of at least 1")
+            }
+            configuration.jobLeaseSeconds = seconds
+        }
         if let text = value("retention-days") {
             guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
                 throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")

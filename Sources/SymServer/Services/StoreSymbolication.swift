@@ -12,13 +12,13 @@ import Symbolication
 /// one), then the engine symbolicates synchronously on the thread pool, opening them through the
 /// shared `OpenedTableCache` (`--table-cache-mb`).
 struct StoreSymbolication: Sendable {
-    let crashes: CrashStore
+    let metadata: any MetadataStore
     let objects: ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
 
-    init(crashes: CrashStore, objects: ObjectStore, tableCacheBytes: Int) {
-        self.crashes = crashes
+    init(metadata: any MetadataStore, objects: ObjectStore, tableCacheBytes: Int) {
+        self.metadata = metadata
         self.objects = objects
         tables = OpenedTableCache(budget: tableCacheBytes)
     }
@@ -27,24 +27,64 @@ struct StoreSymbolication: Sendable {
     /// modules without a build-id), rendered for `renderings`, on the thread pool.
     func symbolicate(_ report: CrashReport, appID: String, version: String?,
                      renderings: LocationChain.Renderings) async throws -> SymbolicatedReport {
-        try await NIOThreadPool.singleton.runIfActive {
-            try symbolicateNow(report, appID: appID, version: version, renderings: renderings)
+        let stored: ReportTables? = metadata.immediateTables == nil
+            ? try await storedTables(for: report, appID: appID, version: version) : nil
+        return try await NIOThreadPool.singleton.runIfActive {
+            guard let stored = try stored ?? storedTablesNow(for: report, appID: appID, version: version) else {
+                throw StoreError.unavailable("the metadata store reads no tables synchronously")
+            }
+            return symbolicateNow(report, appID: appID, version: version, renderings: renderings, stored: stored)
         }
     }
 
-    /// `symbolicate`, on the calling thread: the store is read and the engine runs here, so a
-    /// request that parses, symbolicates and renders does it in one thread-pool job.
+    /// The tables a crash needs: the build-ids of its modules, and the names of those without one.
+    struct Wanted: Sendable {
+        var buildIDs: Set<String>
+        var names: Set<String>
+
+        init(_ report: CrashReport) {
+            buildIDs = Set(report.modules.compactMap(\.buildID))
+            names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
+        }
+    }
+
+    /// The tables `report` needs, read on the calling thread (a thread-pool thread); nil when the
+    /// metadata store cannot read synchronously (use `storedTables` before the thread-pool job).
+    func storedTablesNow(for report: CrashReport, appID: String, version: String?) throws -> ReportTables? {
+        try storedTablesNow(Wanted(report), appID: appID, version: version)
+    }
+
+    /// The `wanted` tables, read on the calling thread; nil when the store cannot read synchronously.
+    func storedTablesNow(_ wanted: Wanted, appID: String, version: String?) throws -> ReportTables? {
+        guard let reader = metadata.immediateTables else { return nil }
+        return try reader.reportTablesNow(appID: appID, buildIDs: wanted.buildIDs, names: wanted.names, version: version)
+    }
+
+    /// The tables `report` needs, read asynchronously.
+    func storedTables(for report: CrashReport, appID: String, version: String?) async throws -> ReportTables {
+        try await storedTables(Wanted(report), appID: appID, version: version)
+    }
+
+    /// The `wanted` tables, read asynchronously.
+    func storedTables(_ wanted: Wanted, appID: String, version: String?) async throws -> ReportTables {
+        try await metadata.reportTables(appID: appID, buildIDs: wanted.buildIDs, names: wanted.names, version: version)
+    }
+
+    /// `symbolicate` with the tables found (`storedTablesNow` or `storedTables`), on the calling
+    /// thread, so that a request that parses, symbolicates and renders does it in one thread-pool job.
     func symbolicateNow(_ report: CrashReport, appID: String, version: String?,
-                        renderings: LocationChain.Renderings) throws -> SymbolicatedReport {
-        let buildIDs = Set(report.modules.compactMap(\.buildID))
-        let names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
-        let stored = try crashes.tablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
+                        renderings: LocationChain.Renderings, stored: ReportTables) -> SymbolicatedReport {
+        Symbolicator(providers: [provider(appID: appID, version: version, stored: stored)],
+                     conversion: ConversionSettings(tableCache: nil), renderings: renderings)
+            .symbolicate(report)
+    }
+
+    /// The store's provider over the tables found for one crash.
+    func provider(appID: String, version: String?, stored: ReportTables) -> StoreSymbolProvider {
         let found = StoreSymbolProvider.Found(
             byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
             byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })
-        let provider = StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
-        return Symbolicator(providers: [provider], conversion: ConversionSettings(tableCache: nil), renderings: renderings)
-            .symbolicate(report)
+        return StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
     }
 }
 

@@ -18,7 +18,7 @@ import SymHTTP
 /// is held in memory between polls: after a kill, the rows say what is left, and a delivery that
 /// was in flight is sent again with the same `X-Crashsym-Delivery` id.
 struct WebhookDeliveryService: Service {
-    let store: CrashStore
+    let store: any MetadataStore
     let configuration: WebhookConfiguration
     let logger: Logger
     /// Rung when a crash was processed (its transaction may have queued notifications).
@@ -37,6 +37,11 @@ struct WebhookDeliveryService: Service {
     func run() async throws {
         let pool = NIOThreadPool(numberOfThreads: configuration.concurrency)
         pool.start()
+        do {
+            try await store.releaseDeliveryClaims()
+        } catch {
+            logger.error("webhooks: cannot free the claims of the previous run", metadata: ["error": "\(error)"])
+        }
         await cancelWhenGracefulShutdown { await deliverLoop(pool: pool) }
         try await pool.shutdownGracefully()
     }
@@ -97,6 +102,15 @@ struct WebhookDeliveryService: Service {
     /// One attempt of one delivery, recorded.
     func deliver(_ delivery: CrashStore.DueDelivery, pool: NIOThreadPool) async {
         let started = currentMilliseconds()
+        // Several nodes read the same outbox: the one that claims the delivery sends it. The claim
+        // outlives the attempt (bounded by the timeout), so a node killed mid-attempt only delays it.
+        let claim = Int64(configuration.timeout * 2000) + 30_000
+        do {
+            guard try await store.claimDelivery(seq: delivery.seq, now: started, until: started + claim) else { return }
+        } catch {
+            if !(error is CancellationError) { logger.error("webhooks: cannot claim a delivery", metadata: ["error": "\(error)"]) }
+            return
+        }
         let event: WebhookEvent
         do {
             event = try JSONDecoder().decode(WebhookEvent.self, from: Data(delivery.payload.utf8))

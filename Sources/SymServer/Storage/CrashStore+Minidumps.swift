@@ -6,7 +6,7 @@ import GRDB
 /// raw object (`input_format` `minidump`).
 extension CrashStore {
     /// The `input_format` of a crash whose raw bytes are a minidump.
-    static let minidumpFormat = "minidump"
+    public static let minidumpFormat = "minidump"
 
     /// An attached file kept with a crash, its bytes in the object store.
     public struct MinidumpAttachment: Sendable, Codable, Equatable {
@@ -51,7 +51,7 @@ extension CrashStore {
     /// Records a minidump crash, what its client sent and its processing job in one
     /// transaction; a minidump seen before for the app (the idempotency key names its SHA-256)
     /// answers the first crash and stores nothing.
-    func acceptMinidump(_ crash: NewCrash, details: MinidumpDetails) async throws -> Receipt {
+    public func acceptMinidump(_ crash: NewCrash, details: MinidumpDetails) async throws -> Receipt {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let annotations = String(decoding: try encoder.encode(details.annotations), as: UTF8.self)
@@ -87,7 +87,7 @@ extension CrashStore {
     /// Forgets the attachments of deleted crashes (by a DELETE or retention); returns the
     /// objects that neither another crash's attachment nor a crash's raw bytes use, for the
     /// caller to remove after the commit.
-    func collectOrphanAttachments() async throws -> [String] {
+    public func collectOrphanAttachments() async throws -> [String] {
         try await write { db in
             let orphans = try String.fetchAll(db, sql: """
                 SELECT DISTINCT a.sha256 FROM crash_attachment a WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = a.crash_seq)

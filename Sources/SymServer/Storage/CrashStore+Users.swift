@@ -72,7 +72,7 @@ extension CrashStore {
     /// bcrypt's cost factor (2^cost rounds); 11 takes about 0.1 s here.
     static let bcryptCost: UInt8 = 11
     /// Verified for unknown names, so that they take as long as known ones.
-    private static let decoyHash = Bcrypt.hash("crashsym-decoy-password", cost: bcryptCost)
+    static let decoyHash = Bcrypt.hash("crashsym-decoy-password", cost: bcryptCost)
 
     /// Whether `name` may name a user: 1 to 64 characters of [A-Za-z0-9._@-].
     public static func isUserName(_ name: String) -> Bool {
@@ -239,7 +239,7 @@ extension CrashStore {
         }
     }
 
-    private static func sessionKey(_ token: String) -> String {
+    static func sessionKey(_ token: String) -> String {
         SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -29,6 +29,13 @@ extension CrashStore {
         }
     }
 
+    /// A claim per delivery (`claimDelivery`), so that one node sends it while others skip it.
+    static func registerDeliveryClaimMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5-webhook-delivery-claims") { db in
+            try db.execute(sql: "ALTER TABLE webhook_delivery ADD COLUMN claimed_until_ms INTEGER NOT NULL DEFAULT 0")
+        }
+    }
+
     // MARK: Webhooks
 
     /// Stores a validated webhook (`Webhook.New.validated`) of an existing app.
@@ -146,7 +153,7 @@ extension CrashStore {
     }
 
     /// A delivery due now, with what sending it needs.
-    struct DueDelivery: Sendable {
+    public struct DueDelivery: Sendable {
         var seq: Int64
         var id: String
         var webhookID: String
@@ -161,7 +168,7 @@ extension CrashStore {
 
     /// Up to `limit` pending deliveries whose time has come, oldest first, skipping webhooks in
     /// `busy` (they are being delivered to).
-    func dueDeliveries(now: Int64, limit: Int, busy: Set<String>) async throws -> [DueDelivery] {
+    public func dueDeliveries(now: Int64, limit: Int, busy: Set<String>) async throws -> [DueDelivery] {
         try await read { db in
             let excluded = busy.sorted()
             let placeholders = excluded.isEmpty ? "" : " AND d.webhook_id NOT IN (\(Array(repeating: "?", count: excluded.count).joined(separator: ",")))"
@@ -171,7 +178,7 @@ extension CrashStore {
             return try Row.fetchAll(db, sql: """
                 SELECT d.seq, d.id, d.webhook_id, d.event, d.payload, d.attempts, d.created_ms, w.url, w.secret, w.format
                 FROM webhook_delivery d JOIN webhook w ON w.id = d.webhook_id
-                WHERE d.state = 'pending' AND d.next_attempt_ms <= ?\(placeholders)
+                WHERE d.state = 'pending' AND d.next_attempt_ms <= ?1 AND d.claimed_until_ms <= ?1\(placeholders)
                 ORDER BY d.seq LIMIT ?
                 """, arguments: StatementArguments(arguments)).map { row in
                 DueDelivery(seq: row["seq"], id: row["id"], webhookID: row["webhook_id"], url: row["url"], secret: row["secret"],
@@ -182,8 +189,24 @@ extension CrashStore {
         }
     }
 
+    /// Takes pending delivery `seq` for one attempt until `until`; false when another attempt
+    /// holds it (another node) or it is no longer pending.
+    public func claimDelivery(seq: Int64, now: Int64, until: Int64) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: """
+                UPDATE webhook_delivery SET claimed_until_ms = ? WHERE seq = ? AND state = 'pending' AND claimed_until_ms <= ?
+                """, arguments: [until, seq, now])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Frees every claim: at startup no attempt is in flight (one process owns an embedded store).
+    public func releaseDeliveryClaims() async throws {
+        try await write { db in try db.execute(sql: "UPDATE webhook_delivery SET claimed_until_ms = 0 WHERE claimed_until_ms > 0") }
+    }
+
     /// The outcome of one attempt.
-    struct DeliveryAttempt: Sendable {
+    public struct DeliveryAttempt: Sendable {
         var at: Int64
         var status: Int?
         var error: String?
@@ -194,11 +217,11 @@ extension CrashStore {
     }
 
     /// Records an attempt of delivery `seq`.
-    func recordAttempt(seq: Int64, _ attempt: DeliveryAttempt) async throws {
+    public func recordAttempt(seq: Int64, _ attempt: DeliveryAttempt) async throws {
         try await write { db in
             try db.execute(sql: """
                 UPDATE webhook_delivery SET attempts = attempts + 1, last_attempt_ms = ?, last_status = ?, last_error = ?,
-                    last_latency_ms = ?, state = ?, next_attempt_ms = ?, delivered_ms = ?
+                    last_latency_ms = ?, state = ?, next_attempt_ms = ?, delivered_ms = ?, claimed_until_ms = 0
                 WHERE seq = ?
                 """, arguments: [attempt.at, attempt.status, attempt.error.map { String($0.prefix(500)) }, attempt.latencyMilliseconds,
                                  attempt.state.rawValue, attempt.nextAttempt, attempt.state == .delivered ? attempt.at : nil, seq])
@@ -206,7 +229,7 @@ extension CrashStore {
     }
 
     /// Deletes deliveries that ended (delivered or failed) before `cutoff`.
-    func expireDeliveries(before cutoff: Int64) async throws {
+    public func expireDeliveries(before cutoff: Int64) async throws {
         try await write { db in
             try db.execute(sql: "DELETE FROM webhook_delivery WHERE state != 'pending' AND created_ms < ?", arguments: [cutoff])
         }
@@ -215,9 +238,14 @@ extension CrashStore {
     // MARK: Events
 
     /// The spike rule (`--spike-factor`, `--spike-min`).
-    struct SpikeRule: Sendable {
-        var factor: Double = 5
-        var minimum: Int = 20
+    public struct SpikeRule: Sendable {
+        var factor: Double
+        var minimum: Int
+
+        public init(factor: Double = 5, minimum: Int = 20) {
+            self.factor = factor
+            self.minimum = minimum
+        }
     }
 
     /// What counting a crash into a group did to it.

@@ -10,10 +10,13 @@ import GRDB
 /// the process dies at any moment after the commit.
 public final class CrashStore: Sendable {
     let database: DatabasePool
+    /// Apps, versions and modules (the same database).
+    let symbols: SymbolStore
 
     /// The store over the database of `symbols` (its migrations include the crash tables).
     public init(symbols: SymbolStore) {
         database = symbols.database
+        self.symbols = symbols
     }
 
     /// Registers the crash tables' migration (run by `SymbolStore` after its own).
@@ -58,6 +61,7 @@ public final class CrashStore: Sendable {
         registerWebhookMigrations(&migrator)
         registerUserMigrations(&migrator)
         registerMinidumpMigrations(&migrator)
+        registerDeliveryClaimMigration(&migrator)
     }
 
     // MARK: Types
@@ -95,8 +99,8 @@ public final class CrashStore: Sendable {
     }
 
     /// A leased job: reprocess crash `seq`.
-    struct Job: Sendable {
-        enum Kind: String, Sendable {
+    public struct Job: Sendable {
+        public enum Kind: String, Sendable {
             /// First processing of a new crash.
             case process
             /// Symbols arrived for a build-id it lacked.
@@ -108,7 +112,7 @@ public final class CrashStore: Sendable {
     }
 
     /// What processing needs of a crash.
-    struct ProcessingInput: Sendable {
+    public struct ProcessingInput: Sendable {
         var seq: Int64
         var id: String
         var appID: String
@@ -119,7 +123,7 @@ public final class CrashStore: Sendable {
     }
 
     /// The outcome of processing a crash.
-    struct ProcessingResult: Sendable {
+    public struct ProcessingResult: Sendable {
         var state: State
         var failure: String?
         var format: String?
@@ -180,13 +184,13 @@ public final class CrashStore: Sendable {
     // MARK: Jobs
 
     /// Frees every lease: at startup nothing is in progress (one process owns an embedded store).
-    func releaseAllLeases() async throws {
+    public func releaseAllLeases() async throws {
         try await write { db in try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0") }
     }
 
     /// Leases up to `limit` jobs whose lease is free or expired, new crashes before
     /// re-symbolication, for `lease` milliseconds.
-    func leaseJobs(limit: Int, now: Int64, lease: Int64) async throws -> [Job] {
+    public func leaseJobs(limit: Int, now: Int64, lease: Int64) async throws -> [Job] {
         try await write { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT crash_seq, kind, attempts FROM crash_job WHERE lease_until_ms <= ?
@@ -210,7 +214,7 @@ public final class CrashStore: Sendable {
 
     /// What processing crashes `seqs` needs, by seq, in one read; the jobs of crashes deleted
     /// meanwhile are dropped (they are absent from the answer).
-    func processingInputs(seqs: [Int64]) async throws -> [Int64: ProcessingInput] {
+    public func processingInputs(seqs: [Int64]) async throws -> [Int64: ProcessingInput] {
         let inputs = try await read { db in
             var inputs: [Int64: ProcessingInput] = [:]
             let select = try db.cachedStatement(sql: """
@@ -247,7 +251,7 @@ public final class CrashStore: Sendable {
 
     /// `finish` for several crashes in one transaction (one commit, one sync, for a batch of
     /// jobs); returns each crash's group, in order.
-    func finish(_ outcomes: [(seq: Int64, result: ProcessingResult)], now: Int64, spike: SpikeRule = SpikeRule()) async throws
+    public func finish(_ outcomes: [(seq: Int64, result: ProcessingResult)], now: Int64, spike: SpikeRule = SpikeRule()) async throws
         -> [String?] {
         try await write { db in
             try outcomes.map { try Self.finish(db, seq: $0.seq, result: $0.result, now: now, spike: spike) }
@@ -308,7 +312,7 @@ public final class CrashStore: Sendable {
     }
 
     /// Gives up on a job that failed `attempts` times: the crash is marked failed with `reason`.
-    func abandon(seq: Int64, reason: String) async throws {
+    public func abandon(seq: Int64, reason: String) async throws {
         try await write { db in
             try db.execute(sql: "UPDATE crash SET state = 'failed', failure = ? WHERE seq = ?", arguments: [reason, seq])
             try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq])
@@ -334,7 +338,7 @@ public final class CrashStore: Sendable {
     /// Queues every crash whose missing build-ids have been uploaded since (run at startup: an
     /// upload committed just before the process died may not have queued its crashes).
     @discardableResult
-    func requeueResolvable(now: Int64) async throws -> Int {
+    public func requeueResolvable(now: Int64) async throws -> Int {
         try await write { db in
             let seqs = try Int64.fetchAll(db, sql: """
                 SELECT DISTINCT m.crash_seq FROM crash_missing m
@@ -505,7 +509,7 @@ public final class CrashStore: Sendable {
 
     /// Deletes up to `limit` crashes received before `cutoff` (group counts stay); returns how
     /// many were deleted and the raw objects no crash references any more.
-    func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String]) {
+    public func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String]) {
         try await write { db in
             let rows = try Row.fetchAll(db, sql: "SELECT seq, raw_sha256 FROM crash WHERE received_ms < ? ORDER BY received_ms LIMIT ?",
                                         arguments: [cutoff, limit])
@@ -545,26 +549,30 @@ public final class CrashStore: Sendable {
     /// symbolicate), so a request does not hop threads for it.
     func tablesNow(appID: String, buildIDs: Set<String>, names: Set<String>, version: String?) throws
         -> (byBuildID: [String: String], byName: [String: [(buildID: String, sha256: String)]]) {
-        try readNow { db in
-            var byBuildID: [String: String] = [:]
-            let table = try db.cachedStatement(sql: "SELECT symbols_sha256 FROM module WHERE app_id = ? AND build_id = ?")
-            for id in buildIDs {
-                if let sha256 = try String.fetchOne(table, arguments: [appID, id]) { byBuildID[id] = sha256 }
-            }
-            var byName: [String: [(buildID: String, sha256: String)]] = [:]
-            if let version, !names.isEmpty {
-                let named = try db.cachedStatement(sql: """
-                    SELECT m.build_id, m.symbols_sha256 FROM version_module l
-                    JOIN module m ON m.app_id = l.app_id AND m.build_id = l.build_id
-                    WHERE l.app_id = ? AND l.version = ? AND m.name = ? ORDER BY m.build_id
-                    """)
-                for name in names {
-                    byName[name] = try Row.fetchAll(named, arguments: [appID, version, name])
-                        .map { ($0["build_id"], $0["symbols_sha256"]) }
-                }
-            }
-            return (byBuildID, byName)
+        try readNow { db in try Self.tables(db, appID: appID, buildIDs: buildIDs, names: names, version: version) }
+    }
+
+    /// `tablesNow`'s reads, in a transaction of the caller's.
+    static func tables(_ db: Database, appID: String, buildIDs: Set<String>, names: Set<String>, version: String?) throws
+        -> (byBuildID: [String: String], byName: [String: [(buildID: String, sha256: String)]]) {
+        var byBuildID: [String: String] = [:]
+        let table = try db.cachedStatement(sql: "SELECT symbols_sha256 FROM module WHERE app_id = ? AND build_id = ?")
+        for id in buildIDs {
+            if let sha256 = try String.fetchOne(table, arguments: [appID, id]) { byBuildID[id] = sha256 }
         }
+        var byName: [String: [(buildID: String, sha256: String)]] = [:]
+        if let version, !names.isEmpty {
+            let named = try db.cachedStatement(sql: """
+                SELECT m.build_id, m.symbols_sha256 FROM version_module l
+                JOIN module m ON m.app_id = l.app_id AND m.build_id = l.build_id
+                WHERE l.app_id = ? AND l.version = ? AND m.name = ? ORDER BY m.build_id
+                """)
+            for name in names {
+                byName[name] = try Row.fetchAll(named, arguments: [appID, version, name])
+                    .map { ($0["build_id"], $0["symbols_sha256"]) }
+            }
+        }
+        return (byBuildID, byName)
     }
 
     // MARK: Plumbing

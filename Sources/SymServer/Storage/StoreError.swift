@@ -19,12 +19,19 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The message alone, without the kind (for a command's error line).
+    public var message: String {
+        switch self {
+        case .notFound(let message), .conflict(let message), .unavailable(let message), .corrupt(let message): message
+        }
+    }
+
     /// The answer of the HTTP API for this error.
     var serverError: ServerError {
         switch self {
         case .notFound(let message): ServerError(.notFound, message)
         case .conflict(let message): ServerError(.badRequest, message)
-        case .unavailable(let message): ServerError(.internal, "storage unavailable: \(message)", retryAfter: 5)
+        case .unavailable(let message): ServerError(.unavailable, "storage unavailable: \(message)", retryAfter: 5)
         case .corrupt(let message): ServerError(.internal, "stored data is corrupt: \(message)")
         }
     }

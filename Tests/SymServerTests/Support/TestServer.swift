@@ -90,11 +90,19 @@ final class TestServer {
     let appID: String
     let key: String
 
-    init(arguments: [String] = []) throws {
+    /// `database`: a `postgres://` URL for the metadata (`--database`), nil for SQLite; `app`: an
+    /// app to serve instead of creating one (a second node of the same database).
+    init(arguments: [String] = [], database: String? = nil, dataDirectory: String? = nil, app: (id: String, key: String)? = nil) throws {
         scratch = try Binary.temporaryDirectory()
-        dataDirectory = scratch + "/data"
-        extraArguments = arguments
-        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", dataDirectory, "--format", "json"])
+        self.dataDirectory = dataDirectory ?? scratch + "/data"
+        let shared = database.map { ["--database", $0] } ?? []
+        extraArguments = arguments + shared
+        if let app {
+            (appID, key) = app
+            try start()
+            return
+        }
+        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", self.dataDirectory, "--format", "json"] + shared)
         guard created.status == 0,
               let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any],
               let id = object["id"] as? String, let key = object["key"] as? String else {

@@ -1,0 +1,553 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// Crashes, jobs and groups on PostgreSQL (the SQLite twin: CrashStore.swift, CrashStore+Groups.swift).
+extension PostgresMetadataStore {
+    // MARK: Ingestion
+
+    public func accept(_ crash: CrashStore.NewCrash) async throws -> CrashStore.Receipt {
+        try await transaction { db in try await Self.insert(db, crash).receipt }
+    }
+
+    /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
+    /// idempotency key answered an earlier crash).
+    static func insert(_ db: Transaction, _ crash: CrashStore.NewCrash) async throws -> (receipt: CrashStore.Receipt, seq: Int64?) {
+        if let key = crash.idempotencyKey {
+            // Serialises requests with the same key (the second waits for the first's commit).
+            try await db.rows("SELECT pg_advisory_xact_lock(hashtext(\(crash.appID)), hashtext(\(key)))")
+            if let row = try await db.rows("""
+                SELECT c.id, c.state, c.group_id FROM crash_idempotency k JOIN crash c ON c.seq = k.crash_seq
+                WHERE k.app_id = \(crash.appID) AND k.key = \(key)
+                """).first {
+                let (id, state, group) = try row.decode((String, String, String?).self)
+                return (CrashStore.Receipt(id: id, state: CrashStore.State(rawValue: state) ?? .pending, groupID: group, replayed: true), nil)
+            }
+        }
+        let id = CrashStore.randomHex(bytes: 16)
+        let rawSize = Int64(crash.rawSize)
+        let seq = try await db.rows("""
+            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, environment, input_format,
+                               raw_sha256, raw_size, state)
+            VALUES (\(id), \(crash.appID), \(crash.receivedMilliseconds), \(crash.version ?? "unknown"), \(crash.version != nil),
+                    \(crash.host), \(crash.environment), \(crash.inputFormat), \(crash.rawSHA256), \(rawSize), 'pending')
+            RETURNING seq
+            """)[0].decode(Int64.self)
+        try await Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
+        if let key = crash.idempotencyKey {
+            try await db.rows("INSERT INTO crash_idempotency (app_id, key, crash_seq) VALUES (\(crash.appID), \(key), \(seq))")
+        }
+        return (CrashStore.Receipt(id: id, state: .pending, groupID: nil, replayed: false), seq)
+    }
+
+    // MARK: Minidumps (the SQLite twin: CrashStore+Minidumps.swift)
+
+    public func acceptMinidump(_ crash: CrashStore.NewCrash, details: CrashStore.MinidumpDetails) async throws -> CrashStore.Receipt {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let annotations = String(decoding: try encoder.encode(details.annotations), as: UTF8.self)
+        let attachments = String(decoding: try encoder.encode(details.attachments), as: UTF8.self)
+        return try await transaction { db in
+            let (receipt, seq) = try await Self.insert(db, crash)
+            if let seq {
+                try await db.rows("""
+                    INSERT INTO crash_minidump (crash_seq, product, annotations, attachments)
+                    VALUES (\(seq), \(details.product), \(annotations), \(attachments))
+                    """)
+                for attachment in details.attachments {
+                    try await db.rows("""
+                        INSERT INTO crash_attachment (crash_seq, sha256) VALUES (\(seq), \(attachment.sha256)) ON CONFLICT DO NOTHING
+                        """)
+                }
+            }
+            return receipt
+        }
+    }
+
+    public func minidumpDetails(appID: String, id: String) async throws -> CrashStore.MinidumpDetails? {
+        guard let row = try await rows("""
+            SELECT m.product, m.annotations, m.attachments FROM crash c JOIN crash_minidump m ON m.crash_seq = c.seq
+            WHERE c.app_id = \(appID) AND c.id = \(id)
+            """).first else { return nil }
+        let (product, annotationText, attachmentText) = try row.decode((String?, String, String).self)
+        let decoder = JSONDecoder()
+        let annotations = try? decoder.decode([String: String].self, from: Data(annotationText.utf8))
+        let attachments = try? decoder.decode([CrashStore.MinidumpAttachment].self, from: Data(attachmentText.utf8))
+        return CrashStore.MinidumpDetails(product: product, annotations: annotations ?? [:], attachments: attachments ?? [])
+    }
+
+    public func collectOrphanAttachments() async throws -> [String] {
+        try await transaction { db in
+            let orphans = try await db.rows("""
+                DELETE FROM crash_attachment a WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = a.crash_seq)
+                RETURNING a.sha256
+                """).map { try $0.decode(String.self) }
+            var unused: [String] = []
+            for sha256 in Set(orphans).sorted() {
+                let used = try await db.rows("""
+                    SELECT EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = \(sha256))
+                        OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = \(sha256))
+                    """)[0].decode(Bool.self)
+                if !used { unused.append(sha256) }
+            }
+            return unused
+        }
+    }
+
+    /// Adds (or re-arms) the job of crash `seq`, and wakes idle workers of every node at commit.
+    static func enqueue(_ db: Transaction, seq: Int64, kind: CrashStore.Job.Kind, now: Int64) async throws {
+        let priority = kind == .process ? 0 : 1
+        try await db.rows("""
+            INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (\(seq), \(kind.rawValue), \(priority), \(now))
+            ON CONFLICT (crash_seq) DO UPDATE SET again = TRUE
+            """)
+        try await db.rows("SELECT pg_notify('crashsym_jobs', '')")
+    }
+
+    // MARK: Jobs
+
+    /// Leases belong to the nodes that took them until they expire: nothing to free here.
+    public func releaseAllLeases() async throws {}
+
+    public func leaseJobs(limit: Int, now: Int64, lease: Int64) async throws -> [CrashStore.Job] {
+        let until = now + lease
+        return try await transaction { db in
+            try await db.rows("""
+                WITH picked AS (
+                    SELECT crash_seq FROM crash_job WHERE lease_until_ms <= \(now)
+                    ORDER BY priority, crash_seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                UPDATE crash_job j SET lease_until_ms = \(until), attempts = j.attempts + 1, again = FALSE
+                FROM picked WHERE j.crash_seq = picked.crash_seq
+                RETURNING j.crash_seq, j.kind, j.attempts, j.priority
+                """).map { row -> (CrashStore.Job, Int) in
+                let (seq, kind, attempts, priority) = try row.decode((Int64, String, Int, Int).self)
+                return (CrashStore.Job(seq: seq, kind: CrashStore.Job.Kind(rawValue: kind) ?? .process, attempts: attempts), priority)
+            }
+            .sorted { ($0.1, $0.0.seq) < ($1.1, $1.0.seq) }.map(\.0)
+        }
+    }
+
+    public func renewLeases(seqs: [Int64], now: Int64, lease: Int64) async throws {
+        guard !seqs.isEmpty else { return }
+        let until = now + lease
+        _ = try await rows("UPDATE crash_job SET lease_until_ms = \(until) WHERE crash_seq = ANY(\(seqs)) AND lease_until_ms > 0")
+    }
+
+    public func pendingJobCount() async throws -> Int {
+        try await rows("SELECT COUNT(*) FROM crash_job")[0].decode(Int.self)
+    }
+
+    public func processingInputs(seqs: [Int64]) async throws -> [Int64: CrashStore.ProcessingInput] {
+        var inputs: [Int64: CrashStore.ProcessingInput] = [:]
+        for row in try await rows("""
+            SELECT seq, id, app_id, version, version_given, input_format, raw_sha256 FROM crash WHERE seq = ANY(\(seqs))
+            """) {
+            let (seq, id, app, version, given, format, raw) = try row.decode((Int64, String, String, String, Bool, String?, String).self)
+            inputs[seq] = CrashStore.ProcessingInput(seq: seq, id: id, appID: app, version: version, versionGiven: given,
+                                                     inputFormat: format, rawSHA256: raw)
+        }
+        let gone = seqs.filter { inputs[$0] == nil }
+        if !gone.isEmpty { _ = try await rows("DELETE FROM crash_job WHERE crash_seq = ANY(\(gone))") }
+        return inputs
+    }
+
+    public func finish(_ outcomes: [(seq: Int64, result: CrashStore.ProcessingResult)], now: Int64, spike: CrashStore.SpikeRule)
+        async throws -> [String?] {
+        try await transaction { db in
+            var groups: [String?] = []
+            for outcome in outcomes {
+                groups.append(try await Self.finish(db, seq: outcome.seq, result: outcome.result, now: now, spike: spike))
+            }
+            return groups
+        }
+    }
+
+    private static func finish(_ db: Transaction, seq: Int64, result: CrashStore.ProcessingResult, now: Int64,
+                               spike: CrashStore.SpikeRule) async throws -> String? {
+        // FOR UPDATE: a node that finishes the same crash after an expired lease waits, then sees
+        // the group this one set, so counters move once.
+        guard let row = try await db.rows("""
+            SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = \(seq) FOR UPDATE
+            """).first else {
+            try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(seq)")
+            return nil
+        }
+        let (crashID, appID, storedVersion, versionGiven, host, received, oldGroup) =
+            try row.decode((String, String, String, Bool, String?, Int64, String?).self)
+        var version = storedVersion
+        if !versionGiven, let stated = result.reportVersion, !stated.isEmpty { version = String(stated.prefix(128)) }
+        var newGroup: String?
+        var created = false
+        if result.state == .done, let signature = result.signature {
+            (newGroup, created) = try await group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
+        }
+        if oldGroup != newGroup {
+            if let oldGroup { try await leave(db, group: oldGroup, version: storedVersion, crashID: crashID) }
+            if let newGroup {
+                let reopened = try await join(db, group: newGroup, crashID: crashID, version: version, host: host, received: received)
+                try await recordGroupEvents(db, appID: appID, change: CrashStore.GroupChange(groupID: newGroup, created: created,
+                                                                                            reopened: reopened),
+                                            crashID: crashID, version: version, received: received, now: now, spike: spike)
+            }
+        }
+        let missingIDs = result.missing.map(\.buildID)
+        let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
+        let report = result.report.map { ByteBuffer(bytes: $0) }
+        let symbolicated: Int64? = result.state == .done ? now : nil
+        try await db.rows("""
+            UPDATE crash SET state = \(result.state.rawValue), failure = \(result.failure), format = \(result.format),
+                signal = \(result.signal), signature = \(result.signature), title = \(result.title), group_id = \(newGroup),
+                report = \(report), symbolicated_ms = \(symbolicated), missing_build_ids = \(missingJSON), version = \(version)
+            WHERE seq = \(seq)
+            """)
+        try await db.rows("DELETE FROM crash_missing WHERE crash_seq = \(seq)")
+        if !result.missing.isEmpty {
+            let names = result.missing.map(\.name)
+            try await db.rows("""
+                INSERT INTO crash_missing (app_id, build_id, crash_seq, module)
+                SELECT \(appID), id, \(seq), name FROM unnest(\(missingIDs)::text[], \(names)::text[]) AS m(id, name)
+                ON CONFLICT DO NOTHING
+                """)
+        }
+        // Symbols that arrived while this job ran re-armed it: run again instead of ending (the
+        // two statements touch disjoint rows: `again` false, `again` true).
+        try await db.rows("""
+            WITH ended AS (DELETE FROM crash_job WHERE crash_seq = \(seq) AND NOT again)
+            UPDATE crash_job SET lease_until_ms = 0, again = FALSE WHERE crash_seq = \(seq) AND again
+            """)
+        if !missingIDs.isEmpty,
+           try await db.exists("SELECT 1 FROM module WHERE app_id = \(appID) AND build_id = ANY(\(missingIDs)) LIMIT 1") {
+            try await enqueue(db, seq: seq, kind: .resymbolicate, now: now)
+        }
+        return newGroup
+    }
+
+    public func abandon(seq: Int64, reason: String) async throws {
+        try await transaction { db in
+            try await db.rows("UPDATE crash SET state = 'failed', failure = \(reason) WHERE seq = \(seq)")
+            try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(seq)")
+        }
+    }
+
+    @discardableResult
+    public func requeue(appID: String, newBuildIDs buildIDs: [String], now: Int64) async throws -> Int {
+        guard !buildIDs.isEmpty else { return 0 }
+        return try await transaction { db in
+            let seqs = Set(try await db.rows("""
+                SELECT crash_seq FROM crash_missing WHERE app_id = \(appID) AND build_id = ANY(\(buildIDs))
+                """).map { try $0.decode(Int64.self) })
+            for seq in seqs.sorted() { try await Self.enqueue(db, seq: seq, kind: .resymbolicate, now: now) }
+            return seqs.count
+        }
+    }
+
+    @discardableResult
+    public func requeueResolvable(now: Int64) async throws -> Int {
+        try await transaction { db in
+            let seqs = try await db.rows("""
+                SELECT DISTINCT m.crash_seq FROM crash_missing m JOIN module s ON s.app_id = m.app_id AND s.build_id = m.build_id
+                """).map { try $0.decode(Int64.self) }
+            for seq in seqs { try await Self.enqueue(db, seq: seq, kind: .resymbolicate, now: now) }
+            return seqs.count
+        }
+    }
+
+    public func requestResymbolication(appID: String, id: String, now: Int64) async throws -> Bool {
+        try await transaction { db in
+            guard let row = try await db.rows("SELECT seq FROM crash WHERE app_id = \(appID) AND id = \(id)").first else { return false }
+            try await Self.enqueue(db, seq: try row.decode(Int64.self), kind: .resymbolicate, now: now)
+            return true
+        }
+    }
+
+    // MARK: Reading and deleting crashes
+
+    public func missingSeen(appID: String, limit: Int) async throws -> [CrashStore.MissingSymbols] {
+        try await rows("""
+            SELECT m.build_id, MIN(m.module COLLATE "C"), COUNT(*) AS crashes FROM crash_missing m
+            WHERE m.app_id = \(appID) AND NOT EXISTS (SELECT 1 FROM module s WHERE s.app_id = m.app_id AND s.build_id = m.build_id)
+            GROUP BY m.build_id ORDER BY crashes DESC, m.build_id COLLATE "C" LIMIT \(limit)
+            """).map {
+            let (id, name, crashes) = try $0.decode((String, String, Int).self)
+            return CrashStore.MissingSymbols(buildID: id, name: name, crashes: crashes)
+        }
+    }
+
+    private static let summaryColumns = """
+        seq, id, state, received_ms, version, host, environment, format, signal, failure, signature, title, group_id,
+        symbolicated_ms, missing_build_ids, raw_size
+        """
+
+    private static func summary(_ row: PostgresRow) throws -> (seq: Int64, summary: CrashStore.CrashSummary) {
+        let columns = row.makeRandomAccess()
+        func text(_ name: String) throws -> String? { try columns[name].decode(String?.self) }
+        let missing = try text("missing_build_ids")
+        let summary = CrashStore.CrashSummary(
+            id: try columns["id"].decode(String.self), state: CrashStore.State(rawValue: try text("state") ?? "") ?? .pending,
+            received: formatMilliseconds(try columns["received_ms"].decode(Int64.self)), version: try text("version") ?? "",
+            host: try text("host"), environment: try text("environment"), format: try text("format"), signal: try text("signal"),
+            failure: try text("failure"), signature: try text("signature"), title: try text("title"), groupID: try text("group_id"),
+            lastSymbolicated: try columns["symbolicated_ms"].decode(Int64?.self).map(formatMilliseconds),
+            missingBuildIDs: missing.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) },
+            rawSize: Int(try columns["raw_size"].decode(Int64.self)))
+        return (try columns["seq"].decode(Int64.self), summary)
+    }
+
+    public func crashes(appID: String, filter: CrashStore.CrashFilter, limit: Int, cursor: Int64?) async throws
+        -> (crashes: [CrashStore.CrashSummary], next: Int64?) {
+        var binds = PostgresBindings()
+        var conditions: [String] = []
+        func condition(_ sql: String, _ value: some PostgresEncodable & Sendable) throws {
+            try binds.append(value)
+            conditions.append(sql.replacingOccurrences(of: "?", with: "$\(binds.count)"))
+        }
+        try condition("app_id = ?", appID)
+        if let cursor { try condition("seq < ?", cursor) }
+        if let group = filter.groupID { try condition("group_id = ?", group) }
+        if let version = filter.version { try condition("version = ?", version) }
+        if let since = filter.sinceMilliseconds { try condition("received_ms >= ?", since) }
+        try binds.append(limit + 1)
+        let found = try await rows(PostgresQuery(unsafeSQL: """
+            SELECT \(Self.summaryColumns) FROM crash WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq DESC LIMIT $\(binds.count)
+            """, binds: binds)).map(Self.summary)
+        let page = found.prefix(limit)
+        return (page.map(\.summary), found.count > limit ? page.last?.seq : nil)
+    }
+
+    public func crash(appID: String, id: String) async throws -> (summary: CrashStore.CrashSummary, report: [UInt8]?) {
+        guard let row = try await rows(PostgresQuery(unsafeSQL: """
+            SELECT \(Self.summaryColumns), report FROM crash WHERE app_id = $1 AND id = $2
+            """, binds: try Self.binds(appID, id))).first else {
+            throw StoreError.notFound("no crash \(id)")
+        }
+        let report = try row.makeRandomAccess()["report"].decode(ByteBuffer?.self)
+        return (try Self.summary(row).summary, Self.bytes(report))
+    }
+
+    static func binds(_ values: String...) throws -> PostgresBindings {
+        var binds = PostgresBindings()
+        for value in values { try binds.append(value) }
+        return binds
+    }
+
+    public func rawObject(appID: String, id: String) async throws -> (sha256: String, size: Int) {
+        guard let row = try await rows("SELECT raw_sha256, raw_size FROM crash WHERE app_id = \(appID) AND id = \(id)").first else {
+            throw StoreError.notFound("no crash \(id)")
+        }
+        let (sha256, size) = try row.decode((String, Int64).self)
+        return (sha256, Int(size))
+    }
+
+    public func deleteCrash(appID: String, id: String) async throws -> String? {
+        try await transaction { db in
+            guard let row = try await db.rows("""
+                SELECT seq, raw_sha256, group_id, version FROM crash WHERE app_id = \(appID) AND id = \(id) FOR UPDATE
+                """).first else {
+                throw StoreError.notFound("no crash \(id)")
+            }
+            let (seq, raw, group, version) = try row.decode((Int64, String, String?, String).self)
+            if let group { try await Self.leave(db, group: group, version: version, crashID: id) }
+            return try await Self.delete(db, seqs: [seq], objects: [raw]).first
+        }
+    }
+
+    public func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String]) {
+        try await transaction { db in
+            let found = try await db.rows("""
+                SELECT seq, raw_sha256 FROM crash WHERE received_ms < \(cutoff) ORDER BY received_ms LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """).map { try $0.decode((Int64, String).self) }
+            let objects = try await Self.delete(db, seqs: found.map(\.0), objects: Set(found.map(\.1)))
+            return (found.count, objects)
+        }
+    }
+
+    private static func delete(_ db: Transaction, seqs: [Int64], objects: Set<String>) async throws -> [String] {
+        for table in ["crash_missing", "crash_job", "crash_idempotency"] {
+            try await db.rows(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE crash_seq = ANY($1)", binds: {
+                var binds = PostgresBindings()
+                try binds.append(seqs)
+                return binds
+            }()))
+        }
+        let leaving = try await db.rows("DELETE FROM crash WHERE seq = ANY(\(seqs)) RETURNING group_id, id")
+            .map { try $0.decode((String?, String).self) }
+        for (group, crash) in leaving {
+            if let group { try await replaceSample(db, group: group, crashID: crash) }
+        }
+        let sorted = objects.sorted()
+        let referenced = Set(try await db.rows("SELECT DISTINCT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(sorted))")
+            .map { try $0.decode(String.self) })
+        return sorted.filter { !referenced.contains($0) }
+    }
+
+    // MARK: Groups
+
+    static func group(_ db: Transaction, appID: String, signature: String, title: String, now: Int64) async throws
+        -> (id: String, created: Bool) {
+        let id = CrashStore.randomHex(bytes: 8)
+        let title = String(title.prefix(512))
+        // One statement either way: a conflict "updates" nothing and returns the stored row;
+        // xmax = 0 only on a row this statement inserted.
+        let row = try await db.rows("""
+            INSERT INTO crash_group (id, app_id, signature, title, first_seen_ms, last_seen_ms)
+            VALUES (\(id), \(appID), \(signature), \(title), \(now), \(now))
+            ON CONFLICT (app_id, signature) DO UPDATE SET title = crash_group.title RETURNING id, xmax = 0
+            """)[0]
+        let (stored, created) = try row.decode((String, Bool).self)
+        return (stored, created)
+    }
+
+    static func join(_ db: Transaction, group: String, crashID: String, version: String, host: String?, received: Int64) async throws
+        -> Bool {
+        guard let row = try await db.rows("""
+            UPDATE crash_group SET count = count + 1,
+                first_seen_ms = CASE WHEN count = 0 THEN \(received) ELSE least(first_seen_ms, \(received)) END,
+                last_seen_ms = CASE WHEN count = 0 THEN \(received) ELSE greatest(last_seen_ms, \(received)) END,
+                sample_crash_id = coalesce(sample_crash_id, \(crashID))
+            WHERE id = \(group) RETURNING state, resolved_in
+            """).first else { return false }
+        let (state, resolvedIn) = try row.decode((String, String?).self)
+        var reopened = false
+        if state == CrashStore.GroupState.resolved.rawValue, VersionOrder.ascending(resolvedIn ?? "", version) {
+            try await db.rows("UPDATE crash_group SET state = 'open', reopened_in = \(version) WHERE id = \(group)")
+            reopened = true
+        }
+        try await db.rows("""
+            WITH host AS (INSERT INTO crash_group_host (group_id, host) SELECT \(group), \(host)::text WHERE \(host)::text IS NOT NULL
+                          ON CONFLICT DO NOTHING)
+            INSERT INTO crash_group_version (group_id, version, count) VALUES (\(group), \(version), 1)
+            ON CONFLICT (group_id, version) DO UPDATE SET count = crash_group_version.count + 1
+            """)
+        return reopened
+    }
+
+    static func leave(_ db: Transaction, group: String, version: String, crashID: String) async throws {
+        try await db.rows("UPDATE crash_group SET count = greatest(count - 1, 0) WHERE id = \(group)")
+        try await db.rows("""
+            UPDATE crash_group_version SET count = greatest(count - 1, 0) WHERE group_id = \(group) AND version = \(version)
+            """)
+        try await replaceSample(db, group: group, crashID: crashID)
+    }
+
+    static func replaceSample(_ db: Transaction, group: String, crashID: String) async throws {
+        try await db.rows("""
+            UPDATE crash_group SET sample_crash_id =
+                (SELECT id FROM crash WHERE group_id = \(group) AND id <> \(crashID) ORDER BY seq DESC LIMIT 1)
+            WHERE id = \(group) AND sample_crash_id = \(crashID)
+            """)
+    }
+
+    /// A group row (`groupColumns`) with its versions and host count, read through `db` (the
+    /// store, or a transaction that changed the group).
+    static func groupSummary(_ db: some RowSource, _ row: PostgresRow) async throws -> CrashStore.GroupSummary {
+        let columns = row.makeRandomAccess()
+        let id = try columns["id"].decode(String.self)
+        let extra = try await db.rows("""
+            SELECT (SELECT array_agg(version) FROM crash_group_version WHERE group_id = \(id) AND count > 0),
+                   (SELECT COUNT(*) FROM crash_group_host WHERE group_id = \(id))
+            """)
+        let (versions, hosts) = try extra[0].decode(([String]?, Int).self)
+        return CrashStore.GroupSummary(
+            id: id, signature: try columns["signature"].decode(String.self), title: try columns["title"].decode(String.self),
+            count: Int(try columns["count"].decode(Int64.self)),
+            firstSeen: formatMilliseconds(try columns["first_seen_ms"].decode(Int64.self)),
+            lastSeen: formatMilliseconds(try columns["last_seen_ms"].decode(Int64.self)),
+            versions: (versions ?? []).sorted(by: VersionOrder.ascending), hosts: hosts,
+            sampleCrashID: try columns["sample_crash_id"].decode(String?.self),
+            state: CrashStore.GroupState(rawValue: try columns["state"].decode(String.self)) ?? .open,
+            resolvedIn: try columns["resolved_in"].decode(String?.self), reopenedIn: try columns["reopened_in"].decode(String?.self))
+    }
+
+    static let groupColumns = "g.id, g.signature, g.title, g.count, g.first_seen_ms, g.last_seen_ms, g.sample_crash_id, g.state, g.resolved_in, g.reopened_in"
+
+    public func groups(appID: String, version: String?, sinceMilliseconds: Int64?, order: CrashStore.GroupOrder, limit: Int)
+        async throws -> [CrashStore.GroupSummary] {
+        var query = CrashStore.GroupQuery()
+        query.version = version
+        query.sinceMilliseconds = sinceMilliseconds
+        query.order = order
+        return try await groupRows(appID: appID, query: query, limit: limit, versionCounted: false)
+    }
+
+    /// The groups of `groups` and `groupPage` (the API's list counts a version with any row in
+    /// `crash_group_version`, the console's only one with crashes left).
+    func groupRows(appID: String, query: CrashStore.GroupQuery, limit: Int, versionCounted: Bool) async throws -> [CrashStore.GroupSummary] {
+        var binds = PostgresBindings()
+        var conditions = ["g.count > 0"]
+        func condition(_ sql: String, _ values: [any PostgresThrowingDynamicTypeEncodable]) throws {
+            var text = sql
+            for value in values {
+                try binds.append(value)
+                text = text.replacingOccurrences(of: "?#", with: "$\(binds.count)", options: [], range: text.range(of: "?#"))
+            }
+            conditions.append(text)
+        }
+        try condition("g.app_id = ?#", [appID])
+        if let version = query.version {
+            try condition("EXISTS (SELECT 1 FROM crash_group_version v WHERE v.group_id = g.id AND v.version = ?#"
+                + (versionCounted ? " AND v.count > 0)" : ")"), [version])
+        }
+        if let state = query.state { try condition("g.state = ?#", [state.rawValue]) }
+        if let since = query.sinceMilliseconds { try condition("g.last_seen_ms >= ?#", [since]) }
+        if let text = query.text?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+            let pattern = "%" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+                .replacingOccurrences(of: "_", with: "\\_") + "%"
+            // SQLite's LIKE is case-insensitive for ASCII: ILIKE here.
+            try condition("(g.signature ILIKE ?# ESCAPE '\\' OR g.title ILIKE ?# ESCAPE '\\')", [pattern, pattern])
+        }
+        if let cursor = query.cursor.flatMap(GroupCursor.init(text:)) {
+            let count = Int64(cursor.count)
+            switch query.order {
+            case .count:
+                try condition("(g.count < ?# OR (g.count = ?# AND (g.last_seen_ms < ?# OR (g.last_seen_ms = ?# AND g.id COLLATE \"C\" > ?#))))",
+                              [count, count, cursor.lastSeen, cursor.lastSeen, cursor.id])
+            case .lastSeen:
+                try condition("(g.last_seen_ms < ?# OR (g.last_seen_ms = ?# AND (g.count < ?# OR (g.count = ?# AND g.id COLLATE \"C\" > ?#))))",
+                              [cursor.lastSeen, cursor.lastSeen, count, count, cursor.id])
+            }
+        }
+        let orderBy = query.order == .count ? "g.count DESC, g.last_seen_ms DESC" : "g.last_seen_ms DESC, g.count DESC"
+        try binds.append(limit)
+        let found = try await rows(PostgresQuery(unsafeSQL: """
+            SELECT \(Self.groupColumns) FROM crash_group g WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY \(orderBy), g.id COLLATE "C" LIMIT $\(binds.count)
+            """, binds: binds))
+        var groups: [CrashStore.GroupSummary] = []
+        for row in found { groups.append(try await Self.groupSummary(self, row)) }
+        return groups
+    }
+
+    public func group(appID: String, id: String) async throws -> CrashStore.GroupSummary {
+        guard let row = try await rows("""
+            SELECT \(unescaped: Self.groupColumns) FROM crash_group g WHERE g.app_id = \(appID) AND g.id = \(id)
+            """).first else {
+            throw StoreError.notFound("no group \(id)")
+        }
+        return try await Self.groupSummary(self, row)
+    }
+
+    public func setGroupState(appID: String, id: String, state: CrashStore.GroupState) async throws -> CrashStore.GroupSummary {
+        try await transaction { db in
+            guard try await db.exists("SELECT 1 FROM crash_group WHERE app_id = \(appID) AND id = \(id) FOR UPDATE") else {
+                throw StoreError.notFound("no group \(id)")
+            }
+            let versions = try await db.rows("SELECT version FROM crash_group_version WHERE group_id = \(id)").map { try $0.decode(String.self) }
+            let newest = state == .resolved ? versions.max(by: VersionOrder.ascending) : nil
+            try await db.rows("UPDATE crash_group SET state = \(state.rawValue), resolved_in = \(newest), reopened_in = NULL WHERE id = \(id)")
+            let row = try await db.rows("SELECT \(unescaped: Self.groupColumns) FROM crash_group g WHERE g.id = \(id)")[0]
+            return try await Self.groupSummary(db, row)
+        }
+    }
+
+    public func setGroupingRules(appID: String, rules: String) async throws {
+        let now = currentMilliseconds()
+        _ = try await rows("""
+            INSERT INTO grouping_rules (app_id, rules, updated_ms) VALUES (\(appID), \(rules), \(now))
+            ON CONFLICT (app_id) DO UPDATE SET rules = excluded.rules, updated_ms = excluded.updated_ms
+            """)
+    }
+
+    public func groupingRules(appID: String) async throws -> String? {
+        try await rows("SELECT rules FROM grouping_rules WHERE app_id = \(appID)").first.map { try $0.decode(String.self) }
+    }
+}

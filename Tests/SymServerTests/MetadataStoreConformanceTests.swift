@@ -1,0 +1,441 @@
+import Foundation
+import Logging
+import SymBundle
+@testable import SymServer
+import Testing
+
+/// The behaviour every `MetadataStore` must have, run against each implementation: SQLite (the
+/// embedded store) and PostgreSQL (a throw-away PostgreSQL 15 cluster per test). A behaviour
+/// that one backend lacks fails here for that backend.
+struct MetadataStoreConformanceTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
+    /// Runs `body` with an empty store of `backend`, removed afterwards.
+    static func withStore(_ backend: Backend, _ body: @Sendable (any MetadataStore) async throws -> Void) async throws {
+        switch backend {
+        case .sqlite:
+            let directory = try Binary.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try await body(CrashStore(symbols: try SymbolStore(dataDirectory: directory + "/data")))
+        case .postgres:
+            try await PostgresCluster.with { cluster in
+                var logger = Logger(label: "test.postgres")
+                logger.logLevel = .critical
+                try await PostgresMetadataStore.with(url: cluster.url(), password: nil, logger: logger) { try await body($0) }
+            }
+        }
+    }
+
+    static func app(_ store: any MetadataStore, _ id: String = "demo") async throws -> String {
+        try await store.createApp(name: "Demo", id: id).app.id
+    }
+
+    static func module(_ id: String, name: String, dwarf: Bool = true, sha256: String? = nil, debug: String? = nil)
+        -> SymbolStore.StoredModule {
+        SymbolStore.StoredModule(buildID: id, name: name, arch: "x86_64", hasDWARF: dwarf, symbolsSHA256: sha256 ?? "t-" + id,
+                                 symbolsSize: 100, debugSHA256: debug, debugSize: debug == nil ? nil : 1000)
+    }
+
+    static func manifest(_ app: String, version: String) -> BundleManifest {
+        BundleManifest(appID: app, package: "com.example", version: version, platform: "linux", tool: "test",
+                       created: "2026-01-01T00:00:00Z", modules: [])
+    }
+
+    static func crash(_ app: String, version: String? = "1.0", key: String? = nil, raw: String = "raw", at received: Int64 = 1_000)
+        -> CrashStore.NewCrash {
+        CrashStore.NewCrash(appID: app, version: version, host: "host-a", environment: nil, inputFormat: nil, rawSHA256: raw,
+                            rawSize: 10, idempotencyKey: key, receivedMilliseconds: received)
+    }
+
+    static func done(_ signature: String, missing: [(buildID: String, name: String)] = []) -> CrashStore.ProcessingResult {
+        CrashStore.ProcessingResult(state: .done, format: "tombstone", signal: "SIGSEGV", signature: signature, title: "t " + signature,
+                                    report: Array("{\"ok\":true}".utf8), missing: missing)
+    }
+
+    /// Leases every job and returns their seqs, in lease order.
+    static func leaseAll(_ store: any MetadataStore, now: Int64 = 10_000) async throws -> [Int64] {
+        try await store.leaseJobs(limit: 100, now: now, lease: 1_000).map(\.seq)
+    }
+
+    // MARK: Apps and keys
+
+    @Test(arguments: Backend.allCases)
+    func appsAndKeys(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let (app, key) = try await store.createApp(name: "Demo", id: "demo")
+            #expect(app.id == "demo" && app.name == "Demo")
+            #expect(try await store.keyHash(appID: "demo") == AppKey.hash(key))
+            await #expect(throws: StoreError.conflict("an app with id demo already exists")) {
+                _ = try await store.createApp(name: "Again", id: "demo")
+            }
+            await #expect(throws: StoreError.self) { _ = try await store.createApp(name: "Bad", id: "bad id") }
+            _ = try await store.createApp(name: "Other", id: "other")
+            #expect(try await store.listApps().map(\.id).sorted() == ["demo", "other"])
+            let rotated = try await store.rotateKey(appID: "demo")
+            #expect(rotated != key)
+            #expect(try await store.keyHash(appID: "demo") == AppKey.hash(rotated))
+            #expect(try await store.keyHash(appID: "nobody") == nil)
+            await #expect(throws: StoreError.notFound("no app with id nobody")) { _ = try await store.rotateKey(appID: "nobody") }
+        }
+    }
+
+    // MARK: Versions and modules
+
+    @Test(arguments: Backend.allCases)
+    func symbolsCommitAndLookups(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let first = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"),
+                                               modules: [Self.module("aa", name: "libb.so"), Self.module("bb", name: "liba.so", debug: "d-bb")])
+            #expect(first.stored.sorted() == ["aa", "bb"] && first.alreadyPresent.isEmpty)
+            let again = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"), modules: [Self.module("aa", name: "libb.so")])
+            #expect(again.stored.isEmpty && again.alreadyPresent == ["aa"])
+            // missing: present ones are linked to the new version, improvable ones named.
+            let answer = try await store.missing(appID: app, version: "1.1", package: "com.example", platform: "linux", modules: [
+                .init(buildID: "aa", name: "libb.so", arch: "x86_64", hasDWARF: true, hasDebugFile: true),
+                .init(buildID: "cc", name: "libc.so", arch: "x86_64"),
+            ])
+            #expect(answer.missing == ["cc"] && answer.present == ["aa"] && answer.improvable == ["aa"])
+            #expect(try await store.versions(appID: app).map { "\($0.version):\($0.modules)" } == ["1.0:2", "1.1:1"])
+            let modules = try #require(try await store.modules(appID: app, version: "1.0"))
+            #expect(modules.map(\.buildID) == ["bb", "aa"])  // by name
+            #expect(modules.map(\.hasDebugFile) == [true, false])
+            #expect(try await store.modules(appID: app, version: "9") == nil)
+            #expect(try await store.debugFileObject(buildID: "bb") == "d-bb")
+            #expect(try await store.debugFileObject(buildID: "aa") == nil)
+            #expect(try await store.table(appID: app, buildID: "aa")?.sha256 == "t-aa")
+            #expect(try await store.table(appID: "other", buildID: "aa") == nil)
+            #expect(try await store.presentTables(appID: app, buildIDs: ["aa", "zz"]) == ["aa"])
+            let states = try await store.states(appID: app, buildIDs: ["aa", "bb", "zz"])
+            #expect(states.keys.sorted() == ["aa", "bb"] && states["bb"]?.hasDebugFile == true && states["aa"]?.symbolsSHA256 == "t-aa")
+            // Improving: a new table replaces the stored one only while it is still the expected one.
+            var better = Self.module("aa", name: "libb.so", sha256: "t-aa-2", debug: "d-aa")
+            better.change = .improve(table: true, debug: true, expectedSymbols: "t-aa")
+            let improved = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.1"), modules: [better])
+            #expect(improved.improved == ["aa"] && improved.stored == ["aa"])
+            better.change = .improve(table: true, debug: false, expectedSymbols: "t-aa")
+            #expect(try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.1"), modules: [better]).alreadyPresent == ["aa"])
+            #expect(try await store.table(appID: app, buildID: "aa")?.sha256 == "t-aa-2")
+            // The tables a report needs: by build-id, and by name among the version's.
+            let tables = try await store.reportTables(appID: app, buildIDs: ["aa", "zz"], names: ["liba.so", "nothere.so"], version: "1.0")
+            #expect(tables.byBuildID == ["aa": "t-aa-2"])
+            #expect(tables.byName["liba.so"]?.map(\.buildID) == ["bb"])
+            #expect(tables.byName["nothere.so"]?.isEmpty ?? true)
+            if let reader = store.immediateTables {
+                let now = try reader.reportTablesNow(appID: app, buildIDs: ["aa"], names: ["liba.so"], version: "1.0")
+                #expect(now.byBuildID == tables.byBuildID && now.byName["liba.so"]?.map(\.buildID) == ["bb"])
+            }
+        }
+    }
+
+    // MARK: Crashes
+
+    @Test(arguments: Backend.allCases)
+    func crashesAcceptReadDelete(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let first = try await store.accept(Self.crash(app, key: "k1", raw: "r1"))
+            #expect(first.state == .pending && !first.replayed)
+            let replay = try await store.accept(Self.crash(app, key: "k1", raw: "r-other"))
+            #expect(replay.replayed && replay.id == first.id)
+            let second = try await store.accept(Self.crash(app, version: nil, raw: "r1", at: 2_000))
+            let third = try await store.accept(Self.crash(app, raw: "r3", at: 3_000))
+            let (summary, report) = try await store.crash(appID: app, id: first.id)
+            #expect(summary.state == .pending && summary.version == "1.0" && summary.host == "host-a" && report == nil)
+            #expect(try await store.crash(appID: app, id: second.id).summary.version == "unknown")
+            await #expect(throws: StoreError.notFound("no crash \(first.id)")) { _ = try await store.crash(appID: "other", id: first.id) }
+            let page = try await store.crashes(appID: app, filter: .init(), limit: 2, cursor: nil)
+            #expect(page.crashes.map(\.id) == [third.id, second.id])
+            let rest = try await store.crashes(appID: app, filter: .init(), limit: 2, cursor: page.next)
+            #expect(rest.crashes.map(\.id) == [first.id] && rest.next == nil)
+            #expect(try await store.crashes(appID: app, filter: .init(sinceMilliseconds: 2_500), limit: 10, cursor: nil).crashes.map(\.id) == [third.id])
+            #expect(try await store.rawObject(appID: app, id: third.id).sha256 == "r3")
+            // The raw bytes are freed with the last crash that names them.
+            #expect(try await store.deleteCrash(appID: app, id: first.id) == nil)
+            #expect(try await store.deleteCrash(appID: app, id: second.id) == "r1")
+            await #expect(throws: StoreError.self) { _ = try await store.deleteCrash(appID: app, id: second.id) }
+            // Retention: older than the cutoff, with their objects.
+            let expired = try await store.expireCrashes(receivedBefore: 5_000, limit: 10)
+            #expect(expired.deleted == 1 && expired.objects == ["r3"])
+            #expect(try await store.pendingJobCount() == 0)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func minidumpsTheirClientDataAndAttachments(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let log = CrashStore.MinidumpAttachment(name: "log", filename: "app.log", contentType: "text/plain", size: 3, sha256: "att-log")
+            let shared = CrashStore.MinidumpAttachment(name: "extra", filename: "x.bin", contentType: nil, size: 1, sha256: "att-shared")
+            let details = CrashStore.MinidumpDetails(product: "Demo", annotations: ["ver": "1.0", "guid": "g<1>"], attachments: [log, shared])
+            var crash = Self.crash(app, key: "minidump-sha256:d1", raw: "d1")
+            crash.inputFormat = CrashStore.minidumpFormat
+            let first = try await store.acceptMinidump(crash, details: details)
+            #expect(!first.replayed)
+            // The same minidump again: the first crash, and nothing stored.
+            let again = try await store.acceptMinidump(crash, details: CrashStore.MinidumpDetails(product: "Other", annotations: [:], attachments: []))
+            #expect(again.replayed && again.id == first.id)
+            #expect(try await store.minidumpDetails(appID: app, id: first.id) == details)
+            var other = Self.crash(app, raw: "d2")
+            other.inputFormat = CrashStore.minidumpFormat
+            let second = try await store.acceptMinidump(other, details: CrashStore.MinidumpDetails(product: nil, annotations: [:], attachments: [shared]))
+            let plain = try await store.accept(Self.crash(app, raw: "r9"))
+            #expect(try await store.minidumpDetails(appID: app, id: plain.id) == nil)
+            #expect(try await store.minidumpDetails(appID: "other", id: first.id) == nil)
+            #expect(try await store.collectOrphanAttachments().isEmpty)
+            // Deleting the first crash frees its own attachment; the shared one stays in use.
+            #expect(try await store.deleteCrash(appID: app, id: first.id) == "d1")
+            #expect(try await store.minidumpDetails(appID: app, id: first.id) == nil)
+            #expect(try await store.collectOrphanAttachments() == ["att-log"])
+            #expect(try await store.collectOrphanAttachments().isEmpty)
+            _ = try await store.deleteCrash(appID: app, id: second.id)
+            #expect(try await store.collectOrphanAttachments() == ["att-shared"])
+        }
+    }
+
+    // MARK: Jobs
+
+    @Test(arguments: Backend.allCases)
+    func jobsLeaseExpireAndRenew(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            var ids: [String] = []
+            for index in 0..<3 { ids.append(try await store.accept(Self.crash(app, at: Int64(index))).id) }
+            #expect(try await store.pendingJobCount() == 3)
+            let first = try await store.leaseJobs(limit: 2, now: 10_000, lease: 1_000)
+            #expect(first.count == 2 && first.allSatisfy { $0.attempts == 1 && $0.kind == .process })
+            let second = try await store.leaseJobs(limit: 2, now: 10_000, lease: 1_000)
+            #expect(second.count == 1 && Set(first.map(\.seq)).isDisjoint(with: second.map(\.seq)))
+            #expect(try await store.leaseJobs(limit: 2, now: 10_500, lease: 1_000).isEmpty)
+            // A renewed lease holds past its first expiry; the others expire and are leased again.
+            try await store.renewLeases(seqs: first.map(\.seq), now: 10_900, lease: 1_000)
+            let retaken = try await store.leaseJobs(limit: 10, now: 11_001, lease: 1_000)
+            #expect(retaken.map(\.seq) == second.map(\.seq) && retaken[0].attempts == 2)
+            let inputs = try await store.processingInputs(seqs: first.map(\.seq) + [999_999])
+            #expect(Set(inputs.values.map(\.id)).isSubset(of: Set(ids)) && inputs.count == 2 && inputs[999_999] == nil)
+            try await store.abandon(seq: retaken[0].seq, reason: "gave up")
+            #expect(try await store.pendingJobCount() == 2)
+            let failed = try await store.crashes(appID: app, filter: .init(), limit: 10, cursor: nil).crashes.filter { $0.state == .failed }
+            #expect(failed.map(\.failure) == ["gave up"])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func concurrentLeasesNeverShareAJob(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            for index in 0..<60 { _ = try await store.accept(Self.crash(app, at: Int64(index))) }
+            let leased = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for _ in 0..<6 { group.addTask { try await store.leaseJobs(limit: 16, now: 10_000, lease: 60_000).map(\.seq) } }
+                var all: [Int64] = []
+                for try await seqs in group { all += seqs }
+                return all
+            }
+            #expect(leased.count == 60 && Set(leased).count == 60)
+        }
+    }
+
+    // MARK: Processing, groups, late symbols
+
+    @Test(arguments: Backend.allCases)
+    func finishGroupsAndRegressions(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let a = try await store.accept(Self.crash(app, version: "1.0", at: 60_000))
+            let b = try await store.accept(Self.crash(app, version: "1.0", at: 120_000))
+            let seqs = try await Self.leaseAll(store)
+            let groups = try await store.finish([(seqs[0], Self.done("sig-1")), (seqs[1], Self.done("sig-1"))], now: 200_000,
+                                                spike: CrashStore.SpikeRule())
+            let groupID = try #require(groups[0])
+            #expect(groups[1] == groupID)
+            #expect(try await store.pendingJobCount() == 0)
+            let (summary, report) = try await store.crash(appID: app, id: a.id)
+            #expect(summary.state == .done && summary.groupID == groupID && summary.signature == "sig-1")
+            #expect(report == Array("{\"ok\":true}".utf8))
+            var group = try await store.group(appID: app, id: groupID)
+            #expect(group.count == 2 && group.versions == ["1.0"] && group.hosts == 1 && group.sampleCrashID == a.id)
+            #expect(try await store.groups(appID: app, version: nil, sinceMilliseconds: nil, order: .count, limit: 10).map(\.id) == [groupID])
+            // Resolved, then a crash of a newer version reopens it.
+            group = try await store.setGroupState(appID: app, id: groupID, state: .resolved)
+            #expect(group.state == .resolved && group.resolvedIn == "1.0")
+            _ = try await store.accept(Self.crash(app, version: "1.10", at: 180_000))
+            let next = try await Self.leaseAll(store)
+            _ = try await store.finish(seq: next[0], result: Self.done("sig-1"), now: 300_000)
+            group = try await store.group(appID: app, id: groupID)
+            #expect(group.state == .open && group.reopenedIn == "1.10" && group.count == 3 && group.versions == ["1.0", "1.10"])
+            // Moving a crash to another signature moves its count; deleting it drops it.
+            _ = try await store.requestResymbolication(appID: app, id: b.id, now: 400_000)
+            let again = try await Self.leaseAll(store)
+            let moved = try await store.finish(seq: again[0], result: Self.done("sig-2"), now: 400_000)
+            #expect(moved != groupID && moved != nil)
+            #expect(try await store.group(appID: app, id: groupID).count == 2)
+            _ = try await store.deleteCrash(appID: app, id: b.id)
+            #expect(try await store.group(appID: app, id: moved!).count == 0)
+            #expect(try await store.groups(appID: app, version: nil, sinceMilliseconds: nil, order: .count, limit: 10).map(\.id) == [groupID])
+            await #expect(throws: StoreError.notFound("no group nope")) { _ = try await store.group(appID: app, id: "nope") }
+            // Grouping rules round-trip.
+            #expect(try await store.groupingRules(appID: app) == nil)
+            try await store.setGroupingRules(appID: app, rules: "{\"a\":1}")
+            #expect(try await store.groupingRules(appID: app) == "{\"a\":1}")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func lateSymbolsRequeueCrashes(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            _ = try await store.accept(Self.crash(app))
+            let seqs = try await Self.leaseAll(store)
+            _ = try await store.finish(seq: seqs[0], result: Self.done("sig", missing: [("ee", "libe.so")]), now: 20_000)
+            #expect(try await store.missingSeen(appID: app).map { "\($0.buildID) \($0.name) \($0.crashes)" } == ["ee libe.so 1"])
+            #expect(try await store.requeue(appID: app, newBuildIDs: ["ff"], now: 30_000) == 0)
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"), modules: [Self.module("ee", name: "libe.so")])
+            #expect(try await store.missingSeen(appID: app).isEmpty)
+            #expect(try await store.requeue(appID: app, newBuildIDs: ["ee"], now: 30_000) == 1)
+            let jobs = try await store.leaseJobs(limit: 10, now: 40_000, lease: 1_000)
+            #expect(jobs.map(\.kind) == [.resymbolicate] && jobs[0].seq == seqs[0])
+            #expect(try await store.requeueResolvable(now: 50_000) == 1)
+        }
+    }
+
+    // MARK: People
+
+    @Test(arguments: Backend.allCases)
+    func usersSessionsAndLockout(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            _ = try await Self.app(store, "hidden")
+            let password = try await store.createUser(name: "bob", admin: false)
+            await #expect(throws: StoreError.self) { _ = try await store.createUser(name: "bob", admin: true) }
+            try await store.grant(name: "bob", appID: app)
+            await #expect(throws: StoreError.notFound("no user named eve")) { try await store.grant(name: "eve", appID: app) }
+            #expect(try await store.listUsers() == [CrashStore.ConsoleUser(name: "bob", admin: false, apps: [app])])
+            guard case .signedIn(let token, let session) = try await store.signIn(name: "bob", password: password, now: 1_000) else {
+                Issue.record("sign-in refused")
+                return
+            }
+            #expect(try await store.session(token: token, now: 2_000) == session)
+            #expect(try await store.visibleApps(session).map(\.id) == [app])
+            #expect(try await store.visibleApp(session, appID: "hidden") == nil)
+            try await store.signOut(token: token)
+            #expect(try await store.session(token: token, now: 2_000) == nil)
+            var outcomes: [CrashStore.SignInOutcome] = []
+            for _ in 0..<CrashStore.signInFailureLimit { outcomes.append(try await store.signIn(name: "bob", password: "wrong", now: 3_000)) }
+            #expect(outcomes.last == .locked(untilMilliseconds: 3_000 + CrashStore.lockoutMilliseconds))
+            #expect(try await store.signIn(name: "bob", password: password, now: 3_001) == .locked(untilMilliseconds: 3_000 + CrashStore.lockoutMilliseconds))
+            let fresh = try await store.resetPassword(name: "bob")
+            if case .signedIn = try await store.signIn(name: "bob", password: fresh, now: 3_002) {} else { Issue.record("reset did not lift the lock") }
+        }
+    }
+
+    // MARK: Webhooks
+
+    @Test(arguments: Backend.allCases)
+    func webhooksAndTheirOutbox(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            await #expect(throws: StoreError.notFound("no app nope")) {
+                _ = try await store.addWebhook(Webhook.New(appID: "nope", url: "http://127.0.0.1:9/x"))
+            }
+            let hook = try await store.addWebhook(Webhook.New(appID: app, url: "http://127.0.0.1:9/x", events: [.groupNew], secret: "s"))
+            #expect(try await store.webhooks(appID: app) == [hook])
+            _ = try await store.accept(Self.crash(app))
+            let seqs = try await Self.leaseAll(store)
+            _ = try await store.finish(seq: seqs[0], result: Self.done("sig"), now: 5_000)
+            let due = try await store.dueDeliveries(now: 5_000, limit: 10, busy: [])
+            #expect(due.map(\.event) == [.groupNew] && due[0].secret == "s" && due[0].webhookID == hook.id)
+            #expect(try await store.dueDeliveries(now: 5_000, limit: 10, busy: [hook.id]).isEmpty)
+            // One claim at a time (one node sends it); a claim that outlived its attempt expires.
+            #expect(try await store.claimDelivery(seq: due[0].seq, now: 5_000, until: 65_000))
+            #expect(try await !store.claimDelivery(seq: due[0].seq, now: 5_001, until: 65_001))
+            #expect(try await store.dueDeliveries(now: 5_001, limit: 10, busy: []).isEmpty)
+            #expect(try await store.dueDeliveries(now: 65_000, limit: 10, busy: []).map(\.seq) == [due[0].seq])
+            #expect(try await store.claimDelivery(seq: due[0].seq, now: 65_000, until: 70_000))
+            try await store.recordAttempt(seq: due[0].seq, CrashStore.DeliveryAttempt(at: 6_000, status: 204, error: nil,
+                                                                                      latencyMilliseconds: 3, state: .delivered, nextAttempt: 6_000))
+            #expect(try await store.dueDeliveries(now: 7_000, limit: 10, busy: []).isEmpty)
+            #expect(try await !store.claimDelivery(seq: due[0].seq, now: 80_000, until: 90_000))  // no longer pending
+            let listed = try await store.deliveries(appID: app, webhookID: hook.id, limit: 10)
+            #expect(listed.map(\.state) == [.delivered] && listed[0].lastStatus == 204 && listed[0].attempts == 1)
+            try await store.expireDeliveries(before: 10_000)
+            #expect(try await store.deliveries(appID: app, webhookID: hook.id, limit: 10).isEmpty)
+            try await store.removeWebhook(appID: app, id: hook.id)
+            #expect(try await store.webhooks(appID: app).isEmpty)
+            await #expect(throws: StoreError.notFound("no webhook \(hook.id)")) { try await store.removeWebhook(appID: app, id: hook.id) }
+        }
+    }
+
+    // MARK: Console reads
+
+    @Test(arguments: Backend.allCases)
+    func consoleReads(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let day: Int64 = 86_400_000
+            let now = 20 * day + 1_000
+            for (index, signature) in ["a", "b", "b", "c", "c", "c"].enumerated() {
+                _ = try await store.accept(Self.crash(app, version: index < 3 ? "1.9" : "1.10", at: now - Int64(index) * day / 2))
+                let seqs = try await Self.leaseAll(store, now: now)
+                _ = try await store.finish(seq: seqs[0], result: Self.done(signature), now: now)
+            }
+            let overview = try await store.appOverview(appID: app, now: now, days: 4)
+            #expect(overview.crashesLastDay == 3 && overview.crashesLastWeek == 6 && overview.openGroups == 3)
+            #expect(overview.daily.reduce(0, +) == 6 && overview.latestVersion == "1.10")
+            #expect(try await store.crashVersions(appID: app) == ["1.10", "1.9"])
+            var query = CrashStore.GroupQuery()
+            let first = try await store.groupPage(appID: app, query: query, limit: 2)
+            #expect(first.groups.map(\.signature) == ["c", "b"] && first.next != nil)
+            query.cursor = first.next
+            let second = try await store.groupPage(appID: app, query: query, limit: 2)
+            #expect(second.groups.map(\.signature) == ["a"] && second.next == nil)
+            query = CrashStore.GroupQuery()
+            query.text = "T C"
+            #expect(try await store.groupPage(appID: app, query: query, limit: 10).groups.map(\.signature) == ["c"])
+            let counts = try await store.dailyCounts(appID: app, sinceMilliseconds: 0)
+            #expect(counts.reduce(0) { $0 + $1.count } == 6)
+            let c = try #require(first.groups.first)
+            let spread = try await store.groupSpread(groupID: c.id)
+            #expect(spread.versions.map(\.0) == ["1.10"] && spread.versions[0].1 == 3 && spread.hosts == ["host-a"])
+        }
+    }
+
+    // MARK: Node-local versus shared
+
+    /// A job queued through one PostgreSQL store wakes the idle workers of another (LISTEN/NOTIFY);
+    /// an embedded store has no other node to hear from.
+    @Test func jobNotificationsReachOtherNodes() async throws {
+        try await Self.withStore(.sqlite) { store in #expect(store.jobNotifications == nil) }
+        try await PostgresCluster.with { cluster in
+            var quiet = Logger(label: "test.postgres")
+            quiet.logLevel = .critical
+            let (url, logger) = (cluster.url(), quiet)
+            try await PostgresMetadataStore.with(url: url, password: nil, logger: logger) { listener in
+                try await PostgresMetadataStore.with(url: url, password: nil, logger: logger) { other in
+                    let app = try await Self.app(other)
+                    let events = try #require(listener.jobNotifications).events
+                    let heard = try await withThrowingTaskGroup(of: Bool.self) { group in
+                        group.addTask {
+                            for await _ in events { return true }
+                            return false
+                        }
+                        // The listener's LISTEN starts with its connection: queue until it hears one.
+                        group.addTask {
+                            for index in 0..<50 {
+                                _ = try await other.accept(Self.crash(app, at: Int64(index)))
+                                try await Task.sleep(for: .milliseconds(200))
+                            }
+                            return false
+                        }
+                        let first = try await group.next() ?? false
+                        group.cancelAll()
+                        return first
+                    }
+                    #expect(heard)
+                }
+            }
+        }
+    }
+}
