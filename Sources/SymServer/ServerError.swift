@@ -13,6 +13,8 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         case tooLarge = "too-large"
         case invalidBundle = "invalid-bundle"
         case tooManyRequests = "too-many-requests"
+        case unsupportedMediaType = "unsupported-media-type"
+        case unavailable
         case `internal`
 
         /// The HTTP status of this class.
@@ -25,6 +27,8 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
             case .tooLarge: .contentTooLarge
             case .invalidBundle: .unprocessableContent
             case .tooManyRequests: .tooManyRequests
+            case .unsupportedMediaType: .unsupportedMediaType
+            case .unavailable: .serviceUnavailable
             case .internal: .internalServerError
             }
         }
@@ -34,7 +38,7 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     /// One line for the client.
     public var message: String
-    /// Seconds after which a retry makes sense (429).
+    /// Seconds after which a retry makes sense (429, 503).
     public var retryAfter: Int?
 
     /// Creates an error.

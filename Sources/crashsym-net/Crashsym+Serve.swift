@@ -88,6 +88,9 @@ extension Crashsym {
         @Option(name: .customLong("max-minidump-bytes"), help: "Largest minidump upload (POST …/minidump) in bytes, counted after gzip decompression: the minidump with its annotations and attachments (default 64 MiB; 413 above).")
         var maxMinidumpBytes: Int?
 
+        @Option(name: .customLong("max-crash-bytes-in-flight"), help: "Most bytes of crash and minidump upload bodies held in memory at once, across requests (default 256 MiB; 503 with Retry-After above).")
+        var maxCrashBytesInFlight: Int?
+
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
         var flags: [String: String] {
@@ -111,6 +114,7 @@ extension Crashsym {
             flags["table-cache-mb"] = tableCacheMB.map(String.init)
             flags["crash-workers"] = crashWorkers.map(String.init)
             flags["max-minidump-bytes"] = maxMinidumpBytes.map(String.init)
+            flags["max-crash-bytes-in-flight"] = maxCrashBytesInFlight.map(String.init)
             flags.merge(notifications.flags) { given, _ in given }
             return flags
         }

@@ -17,11 +17,14 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public var workers: Int
     /// Largest minidump upload accepted by `POST …/minidump`, counted after decompression (413 above).
     public var maxMinidumpBytes: Int
+    /// Most bytes of crash uploads (`POST …/crashes` and `…/minidump` bodies) held in memory at
+    /// once, across requests (503 with Retry-After above).
+    public var maxCrashBytesInFlight: Int
 
     /// Creates a configuration.
     public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
                 retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2,
-                maxMinidumpBytes: Int = 64 << 20) {
+                maxMinidumpBytes: Int = 64 << 20, maxCrashBytesInFlight: Int = 256 << 20) {
         self.maxReportBytes = maxReportBytes
         self.maxFrames = maxFrames
         self.maxCrashesPerMinute = maxCrashesPerMinute
@@ -29,12 +32,13 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         self.tableCacheMB = tableCacheMB
         self.workers = workers
         self.maxMinidumpBytes = maxMinidumpBytes
+        self.maxCrashBytesInFlight = maxCrashBytesInFlight
     }
 
     /// The setting names (flags, config-file keys, `CRASHSYM_…` variables).
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
-        "max-minidump-bytes",
+        "max-minidump-bytes", "max-crash-bytes-in-flight",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -56,6 +60,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         configuration.tableCacheMB = try integer("table-cache-mb", configuration.tableCacheMB, minimum: 1)
         configuration.workers = try integer("crash-workers", configuration.workers, minimum: 1)
         configuration.maxMinidumpBytes = try integer("max-minidump-bytes", configuration.maxMinidumpBytes, minimum: 1024)
+        configuration.maxCrashBytesInFlight = try integer("max-crash-bytes-in-flight", configuration.maxCrashBytesInFlight, minimum: 1024)
         if let text = value("retention-days") {
             guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
                 throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")
