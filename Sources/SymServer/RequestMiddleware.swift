@@ -12,8 +12,9 @@ struct RequestMiddleware: RouterMiddleware {
 
     /// Statuses given before the body is read (or while it still arrives): the connection is
     /// closed instead of reading what the client goes on sending. 401 unknown key, 408 body too
-    /// slow, 413 body too large, 429 too many uploads.
-    static let refusals: Set<Int> = [401, 408, 413, 429]
+    /// slow, 413 body too large, 415 unsupported body, 429 too many uploads, 503 too many body
+    /// bytes in memory.
+    static let refusals: Set<Int> = [401, 408, 413, 415, 429, 503]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context

@@ -13,9 +13,11 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         case tooLarge = "too-large"
         case invalidBundle = "invalid-bundle"
         case tooManyRequests = "too-many-requests"
-        case `internal`
-        /// A store (database, object store) cannot be reached now: retry after `Retry-After`.
+        case unsupportedMediaType = "unsupported-media-type"
+        /// A store (database, object store) cannot be reached now, or the server holds as many
+        /// upload bytes as it may: retry after `Retry-After`.
         case unavailable
+        case `internal`
 
         /// The HTTP status of this class.
         public var status: HTTPResponse.Status {
@@ -27,8 +29,9 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
             case .tooLarge: .contentTooLarge
             case .invalidBundle: .unprocessableContent
             case .tooManyRequests: .tooManyRequests
-            case .internal: .internalServerError
+            case .unsupportedMediaType: .unsupportedMediaType
             case .unavailable: .serviceUnavailable
+            case .internal: .internalServerError
             }
         }
     }
@@ -37,7 +40,7 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     /// One line for the client.
     public var message: String
-    /// Seconds after which a retry makes sense (429).
+    /// Seconds after which a retry makes sense (429, 503).
     public var retryAfter: Int?
 
     /// Creates an error.

@@ -186,6 +186,7 @@ struct MetadataStoreConformanceTests {
             #expect(try await store.minidumpDetails(appID: app, id: plain.id) == nil)
             #expect(try await store.minidumpDetails(appID: "other", id: first.id) == nil)
             #expect(try await store.collectOrphanAttachments().isEmpty)
+            #expect(try await store.unusedCrashObjects(["att-log", "d2", "r9", "nobody's"]) == ["nobody's"])
             // Deleting the first crash frees its own attachment; the shared one stays in use.
             #expect(try await store.deleteCrash(appID: app, id: first.id) == "d1")
             #expect(try await store.minidumpDetails(appID: app, id: first.id) == nil)

@@ -15,7 +15,9 @@ enum MinidumpBody {
     /// Most attachments (file parts besides the minidump).
     static let maximumAttachments = 32
 
-    static func read(_ request: Request, limit: Int) async throws -> CrashService.MinidumpSubmission {
+    /// The submission of `request`, its bytes (inflated) charged to `charge` as they arrive: the
+    /// caller releases them once it is done with the submission.
+    static func read(_ request: Request, limit: Int, charge: UploadLimiter.Charge) async throws -> CrashService.MinidumpSubmission {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
             throw ServerError(.tooLarge, "the upload is \(length) bytes, over the limit of \(limit) (--max-minidump-bytes)")
         }
@@ -25,7 +27,7 @@ enum MinidumpBody {
         case "gzip", "x-gzip":
             do { inflater = try GzipInflater(limit: limit) } catch { throw ServerError(.internal, "zlib cannot start") }
         case let other?:
-            throw ServerError(.badRequest, "Content-Encoding \(other.prefix(40)) is not supported (gzip or none)")
+            throw ServerError(.unsupportedMediaType, "Content-Encoding \(other.prefix(40)) is not supported (gzip or none)")
         }
         let contentType = request.headers[.contentType] ?? "application/octet-stream"
         var collector: Collector
@@ -36,8 +38,9 @@ enum MinidumpBody {
             collector = Collector(reader: reader)
         } else {
             let type = contentType.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+            guard type != "multipart/form-data" else { throw ServerError(.badRequest, "the multipart/form-data Content-Type names no boundary") }
             guard ["application/octet-stream", "application/x-minidump", "application/x-dmp"].contains(type) else {
-                throw ServerError(.badRequest,
+                throw ServerError(.unsupportedMediaType,
                                   "send the minidump as multipart/form-data (part upload_file_minidump) or application/octet-stream, not \(type.prefix(60))")
             }
             collector = Collector(reader: nil)
@@ -47,10 +50,14 @@ enum MinidumpBody {
             for try await buffer in request.body {
                 try buffer.withUnsafeReadableBytes { bytes in
                     if let inflater {
-                        try inflater.inflate(bytes) { piece in try collector.take(piece) }
+                        try inflater.inflate(bytes) { piece in
+                            try charge.take(piece.count)
+                            try collector.take(piece)
+                        }
                     } else {
                         received += bytes.count
                         guard received <= limit else { throw GzipInflater.Failure.tooLarge(limit: limit) }
+                        try charge.take(bytes.count)
                         try collector.take(bytes)
                     }
                 }

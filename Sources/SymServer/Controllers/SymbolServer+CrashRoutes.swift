@@ -26,6 +26,10 @@ extension SymbolServer {
         let apps = router.group("api/v1/apps/:appId").add(middleware: StoreErrorMiddleware())
         apps.post("crashes") { request, context in try await submitCrash(request, context) }
         apps.post("minidump") { request, context in try await submitMinidump(request, context) }
+        // sentry-native's Crashpad backend: `/api/{PROJECT}/minidump/?sentry_key=KEY` (the DSN's
+        // project and public key), so that a Sentry DSN naming this server works as it is.
+        router.group("api/:appId").add(middleware: StoreErrorMiddleware())
+            .post("minidump") { request, context in try await submitMinidump(request, context) }
         apps.get("crashes") { request, context in try await listCrashes(request, context) }
         apps.get("crashes/:crashId") { request, context in try await showCrash(request, context) }
         apps.get("crashes/:crashId/raw") { request, context in try await rawCrash(request, context) }
@@ -66,7 +70,9 @@ extension SymbolServer {
             submission.idempotencyKey = key
         }
         let wait = try Self.waitSeconds(query)
-        let body = try await reportBody(request)
+        let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
+        defer { charge.release() }
+        let body = try await reportBody(request, charge: charge)
         var receipt = try await crashes.ingest(appID: appID, body: body, submission: submission)
         receipt = try await crashes.waitForProcessing(appID: appID, receipt: receipt, seconds: wait)
         struct Answer: Encodable {
@@ -165,7 +171,9 @@ extension SymbolServer {
         }
         let explain = ["1", "true", "yes"].contains(query["explain"].map(String.init) ?? "0")
         let version = try Self.identifier(query, "version", check: BundleManifest.isVersion)
-        let body = try await reportBody(request)
+        let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
+        defer { charge.release() }
+        let body = try await reportBody(request, charge: charge)
         let bytes = try await crashes.symbolicate(appID: appID, body: body, format: try Self.inputFormat(query), version: version,
                                                   output: output, explain: explain)
         return Self.raw(bytes, contentType: output == .json ? "application/json" : "text/plain; charset=utf-8")
@@ -293,17 +301,26 @@ extension SymbolServer {
     // MARK: Helpers
 
     /// A report body, at most `--max-report-bytes` (413 above).
-    private func reportBody(_ request: Request) async throws -> [UInt8] {
+    /// The report's bytes, each charged to `charge` as it arrives (the bytes of all requests'
+    /// bodies in memory are bounded by `--max-crash-bytes-in-flight`).
+    private func reportBody(_ request: Request, charge: UploadLimiter.Charge) async throws -> [UInt8] {
         let limit = crashes.configuration.maxReportBytes
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
             throw ServerError(.tooLarge, "the report is \(length) bytes, over the limit of \(limit)")
         }
+        var bytes: [UInt8] = []
         do {
-            let buffer = try await request.body.collect(upTo: limit)
-            return Array(buffer.readableBytesView)
+            for try await buffer in request.body {
+                guard buffer.readableBytes <= limit - bytes.count else {
+                    throw ServerError(.tooLarge, "the report is over the limit of \(limit) bytes")
+                }
+                try charge.take(buffer.readableBytes)
+                bytes.append(contentsOf: buffer.readableBytesView)
+            }
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw ServerError(.tooLarge, "the report is over the limit of \(limit) bytes")
         }
+        return bytes
     }
 
     private func smallBody(_ request: Request) async throws -> [UInt8] {

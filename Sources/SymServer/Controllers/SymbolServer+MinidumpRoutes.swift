@@ -16,7 +16,9 @@ extension SymbolServer {
                               retryAfter: retryAfter)
         }
         let query = request.uri.queryParameters
-        var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes)
+        let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
+        defer { charge.release() }
+        var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes, charge: charge)
         if let version = submission.annotations["ver"] {
             guard BundleManifest.isVersion(version) else {
                 throw ServerError(.badRequest, "the ver annotation must be 1 to 128 characters of [A-Za-z0-9._+-], not \"\(version.prefix(40))\"")
@@ -40,16 +42,18 @@ extension SymbolServer {
     }
 
     /// The app of an upload route, authenticated by `Authorization: Bearer KEY`, or, because a
-    /// crash client's upload URL is often all an app can configure, by `?key=KEY` (as Sentry's
-    /// minidump endpoint takes it). Only the path is ever logged, never the query.
+    /// crash client's upload URL is often all an app can configure, by `?key=KEY` or
+    /// `?sentry_key=KEY` (as Sentry's minidump endpoint takes it, and sentry-native sends it).
+    /// Only the path is ever logged, never the query.
     func authenticateUpload(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         if request.headers[.authorization] != nil { return try await authenticate(request, context) }
         let appID = try context.parameters.require("appId")
-        let key = request.uri.queryParameters["key"].map(String.init) ?? ""
+        let query = request.uri.queryParameters
+        let key = (query["key"] ?? query["sentry_key"]).map(String.init) ?? ""
         let stored = BundleManifest.isIdentifier(appID) ? try await metadata.keyHash(appID: appID) : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
-            throw ServerError(.unauthorized, "missing or invalid app key (give it as Authorization: Bearer KEY or ?key=KEY)")
+            throw ServerError(.unauthorized, "missing or invalid app key (give it as Authorization: Bearer KEY, ?key=KEY or ?sentry_key=KEY)")
         }
         return appID
     }

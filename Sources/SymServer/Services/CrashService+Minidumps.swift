@@ -50,24 +50,43 @@ extension CrashService {
         }
         let objects = self.objects
         let files2 = files
-        try await NIOThreadPool.singleton.runIfActive {
-            for file in files2 where !objects.contains(sha256: file.sha256) {
+        // The objects this request adds: a duplicate (or a failure) must not leave them behind.
+        let added = try await NIOThreadPool.singleton.runIfActive {
+            var added: [String] = []
+            for file in files2 where !objects.contains(sha256: file.sha256) && !added.contains(file.sha256) {
                 let scratch = objects.temporaryDirectory + "/minidump-" + CrashStore.randomHex(bytes: 12)
                 try Self.writeAll(file.bytes, to: scratch)
                 try objects.insert(fileAt: scratch, sha256: file.sha256)
+                added.append(file.sha256)
             }
+            return added
         }
-        let receipt = try await store.acceptMinidump(
-            CrashStore.NewCrash(appID: appID, version: submission.version, host: nil, environment: nil,
-                                inputFormat: CrashStore.minidumpFormat, rawSHA256: sha256, rawSize: submission.minidump.count,
-                                idempotencyKey: "minidump-sha256:" + sha256, receivedMilliseconds: currentMilliseconds()),
-            details: CrashStore.MinidumpDetails(product: submission.product, annotations: submission.annotations,
-                                                attachments: attachments))
-        if !receipt.replayed {
+        let receipt: CrashStore.Receipt
+        do {
+            receipt = try await store.acceptMinidump(
+                CrashStore.NewCrash(appID: appID, version: submission.version, host: nil, environment: nil,
+                                    inputFormat: CrashStore.minidumpFormat, rawSHA256: sha256, rawSize: submission.minidump.count,
+                                    idempotencyKey: "minidump-sha256:" + sha256, receivedMilliseconds: currentMilliseconds()),
+                details: CrashStore.MinidumpDetails(product: submission.product, annotations: submission.annotations,
+                                                    attachments: attachments))
+        } catch {
+            try? await removeUnused(added)
+            throw error
+        }
+        if receipt.replayed {
+            // The first crash keeps its own attachments; what this request wrote is nobody's.
+            try await removeUnused(added)
+        } else {
             minidumpsAccepted.increment()
             doorbell.ring()
         }
         return receipt
+    }
+
+    /// Removes those of `objects` that no crash uses (neither as raw bytes nor as an attachment).
+    private func removeUnused(_ added: [String]) async throws {
+        guard !added.isEmpty else { return }
+        for sha256 in try await store.unusedCrashObjects(added) { objects.remove(sha256: sha256) }
     }
 
     /// Reads a minidump crash on the calling (thread-pool) thread, then goes on as `begin` does;

@@ -20,6 +20,8 @@ final class CrashService: Sendable {
     let doorbell = Doorbell()
     let board = CompletionBoard()
     let limiter: CrashRateLimiter
+    /// Bytes of upload bodies held in memory across requests (`--max-crash-bytes-in-flight`).
+    let bodyBytes: UploadLimiter
     let logger: Logger
     /// When a group's growth is a spike (notifications, docs/webhooks.md).
     let spike: CrashStore.SpikeRule
@@ -43,6 +45,7 @@ final class CrashService: Sendable {
         self.configuration = configuration
         symbolication = StoreSymbolication(metadata: metadata, objects: objects, tableCacheBytes: configuration.tableCacheMB << 20)
         limiter = CrashRateLimiter(perMinute: configuration.maxCrashesPerMinute)
+        bodyBytes = UploadLimiter(limit: configuration.maxCrashBytesInFlight)
         self.logger = logger
     }
 

@@ -21,11 +21,14 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     /// every third of this while it processes, and a node killed meanwhile loses its jobs to
     /// another node this long after its last renewal.
     public var jobLeaseSeconds: Double = 120
+    /// Most bytes of crash uploads (`POST …/crashes` and `…/minidump` bodies) held in memory at
+    /// once, across requests (503 with Retry-After above).
+    public var maxCrashBytesInFlight: Int
 
     /// Creates a configuration.
     public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
                 retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2,
-                maxMinidumpBytes: Int = 64 << 20) {
+                maxMinidumpBytes: Int = 64 << 20, maxCrashBytesInFlight: Int = 256 << 20) {
         self.maxReportBytes = maxReportBytes
         self.maxFrames = maxFrames
         self.maxCrashesPerMinute = maxCrashesPerMinute
@@ -33,12 +36,13 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
         self.tableCacheMB = tableCacheMB
         self.workers = workers
         self.maxMinidumpBytes = maxMinidumpBytes
+        self.maxCrashBytesInFlight = maxCrashBytesInFlight
     }
 
     /// The setting names (flags, config-file keys, `CRASHSYM_…` variables).
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
-        "max-minidump-bytes",
+        "max-minidump-bytes", "max-crash-bytes-in-flight",
         "job-lease-seconds",
     ]
 
@@ -67,6 +71,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
             }
             configuration.jobLeaseSeconds = seconds
         }
+        configuration.maxCrashBytesInFlight = try integer("max-crash-bytes-in-flight", configuration.maxCrashBytesInFlight, minimum: 1024)
         if let text = value("retention-days") {
             guard let days = Double(text.trimmingCharacters(in: .whitespaces)), days >= 0, days.isFinite else {
                 throw ConfigurationError("retention-days: \"\(text)\" is not a number of days of at least 0")

@@ -61,6 +61,8 @@ public protocol MetadataStore: Sendable {
     /// Forgets the attachments of deleted crashes; returns the objects no crash uses any more,
     /// for the caller to remove after the commit.
     func collectOrphanAttachments() async throws -> [String]
+    /// Those of `candidates` (object SHA-256s) that no crash uses, as raw bytes or as an attachment.
+    func unusedCrashObjects(_ candidates: [String]) async throws -> [String]
     /// One page of the app's crashes, newest first, after `cursor`.
     func crashes(appID: String, filter: CrashStore.CrashFilter, limit: Int, cursor: Int64?) async throws
         -> (crashes: [CrashStore.CrashSummary], next: Int64?)

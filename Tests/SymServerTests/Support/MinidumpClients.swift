@@ -51,15 +51,16 @@ enum MinidumpClients {
     /// What crashpad_handler's Linux transport sends: POST with the body chunked (it sets no
     /// Content-Length), `Content-Encoding: gzip` when compressed, its user agent, the key in the
     /// URL (often all a Crashpad `StartHandler` url can carry).
+    /// `route` is the path before the query (default `/api/v1/apps/APP/minidump`).
     static func crashpadPost(_ server: TestServer, body: Data, contentType: String, gzip: Bool, query: String,
-                             extra: [String] = []) throws -> HTTPAnswer {
+                             route: String? = nil, extra: [String] = []) throws -> HTTPAnswer {
         let path = server.scratch + "/crashpad-\(UUID().uuidString)"
         try body.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         var arguments = ["-H", "Content-Type: \(contentType)", "-H", "Transfer-Encoding: chunked", "-A", "Crashpad/0.8.0",
                          "--data-binary", "@" + path]
         if gzip { arguments += ["-H", "Content-Encoding: gzip"] }
-        return try server.request("POST", "/api/v1/apps/\(server.appID)/minidump?\(query)", key: .some(nil),
+        return try server.request("POST", (route ?? "/api/v1/apps/\(server.appID)/minidump") + "?" + query, key: .some(nil),
                                   extra: arguments + extra)
     }
 

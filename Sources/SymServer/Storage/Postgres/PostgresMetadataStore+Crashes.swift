@@ -82,16 +82,22 @@ extension PostgresMetadataStore {
                 DELETE FROM crash_attachment a WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = a.crash_seq)
                 RETURNING a.sha256
                 """).map { try $0.decode(String.self) }
-            var unused: [String] = []
-            for sha256 in Set(orphans).sorted() {
-                let used = try await db.rows("""
-                    SELECT EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = \(sha256))
-                        OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = \(sha256))
-                    """)[0].decode(Bool.self)
-                if !used { unused.append(sha256) }
-            }
-            return unused
+            return try await Self.unused(db, Set(orphans).sorted())
         }
+    }
+
+    public func unusedCrashObjects(_ candidates: [String]) async throws -> [String] {
+        try await transaction { db in try await Self.unused(db, candidates) }
+    }
+
+    /// Those of `candidates` that neither a crash's raw bytes nor an attachment use.
+    static func unused(_ db: Transaction, _ candidates: [String]) async throws -> [String] {
+        guard !candidates.isEmpty else { return [] }
+        let used = Set(try await db.rows("""
+            SELECT sha256 FROM crash_attachment WHERE sha256 = ANY(\(candidates))
+            UNION SELECT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(candidates))
+            """).map { try $0.decode(String.self) })
+        return candidates.filter { !used.contains($0) }
     }
 
     /// Adds (or re-arms) the job of crash `seq`, and wakes idle workers of every node at commit.
