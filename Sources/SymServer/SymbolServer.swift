@@ -76,6 +76,8 @@ public struct SymbolServer: Sendable {
             services: [application,
                        CrashProcessor(service: crashes, workers: crashes.configuration.workers),
                        RetentionService(service: crashes, days: crashes.configuration.retentionDays),
+                       RegroupService(service: crashes),
+
                        WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
                                               signal: crashes.webhookSignal)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
