@@ -22,6 +22,9 @@ public struct SymbolServer: Sendable {
     let uploads: UploadLimiter
     /// The crash service: ingestion, processing, symbolication, groups.
     let crashes: CrashService
+    /// App key hashes read from the store, remembered for a second.
+    let keyCache = AppKeyCache()
+
     /// Notifications: spike rule, links, delivery limits.
     let webhooks: WebhookConfiguration
 
@@ -114,7 +117,9 @@ public struct SymbolServer: Sendable {
     func authenticate(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let appID = try context.parameters.require("appId")
         let key = Self.bearerToken(request.headers[.authorization] ?? "") ?? ""
-        let stored = BundleManifest.isIdentifier(appID) ? try await store.keyHash(appID: appID) : nil
+        // The stored hash, remembered for a second (AppKeyCache: a rotated key works that much longer).
+        let stored = BundleManifest.isIdentifier(appID)
+            ? try await keyCache.hash(appID: appID) { try await store.keyHash(appID: appID) } : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key")

@@ -329,7 +329,9 @@ final class CrashService: Sendable {
         defer { symbolicateTimer.recordInterval(since: start) }
         let maxFrames = configuration.maxFrames
         let symbolication = symbolication
-        // One thread-pool job: check, parse, find the tables, symbolicate and render.
+        // One thread-pool job: check, parse, find the tables, symbolicate and render. (Not on the
+        // request's own task: tried for small reports, the server answered nothing under 64
+        // connections; the synchronous store read and the engine block the cooperative threads.)
         return try await NIOThreadPool.singleton.runIfActive {
             guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
             let report = try Self.parseNow(body, format: format, maxFrames: maxFrames)
@@ -352,13 +354,14 @@ final class CrashService: Sendable {
         let path = objects.path(sha256: table.sha256)
         let tables = symbolication.tables
         return try await NIOThreadPool.singleton.runIfActive {
-            let table: SymbolTable
+            let symbols: ModuleSymbols
             do {
-                table = try tables.table(at: path).table  // opened once, shared with symbolication
+                symbols = try tables.table(at: path)  // opened once, shared with symbolication
             } catch {
                 throw ServerError(.internal, "cannot read the table of \(buildID): \(error)")
             }
-            var renderer = FrameRenderer(table: table, style: .json)
+            // Names rendered by earlier requests are kept with the table: not rendered again.
+            var renderer = FrameRenderer(table: symbols.table, strings: symbols.renderedStrings(style: .json))
             var bytes: [UInt8] = []
             for address in addresses {
                 do { try renderer.render(address, into: &bytes) } catch {
