@@ -203,7 +203,10 @@ final class CrashService: Sendable {
         } catch {
             return CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: [])
         }
-        let reportVersion = report.metadata("version") ?? report.metadata("app_version")
+        // As the crash records it (`finish` keeps 128 characters): names are matched, and their
+        // misses recorded, under the same version.
+        let reportVersion = (report.metadata("version") ?? report.metadata("app_version")).map { String($0.prefix(128)) }
+
         let result = try symbolication.symbolicateNow(report, appID: input.appID,
                                                       version: input.versionGiven ? input.version : reportVersion ?? input.version,
                                                       renderings: .json)

@@ -91,11 +91,6 @@ extension CrashStore {
         }
     }
 
-    /// Keeps the signature frames of crash `seq` (in `finish`'s transaction).
-    static func recordGrouping(_ db: Database, seq: Int64, grouping: [UInt8]?) throws {
-        try db.execute(sql: "UPDATE crash SET grouping = ? WHERE seq = ?", arguments: [grouping.map { Data($0) }, seq])
-    }
-
     /// The signature of crash `id` with every examined frame's role, as computed when it was last
     /// processed; nil when it has none (not processed yet, or processed before it was kept).
     public func grouping(appID: String, crashID id: String) async throws -> CrashSignature? {

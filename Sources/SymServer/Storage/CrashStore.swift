@@ -301,18 +301,18 @@ public final class CrashStore: Sendable {
         let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
         try db.execute(sql: """
             UPDATE crash SET state = ?, failure = ?, format = ?, signal = ?, signature = ?, title = ?, group_id = ?,
-                             report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?
+                             report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?, grouping = ?
             WHERE seq = ?
             """, arguments: [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
                              result.title, newGroup, result.report.map { Data($0) },
-                             result.state == .done ? now : nil, missingJSON, version, seq])
+                             result.state == .done ? now : nil, missingJSON, version, result.grouping.map { Data($0) }, seq])
         try db.execute(sql: "DELETE FROM crash_missing WHERE crash_seq = ?", arguments: [seq])
         let insert = try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (?, ?, ?, ?)
             """)
         for module in result.missing { try insert.execute(arguments: [appID, module.buildID, seq, module.name]) }
         try Self.recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames)
-        try Self.recordGrouping(db, seq: seq, grouping: result.grouping)
+
         // Symbols that arrived while this job ran re-armed it: run again instead of ending.
         try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", arguments: [seq])
         try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", arguments: [seq])
