@@ -217,7 +217,8 @@ final class CrashService: Sendable {
         return CrashStore.ProcessingResult(
             state: .done, format: report.format.rawValue, signal: report.signal, reportVersion: reportVersion,
             signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result),
-            missingNames: Self.missingNames(result), grouping: try? Array(JSONEncoder().encode(signature)))
+            missingNames: Self.missingNames(result), grouping: signature.jsonBytes)
+
     }
 
     /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
