@@ -31,7 +31,16 @@ extension ReportWriter {
             return "written"
         case .notSymbolFile:
             return "neither an ELF file nor a .csym table"
+        case .ambiguous(let name, let count):
+            return "one of \(count) files named \(name): ambiguous without a build-id, not used"
         }
+    }
+
+    /// Why a module was not symbolicated when `candidate` (one of several files of its name) is
+    /// the reason: the frame's one-line reason.
+    public static func ambiguityReason(_ candidate: SymbolCandidate) -> String? {
+        guard case .ambiguous(let name, let count) = candidate.outcome else { return nil }
+        return "ambiguous: \(count) symbol files named \(name) and the report gives no build-id to tell them apart; not guessed"
     }
 
     /// Why a module was not symbolicated when `candidate` (a build-id mismatch) is the reason:

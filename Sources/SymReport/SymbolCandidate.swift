@@ -45,6 +45,9 @@ public struct SymbolCandidate: Sendable, Equatable {
         case unreadable(reason: String)
         /// A file of unknown module that is neither an ELF file nor a `.csym` table.
         case notSymbolFile
+        /// One of `count` files that match a module reported without a build-id by its name
+        /// alone: which is the module's cannot be told, so none is used (not guessed).
+        case ambiguous(name: String, count: Int)
         /// The engine wrote the module's converted table there (the conversion cache).
         case stored
         /// The engine could not write the converted table (`reason`).
@@ -68,6 +71,12 @@ public struct SymbolCandidate: Sendable, Equatable {
     /// Whether the candidate is the module's file, unreadable.
     public var isUnreadable: Bool {
         if case .unreadable = outcome { return true }
+        return false
+    }
+
+    /// Whether the candidate is one of several files that share the module's name.
+    public var isAmbiguous: Bool {
+        if case .ambiguous = outcome { return true }
         return false
     }
 

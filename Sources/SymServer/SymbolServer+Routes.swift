@@ -112,7 +112,12 @@ extension SymbolServer {
         }
         let result = try await metadata.commit(appID: appID, manifest: bundle.manifest, modules: modules)
         metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
-        await crashes.symbolsAdded(appID: appID, buildIDs: result.stored)  // late symbols (new and improved tables)
+        // Late symbols: by build-id (new and improved tables) and, for modules reported without
+        // one, by name (every table the bundle links to its version, present before or not).
+        await crashes.symbolsAdded(appID: appID, buildIDs: result.stored, version: bundle.manifest.version,
+                                   names: modules.map(\.name))
+
+
         context.logger.info("bundle stored", metadata: [
             "crashsym.app_id": "\(appID)", "crashsym.version": "\(bundle.manifest.version)",
             "crashsym.stored": "\(result.stored.count)", "crashsym.improved": "\(result.improved.count)",

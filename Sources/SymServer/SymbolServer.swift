@@ -24,6 +24,9 @@ public struct SymbolServer: Sendable {
     let uploads: UploadLimiter
     /// The crash service: ingestion, processing, symbolication, groups.
     let crashes: CrashService
+    /// App key hashes read from the store, remembered for a second.
+    let keyCache = AppKeyCache()
+
     /// Notifications: spike rule, links, delivery limits.
     let webhooks: WebhookConfiguration
 
@@ -89,6 +92,8 @@ public struct SymbolServer: Sendable {
             services: [application,
                        CrashProcessor(service: crashes, workers: crashes.configuration.workers),
                        RetentionService(service: crashes, days: crashes.configuration.retentionDays),
+                       RegroupService(service: crashes),
+
                        WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
                                               signal: crashes.webhookSignal)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -127,7 +132,9 @@ public struct SymbolServer: Sendable {
     func authenticate(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let appID = try context.parameters.require("appId")
         let key = Self.bearerToken(request.headers[.authorization] ?? "") ?? ""
-        let stored = BundleManifest.isIdentifier(appID) ? try await metadata.keyHash(appID: appID) : nil
+        // The stored hash, remembered for a second (AppKeyCache: a rotated key works that much longer).
+        let stored = BundleManifest.isIdentifier(appID)
+            ? try await keyCache.hash(appID: appID) { try await metadata.keyHash(appID: appID) } : nil
         guard AppKey.matches(key, stored: stored) else {
             metrics.rejected("unauthorized")
             throw ServerError(.unauthorized, "missing or invalid app key")

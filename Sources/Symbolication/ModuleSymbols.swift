@@ -19,6 +19,9 @@ public final class ModuleSymbols: Sendable {
     /// made on first use and kept with the table: symbolicators made per request (the server)
     /// share them for as long as the table is kept open.
     private let locationCaches = Mutex<[LocationCache.Key: LocationCache]>([:])
+    /// The names and paths `FrameRenderer`s rendered from the table, per style, kept with it so
+    /// that renderers made per request (the server's lookup endpoint) do not render them again.
+    private let renderedStrings = Mutex<[FrameRenderer.Style: FrameRenderer.RenderedStrings]>([:])
 
     /// Wraps an open table.
     public init(table: SymbolTable, cachedPath: String? = nil) {
@@ -77,7 +80,19 @@ public final class ModuleSymbols: Sendable {
         }
     }
 
+    /// The rendered names and paths of the table in `style` (demangled), shared by every
+    /// renderer made with them for as long as the table is kept.
+    public func renderedStrings(style: FrameRenderer.Style) -> FrameRenderer.RenderedStrings {
+        renderedStrings.withLock { strings in
+            if let known = strings[style] { return known }
+            let made = FrameRenderer.RenderedStrings(table: table, style: style)
+            strings[style] = made
+            return made
+        }
+    }
+
     /// The frames at `address` (a module file virtual address), innermost first.
+
     public func frames(at address: UInt64) throws(FormatError) -> [SymbolicatedFrame] {
         var frames: [SymbolicatedFrame] = []
         _ = try table.forEachFrame(at: address) { (frame) throws(FormatError) in

@@ -361,6 +361,10 @@ public final class Symbolicator: Sendable {
             } else if let mismatch = candidates.first(where: \.isBuildIDMismatch), let reason = ReportWriter.mismatchReason(mismatch) {
                 result.status = .buildIDMismatch
                 result.reason = reason
+            } else if let ambiguous = candidates.first(where: \.isAmbiguous), let reason = ReportWriter.ambiguityReason(ambiguous) {
+                // Several files share the name of a module reported without a build-id: no symbols,
+                // and the reason says why none was picked.
+                result.reason = reason
             } else {
                 result.reason = "no symbols found for \(module.name)\(module.buildID.map { " (build-id \($0))" } ?? "")"
             }

@@ -3,8 +3,7 @@ import Testing
 import TestSupport
 
 /// A real `crashsym serve` on 127.0.0.1 (kernel-chosen port) with one app, for the agent tests;
-/// started like Tests/SymServerTests/Support/TestServer.swift does (that helper lives in another
-/// test target).
+/// started by TestSupport's `ServerProcess`, as SymServerTests' `TestServer` is.
 final class AgentTestServer {
     let scratch: String
     let dataDirectory: String
@@ -35,27 +34,9 @@ final class AgentTestServer {
 
     /// Starts the server (on `requested`, else a free port) and waits for its "listening on" line.
     func start(port requested: Int = 0) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = ["serve", "--data-dir", dataDirectory, "--port", String(requested), "--log-level", "warning"]
-        let output = Pipe()
-        process.standardOutput = output
-        let log = scratch + "/server-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
-        self.process = process
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw AgentTestFailure("server exited: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")") }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard let portText = text.split(separator: ":").last?.split(separator: "\n").first, let port = Int(portText) else {
-            throw AgentTestFailure("unexpected first line \(text)")
-        }
-        self.port = port
+        let server = try ServerProcess(binary: CLI.binary, dataDirectory: dataDirectory, scratch: scratch, port: requested)
+        process = server.process
+        port = server.port
     }
 
     /// kill -9 (the port stays known for a restart).

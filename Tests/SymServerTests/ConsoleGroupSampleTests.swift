@@ -40,7 +40,7 @@ struct ConsoleGroupSampleTests {
         #expect(group.json["sample_crash_id"] is NSNull)
     }
 
-    @Test("a sample crash that moves to another group (new rules, symbolicated again) is replaced in its old group")
+    @Test("crashes that move to another group (new rules, re-signed in the background) leave no sample behind")
     func movedSample() throws {
         let server = try TestServer()
         let first = try server.submitCrash(in: "log_and_abort")
@@ -51,16 +51,21 @@ struct ConsoleGroupSampleTests {
         #expect(try server.get("groups/\(group)").json["sample_crash_id"] as? String == firstID)
         let rules = #"{"rules": [{"action": "skip", "function": "log_and_abort", "note": "our logger aborts"}]}"#
         #expect(try server.request("PUT", "/api/v1/apps/\(server.appID)/grouping-rules", json: rules).status == 200)
-        // The console's "Symbolicate again" processes the first crash again under the new rules.
-        let console = ConsoleClient(server)
-        #expect(try console.signIn("alice", try server.createUser("alice", admin: true)).status == 303)
-        let page = try console.get("/apps/\(server.appID)/crashes/\(firstID)")
-        let token = try #require(ConsoleClient.csrf(in: page.text))
-        #expect(try console.post("/apps/\(server.appID)/crashes/\(firstID)/symbolicate", [("csrf", token)]).status == 303)
-        #expect(try CrashFixtures.eventually(within: 20) {
-            let moved = try server.get("crashes/\(firstID)").json["group_id"] as? String
-            return moved != nil && moved != group
+        // The rules change moves both crashes (in the background): the old group keeps no sample.
+        var moved: String?
+        #expect(try CrashFixtures.eventually(within: 30) {
+            let groups = try [firstID, secondID].map { try server.get("crashes/\($0)").json["group_id"] as? String }
+            moved = groups[0]
+            return groups[0] != nil && groups[0] != group && groups[1] == groups[0]
         })
-        #expect(try server.get("groups/\(group)").json["sample_crash_id"] as? String == secondID)
+        let old = try server.get("groups/\(group)").json
+        #expect(old["sample_crash_id"] is NSNull)
+        #expect(old["count"] as? Int == 0)
+        let new = try server.get("groups/\(try #require(moved))").json
+        #expect([firstID, secondID].contains(new["sample_crash_id"] as? String ?? ""))
+        // Its sample deleted, the new group names the other crash.
+        let sample = try #require(new["sample_crash_id"] as? String)
+        #expect(try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(sample)").status == 204)
+        #expect(try server.get("groups/\(try #require(moved))").json["sample_crash_id"] as? String == (sample == firstID ? secondID : firstID))
     }
 }

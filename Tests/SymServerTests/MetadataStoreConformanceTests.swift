@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SymBundle
+import Symbolication
 @testable import SymServer
 import Testing
 
@@ -161,6 +162,61 @@ struct MetadataStoreConformanceTests {
             let expired = try await store.expireCrashes(receivedBefore: 5_000, limit: 10)
             #expect(expired.deleted == 1 && expired.objects == ["r3"])
             #expect(try await store.pendingJobCount() == 0)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func lateSymbolsByNameAndRegrouping(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let crash = try await store.accept(Self.crash(app, version: "1.0", raw: "n1"))
+            let signature = CrashSignature(signature: "sig-n", title: "t sig-n", stack: 0, frames: [])
+            var result = Self.done("sig-n")
+            result.missingNames = ["libfoo.so"]
+            result.grouping = signature.jsonBytes
+            _ = try await store.finish(seq: try await Self.leaseAll(store)[0], result: result, now: 100_000)
+            #expect(try await store.grouping(appID: app, crashID: crash.id) == signature)
+            #expect(try await store.pendingJobCount() == 0)
+            #expect(try await store.namedTableCounts(appID: app, version: "1.0", names: ["libfoo.so"]) == ["libfoo.so": 0])
+            // A table of that name for another version queues nothing; for the crash's version, the crash.
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "2.0"), modules: [Self.module("f2", name: "libfoo.so")])
+            #expect(try await store.requeue(appID: app, version: "2.0", names: ["libfoo.so"], now: 200_000) == 0)
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"), modules: [Self.module("f1", name: "libfoo.so")])
+            #expect(try await store.namedTableCounts(appID: app, version: "1.0", names: ["libfoo.so"]) == ["libfoo.so": 1])
+            #expect(try await store.requeue(appID: app, version: "1.0", names: ["libfoo.so"], now: 200_000) == 1)
+            #expect(try await store.requeueResolvableNames(now: 200_000) == 1)
+            let again = try await Self.leaseAll(store, now: 300_000)
+            #expect(again.count == 1)
+            _ = try await store.finish(seq: again[0], result: Self.done("sig-n"), now: 300_000)
+            #expect(try await store.requeueResolvableNames(now: 400_000) == 0)
+            // A second table of the name makes it ambiguous.
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"), modules: [Self.module("f3", name: "libfoo.so")])
+            #expect(try await store.namedTableCounts(appID: app, version: "1.0", names: ["libfoo.so", "other"]) == ["libfoo.so": 2, "other": 0])
+
+            // Rules: the same document again starts nothing; a new one queues every crash not failed.
+            let second = try await store.accept(Self.crash(app, raw: "n2", at: 2_000))
+            _ = try await store.finish(seq: try await Self.leaseAll(store, now: 500_000)[0], result: Self.done("sig-m"), now: 500_000)
+            #expect(try await store.replaceGroupingRules(appID: app, rules: "{\"rules\":[]}", now: 600_000))
+            #expect(try await store.replaceGroupingRules(appID: app, rules: "{\"rules\":[]}", now: 600_001) == false)
+            #expect(try await store.groupingRules(appID: app) == "{\"rules\":[]}")
+            #expect(try await store.regroupBacklog(appID: app) == 2)
+            let step = try await store.queueRegroupBatch(limit: 1, now: 600_000)
+            #expect(step == CrashStore.RegroupStep(queued: 1, remaining: true))
+            // The limit counts waiting re-signing jobs: none more until those are done.
+            #expect(try await store.queueRegroupBatch(limit: 1, now: 600_000) == CrashStore.RegroupStep(queued: 0, remaining: true))
+            #expect(try await store.regroupBacklog(appID: app) == 2)
+            let jobs = try await store.leaseJobs(limit: 10, now: 700_000, lease: 1_000)
+            #expect(jobs.map(\.kind) == [.regroup])
+            _ = try await store.finish(seq: jobs[0].seq, result: Self.done("sig-n"), now: 700_000)
+            let last = try await store.queueRegroupBatch(limit: 1, now: 700_000)
+            #expect(last.queued == 1)
+            _ = try await store.queueRegroupBatch(limit: 5, now: 700_000)
+            #expect(try await store.regroupBacklog(appID: app) == 1)
+            let final = try await store.leaseJobs(limit: 10, now: 800_000, lease: 1_000)
+            _ = try await store.finish(seq: final[0].seq, result: Self.done("sig-m"), now: 800_000)
+            #expect(try await store.regroupBacklog(appID: app) == 0)
+            #expect(try await store.queueRegroupBatch(limit: 5, now: 900_000) == CrashStore.RegroupStep(queued: 0, remaining: false))
+            #expect(try await store.crash(appID: app, id: second.id).summary.signature == "sig-m")
         }
     }
 

@@ -119,6 +119,13 @@ struct SymbolicateEndpointTests {
         #expect(cli.status == 0)
         #expect(answer.text == cli.stdout)
         #expect(answer.text.contains(#""function":"#))
+        // Later requests render from the names kept with the table: the same bytes, in another order too.
+        let again = try fixture.server.get("symbolicate?build_id=\(module.buildID)&" + addresses.map { "address=\($0)" }.joined(separator: "&"))
+        #expect(again.text == cli.stdout)
+        let reversed = try fixture.server.get("symbolicate?build_id=\(module.buildID)&" + addresses.reversed().map { "address=\($0)" }.joined(separator: "&"))
+        let cliReversed = try Binary.crashsym(["lookup", module.symbols, "--format", "json"] + addresses.reversed())
+        #expect(reversed.text == cliReversed.stdout)
+
 
         #expect(try fixture.server.get("symbolicate?build_id=\(module.buildID)").status == 400)
         #expect(try fixture.server.get("symbolicate?build_id=\(module.buildID)&address=zz").status == 400)

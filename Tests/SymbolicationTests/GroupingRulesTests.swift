@@ -255,6 +255,22 @@ import Testing
         #expect(text.contains("\"frames_not_examined\"") && text.contains("\"role\":\"skipped\"") && text.contains("\"is_app\""))
     }
 
+    @Test func signatureBytesReadBackAsTheCodableForm() throws {
+        let rules = try GroupingRules(document: #"{"rules": [{"action": "skip", "function": "log_\"fatal*", "note": "ours \n aborts"}]}"#)
+        let signatures = [
+            Self.signature([.libc("abort"), .app("check"), .app("main")]),
+            Self.signature([.app("log_\"fatal_x"), .libc("malloc"), .unresolved("libvendor2.so", 0x10), .app("main")], rules: rules),
+            Self.signature([]),
+            Self.signature([Frame](repeating: .libc("abort"), count: 300)),
+        ]
+        for signature in signatures {
+            let decoded = try JSONDecoder().decode(CrashSignature.self, from: Data(signature.jsonBytes))
+            #expect(decoded == signature)
+            #expect(decoded == (try JSONDecoder().decode(CrashSignature.self, from: try JSONEncoder().encode(signature))))
+        }
+    }
+
+
     /// A million frames: only the first `maximumFramesExamined` are looked at.
     @Test func hugeStacksAreBounded() {
         let frames = [Frame](repeating: .libc("abort"), count: 1_000_000)

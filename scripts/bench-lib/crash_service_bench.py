@@ -3,7 +3,8 @@
 ceiling, the lookup endpoint, crash ingestion and processing, all with wrk on 127.0.0.1.
 
   crash_service_bench.py [--crashsym BIN] [--duration 10] [--connections 64] [--reports 2000]
-                         [--ingest-duration 10] [--backlog 2000] [--postgres] [--json]
+                         [--ingest-duration 10] [--backlog 2000] [--rss-tables-mb 0] [--rss-only]
+                         [--postgres] [--json]
 
 With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--database`).
 
@@ -19,8 +20,14 @@ With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--
    long processing takes to catch up (crashsym_crashes_processed_total on /metrics).
 6. Late symbols: `--backlog` crashes of a module the server lacks, then its table is uploaded:
    seconds until every one was symbolicated again.
+7. With --rss-tables-mb N: the server's peak RSS with N MiB of stored tables and the default table
+   cache (512 MiB) under load. python3.11d's table is stored under as many distinct build-ids as
+   make N MiB (its build-id bytes rewritten in each copy, uploaded in bundles), the server is
+   restarted, and reports that each touch 8 of those tables (every table several times over) are
+   POSTed to symbolicate from 8 threads; then VmHWM of the server. --rss-only runs only this part.
 Targets (issue 14): symbolicate >= 5,000 req/s, >= 50% of the ceiling, p99 <= 20 ms; ingestion
->= 2,000 crashes/s with processing within 2x that time; 100,000 re-symbolicated in <= 60 s.
+>= 2,000 crashes/s with processing within 2x that time; 100,000 re-symbolicated in <= 60 s; peak
+RSS <= the table cache + 150 MiB with 2 GiB of tables.
 """
 
 import argparse
@@ -28,15 +35,19 @@ import json
 import os
 import random
 import re
+import hashlib
 import statistics
+import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contextlib  # noqa: E402
-from serverkit import Workspace, default_crashsym, postgres_cluster  # noqa: E402
+from serverkit import Workspace, default_crashsym, postgres_cluster, stop_server  # noqa: E402
 import symbolicate_bench  # noqa: E402
 
 
@@ -86,6 +97,106 @@ def wait_for(predicate, timeout):
     return None
 
 
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def rss_under_load(ws, module, tables, target_mb, rng):
+    """Section 7: stores `target_mb` MiB of distinct copies of `module`'s table, restarts the server
+    and symbolicates reports touching all of them; returns the measurements."""
+    source = os.path.join(tables, module["build_id"] + ".csym")
+    with open(source, "rb") as f:
+        table = f.read()
+    original = bytes.fromhex(module["build_id"])
+    at = table.find(original)
+    if at < 0:
+        sys.exit("crash_service_bench: the table does not hold its build-id bytes")
+    count = max(1, -(-target_mb * (1 << 20) // len(table)))
+    ids = []
+    bundle = os.path.join(ws.work, "rss-bundle.zip")
+    per_bundle = 16
+    for first in range(0, count, per_bundle):
+        entries = []
+        with zipfile.ZipFile(bundle, "w", zipfile.ZIP_STORED) as z:
+            for i in range(first, min(count, first + per_bundle)):
+                # A distinct build-id of the same length: the last 4 bytes replaced by the copy's number.
+                new = original[:-4] + struct.pack(">I", 0x5a000000 + i)
+                copy = table[:at] + new + table[at + len(new):]
+                bid = new.hex()
+                ids.append(bid)
+                z.writestr(f"symbols/{bid}.csym", copy)
+                entries.append({"build_id": bid, "name": "python3.11d", "arch": "x86_64", "has_dwarf": True,
+                                "symbols": {"path": f"symbols/{bid}.csym", "size": len(copy),
+                                            "sha256": hashlib.sha256(copy).hexdigest()}})
+            manifest = {"format": "crashsym-bundle", "format_version": 1, "app_id": ws.app_id, "package": "bench",
+                        "version": "rss", "platform": "linux", "tool": "crash_service_bench", "created": "2026-11-22T00:00:00Z",
+                        "modules": entries}
+            z.writestr("manifest.json", json.dumps(manifest))
+        with open(bundle, "rb") as f:
+            status, answer = post(ws.base, f"/api/v1/apps/{ws.app_id}/symbols", ws.key, f.read())
+        if status != 201:
+            sys.exit(f"crash_service_bench: rss upload answered {status}: {answer[:200]!r}")
+    os.remove(bundle)
+    stored_mb = count * len(table) / (1 << 20)
+
+    # A fresh process: what the uploads cost is not the measurement.
+    stop_server(ws.server)
+    ws.base = ws.serve("--max-crashes-per-minute", "0", "--log-level", "error")
+    pid = ws.server.pid
+    idle = peak_rss_mb(pid)
+
+    # Reports of 8 tables x 6 frames each; every table is touched `passes` times, in shuffled order.
+    passes = 3
+    order = [bid for _ in range(passes) for bid in rng.sample(ids, len(ids))]
+    reports = []
+    for start in range(0, len(order), 8):
+        frame_list = []
+        for i, bid in enumerate(order[start:start + 8]):
+            copy = {"path": f"/opt/rss/{i}/python3.11d", "build_id": bid}
+            for _ in range(6):
+                fstart, size = rng.choice(module["functions"])
+                frame_list.append((copy, fstart + rng.randrange(1, size)))
+        reports.append(symbolicate_bench.asan_report(frame_list, 4242))
+    failures = []
+    resolved = [0]
+    lock = threading.Lock()
+    cursor = [0]
+
+    def worker():
+        while True:
+            with lock:
+                if cursor[0] >= len(reports):
+                    return
+                body = reports[cursor[0]]
+                cursor[0] += 1
+            try:
+                status, answer = post(ws.base, f"/api/v1/apps/{ws.app_id}/symbolicate", ws.key, body.encode())
+                ok = sum(1 for s in json.loads(answer)["stacks"] for x in s["frames"] if x["status"] == "ok")
+                with lock:
+                    resolved[0] += ok
+            except Exception as error:  # noqa: BLE001 - counted and reported
+                with lock:
+                    failures.append(str(error))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - start
+    if failures:
+        sys.exit(f"crash_service_bench: {len(failures)} rss requests failed: {failures[0]}")
+    peak = peak_rss_mb(pid)
+    return {"rss_tables": count, "rss_tables_mb": round(stored_mb), "rss_reports": len(reports),
+            "rss_frames_resolved": resolved[0], "rss_frames": len(order) * 6, "rss_seconds": round(seconds, 1),
+            "rss_idle_mb": idle, "rss_peak_mb": peak, "rss_limit_mb": 512 + 150}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crashsym", default=default_crashsym())
@@ -95,6 +206,9 @@ def main():
     parser.add_argument("--ingest-duration", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=2000)
     parser.add_argument("--postgres", action="store_true", help="metadata in a throw-away PostgreSQL (--database)")
+    parser.add_argument("--rss-tables-mb", type=int, default=0,
+                        help="also measure peak RSS with this many MiB of stored tables (0: skip)")
+    parser.add_argument("--rss-only", action="store_true", help="only the RSS measurement (needs --rss-tables-mb)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(1)
@@ -111,12 +225,16 @@ def main():
             debug = f"/usr/lib/debug/.build-id/{module['build_id'][:2]}/{module['build_id'][2:]}.debug"
             if os.path.exists(debug):
                 inputs.append(debug)
-        base = ws.serve("--max-crashes-per-minute", "0", "--log-level", "error")
+        base = ws.base = ws.serve("--max-crashes-per-minute", "0", "--log-level", "error")
         env = dict(os.environ, CRASHSYM_APP_KEY=ws.key, XDG_CACHE_HOME=os.path.join(work, "cache"),
                    XDG_CONFIG_HOME=os.path.join(work, "config"))
         subprocess.run([args.crashsym, "upload", *inputs, "--app-id", ws.app_id, "--server", base, "--version", "1.0"],
                        check=True, capture_output=True, env=env)
         subprocess.run([args.crashsym, "dump", *inputs, "-o", tables], check=True, capture_output=True)
+        if args.rss_only:
+            result.update(rss_under_load(ws, modules[0], tables, args.rss_tables_mb, rng))
+            print(json.dumps(result, indent=1))
+            return
         frames = symbolicate_bench.frames(rng, modules, 50)
         report = symbolicate_bench.asan_report(frames, 4242)
         report_path = os.path.join(work, "report.txt")
@@ -206,10 +324,9 @@ def main():
         done = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= 2 * sent, 900)
         result.update(backlog=int(sent), backlog_resymbolicated_seconds=round(time.perf_counter() - start, 1) if done is not None else None,
                       backlog_requeued=int(metric(base, "crashsym_crashes_requeued_total") - requeued_before))
-        with open(f"/proc/{ws.server.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    result["server_peak_rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+        result["server_peak_rss_mb"] = peak_rss_mb(ws.server.pid)
+        if args.rss_tables_mb > 0:
+            result.update(rss_under_load(ws, modules[0], tables, args.rss_tables_mb, rng))
 
     if args.json:
         print(json.dumps(result, indent=1))
@@ -229,6 +346,10 @@ def main():
     print(f"  late symbols: {r['backlog']} crashes re-symbolicated in {r['backlog_resymbolicated_seconds']} s "
           f"({r['backlog_requeued']} requeued; target 100,000 in <= 60 s)")
     print(f"  server peak RSS                                 {r.get('server_peak_rss_mb')} MiB")
+    if "rss_peak_mb" in r:
+        print(f"  peak RSS with {r['rss_tables_mb']} MiB of tables ({r['rss_tables']} tables, {r['rss_reports']} reports, "
+              f"{r['rss_frames_resolved']}/{r['rss_frames']} frames resolved in {r['rss_seconds']} s)  "
+              f"{r['rss_peak_mb']} MiB (target <= {r['rss_limit_mb']} MiB: the default 512 MiB cache + 150)")
 
 
 if __name__ == "__main__":

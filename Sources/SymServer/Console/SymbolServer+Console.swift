@@ -321,9 +321,11 @@ extension SymbolServer {
                              crumbs: [("Apps", "/apps"), (app.name, "/apps/\(app.id)"), ("Group", "/apps/\(app.id)/groups/\(group.id)")])
     }
 
-    /// The signature of a stored crash recomputed with every frame's role: its raw report parsed
-    /// and symbolicated again through the crash service's one path, then the app's rules.
+    /// The signature of a stored crash with every frame's role: as kept when it was processed,
+    /// else (a crash processed before they were kept) its raw report parsed and symbolicated
+    /// again through the crash service's one path, then the app's rules.
     private func explainSignature(appID: String, summary: CrashStore.CrashSummary) async throws -> CrashSignature {
+        if let kept = try await crashes.store.grouping(appID: appID, crashID: summary.id) { return kept }
         let raw = try await crashes.store.rawObject(appID: appID, id: summary.id)
         guard let data = FileManager.default.contents(atPath: crashes.objects.path(sha256: raw.sha256)) else {
             throw StoreError.corrupt("the raw bytes of crash \(summary.id) are missing")
@@ -355,6 +357,9 @@ extension SymbolServer {
         let view = ConsoleReportView.report(summary: summary, report: report, link: false, appID: app.id)
         let buildIDs = (view["buildIDs"] as? [String]) ?? []
         let present = try await crashes.store.presentTables(appID: app.id, buildIDs: buildIDs)
+        let unnamed = ((view["modules"] as? [[String: String]]) ?? []).filter { ($0["buildID"] ?? "").isEmpty }.compactMap { $0["name"] }
+        let named = try await crashes.store.namedTableCounts(appID: app.id, version: summary.version, names: unnamed)
+
         let modules = ((view["modules"] as? [[String: String]]) ?? []).map { module -> [String: Any] in
             var row: [String: Any] = module
             if let buildID = module["buildID"], !buildID.isEmpty {
@@ -362,8 +367,19 @@ extension SymbolServer {
                 row["symbols"] = have ? "uploaded" : "missing"
                 row["symbolsClass"] = have ? "have" : "missing"
             } else {
-                row["symbols"] = "no build-id: matched by name"
-                row["symbolsClass"] = ""
+                // Matched by name among the version's tables: one is a match (not verified), none
+                // or several (ambiguous, not guessed) leave the module without symbols.
+                switch named[module["name"] ?? ""] ?? 0 {
+                case 0:
+                    row["symbols"] = "no build-id, and no uploaded table of this version has the name"
+                    row["symbolsClass"] = "missing"
+                case 1:
+                    row["symbols"] = "no build-id: matched by name, not verified"
+                    row["symbolsClass"] = ""
+                case let count:
+                    row["symbols"] = "no build-id: ambiguous, \(count) uploaded tables of this version have the name"
+                    row["symbolsClass"] = "missing"
+                }
             }
             return row
         }

@@ -21,6 +21,8 @@ struct CrashProcessor: Service {
         try await store.releaseAllLeases()
         let resumed = try await store.pendingJobCount()
         let requeued = try await store.requeueResolvable(now: currentMilliseconds())
+            + store.requeueResolvableNames(now: currentMilliseconds())
+
         if resumed > 0 || requeued > 0 {
             service.logger.info("crash processing resumed", metadata: ["crashsym.jobs": "\(resumed)", "crashsym.requeued": "\(requeued)"])
         }

@@ -18,6 +18,8 @@ final class CrashService: Sendable {
     let configuration: CrashServiceConfiguration
     let symbolication: StoreSymbolication
     let doorbell = Doorbell()
+    /// Wakes the re-signing service after a change of grouping rules.
+    let regroupBell = Doorbell()
     let board = CompletionBoard()
     let limiter: CrashRateLimiter
     /// Bytes of upload bodies held in memory across requests (`--max-crash-bytes-in-flight`).
@@ -277,7 +279,9 @@ final class CrashService: Sendable {
         } catch {
             return .done(CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: []))
         }
-        let reportVersion = report.metadata("version") ?? report.metadata("app_version")
+        // As the crash records it (`finish` keeps 128 characters): names are matched, and their
+        // misses recorded, under the same version.
+        let reportVersion = (report.metadata("version") ?? report.metadata("app_version")).map { String($0.prefix(128)) }
         let parsed = Parsed(input: input, content: .report(report), reportVersion: reportVersion,
                             version: input.versionGiven ? input.version : reportVersion ?? input.version,
                             wanted: StoreSymbolication.Wanted(report))
@@ -314,7 +318,8 @@ final class CrashService: Sendable {
         let signature = CrashSignature.compute(for: result, rules: rules)
         return CrashStore.ProcessingResult(
             state: .done, format: format, signal: result.report.signal, reportVersion: reportVersion,
-            signature: signature.signature, title: signature.title, report: json, missing: missingModules(result))
+            signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result),
+            missingNames: Self.missingNames(result), grouping: signature.jsonBytes)
     }
 
     /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
@@ -338,7 +343,9 @@ final class CrashService: Sendable {
         } catch {
             throw ServerError(.badRequest, "grouping rules: \(error)")
         }
-        try await store.setGroupingRules(appID: appID, rules: rules.document)
+        if try await store.replaceGroupingRules(appID: appID, rules: rules.document, now: currentMilliseconds()) {
+            regroupBell.ring()  // the app's crashes are signed again in the background
+        }
         return rules.document
     }
 
@@ -378,12 +385,31 @@ final class CrashService: Sendable {
         return missing
     }
 
+    /// Names of modules without a build-id of which some frame found no symbols (no table of
+    /// the version has the name, or several have: ambiguous).
+    static func missingNames(_ result: SymbolicatedReport) -> [String] {
+        var names: [String] = []
+        var seen = Set<Int>()
+        for (s, stack) in result.report.stacks.enumerated() {
+            for (f, frame) in stack.frames.enumerated() where result.frames[s][f].status == .noSymbols {
+                guard let index = frame.module, index < result.report.modules.count, seen.insert(index).inserted,
+                      result.report.modules[index].buildID == nil else { continue }
+                names.append(result.report.modules[index].name)
+            }
+        }
+        return names
+    }
+
     // MARK: Late symbols
 
-    /// New build-ids were committed for the app: the crashes that lacked them are queued again.
-    func symbolsAdded(appID: String, buildIDs: [String]) async {
+    /// New build-ids were committed for the app (tables named `names`, for version `version`):
+    /// the crashes that lacked them are queued again, by build-id, and by name for those of the
+    /// version whose modules the report gave without a build-id.
+    func symbolsAdded(appID: String, buildIDs: [String], version: String? = nil, names: [String] = []) async {
         do {
-            let queued = try await store.requeue(appID: appID, newBuildIDs: buildIDs, now: currentMilliseconds())
+            var queued = try await store.requeue(appID: appID, newBuildIDs: buildIDs, now: currentMilliseconds())
+            if let version { queued += try await store.requeue(appID: appID, version: version, names: names, now: currentMilliseconds()) }
+
             if queued > 0 {
                 logger.info("late symbols: crashes queued again", metadata: ["crashsym.app_id": "\(appID)", "crashsym.crashes": "\(queued)"])
                 doorbell.ring()
@@ -451,13 +477,14 @@ final class CrashService: Sendable {
         let path = objects.path(sha256: table.sha256)
         let tables = symbolication.tables
         return try await NIOThreadPool.singleton.runIfActive {
-            let table: SymbolTable
+            let symbols: ModuleSymbols
             do {
-                table = try tables.table(at: path).table  // opened once, shared with symbolication
+                symbols = try tables.table(at: path)  // opened once, shared with symbolication
             } catch {
                 throw ServerError(.internal, "cannot read the table of \(buildID): \(error)")
             }
-            var renderer = FrameRenderer(table: table, style: .json)
+            // Names rendered by earlier requests are kept with the table: not rendered again.
+            var renderer = FrameRenderer(table: symbols.table, strings: symbols.renderedStrings(style: .json))
             var bytes: [UInt8] = []
             for address in addresses {
                 do { try renderer.render(address, into: &bytes) } catch {

@@ -124,7 +124,7 @@ struct StoreSymbolProvider: SymbolProvider {
             // Several uploaded modules of the version share the name: ambiguous, not guessed.
             return .notFound(candidates.map {
                 SymbolCandidate(source: Self.source, location: location($0.buildID),
-                                outcome: .unreadable(reason: "one of \(candidates.count) modules named \(module.name) in version \(version ?? "?"): ambiguous, not guessed"))
+                                outcome: .ambiguous(name: module.name, count: candidates.count))
             })
         }
     }

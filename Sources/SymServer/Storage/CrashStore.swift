@@ -62,6 +62,8 @@ public final class CrashStore: Sendable {
         registerUserMigrations(&migrator)
         registerMinidumpMigrations(&migrator)
         registerDeliveryClaimMigration(&migrator)
+        registerNameMigrations(&migrator)
+        registerRegroupMigrations(&migrator)
     }
 
     // MARK: Types
@@ -103,8 +105,19 @@ public final class CrashStore: Sendable {
         public enum Kind: String, Sendable {
             /// First processing of a new crash.
             case process
-            /// Symbols arrived for a build-id it lacked.
+            /// Symbols arrived for a build-id (or a name) it lacked.
             case resymbolicate
+            /// The app's grouping rules changed (CrashStore+Regroup.swift).
+            case regroup
+
+            /// Lower first: new crashes, then late symbols, then re-signing after a rules change.
+            var priority: Int {
+                switch self {
+                case .process: 0
+                case .resymbolicate: 1
+                case .regroup: 2
+                }
+            }
         }
         var seq: Int64
         var kind: Kind
@@ -136,6 +149,12 @@ public final class CrashStore: Sendable {
         var report: [UInt8]?
         /// Modules with a build-id whose frames found no symbols: (build-id, name).
         var missing: [(buildID: String, name: String)]
+        /// Modules without a build-id whose frames found no symbols (none of the version's
+        /// tables had the name, or several did): their names (CrashStore+Names.swift).
+        var missingNames: [String] = []
+        /// The signature with every examined frame's role (`CrashSignature` as JSON), for the
+        /// console (CrashStore+Regroup.swift).
+        var grouping: [UInt8]? = nil
     }
 
     // MARK: Ingestion
@@ -178,7 +197,7 @@ public final class CrashStore: Sendable {
         try db.execute(sql: """
             INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (crash_seq) DO UPDATE SET again = 1
-            """, arguments: [seq, kind.rawValue, kind == .process ? 0 : 1, now])
+            """, arguments: [seq, kind.rawValue, kind.priority, now])
     }
 
     // MARK: Jobs
@@ -290,16 +309,18 @@ public final class CrashStore: Sendable {
         let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
         try db.execute(sql: """
             UPDATE crash SET state = ?, failure = ?, format = ?, signal = ?, signature = ?, title = ?, group_id = ?,
-                             report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?
+                             report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?, grouping = ?
             WHERE seq = ?
             """, arguments: [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
                              result.title, newGroup, result.report.map { Data($0) },
-                             result.state == .done ? now : nil, missingJSON, version, seq])
+                             result.state == .done ? now : nil, missingJSON, version, result.grouping.map { Data($0) }, seq])
         try db.execute(sql: "DELETE FROM crash_missing WHERE crash_seq = ?", arguments: [seq])
         let insert = try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (?, ?, ?, ?)
             """)
         for module in result.missing { try insert.execute(arguments: [appID, module.buildID, seq, module.name]) }
+        try Self.recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames)
+
         // Symbols that arrived while this job ran re-armed it: run again instead of ending.
         try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", arguments: [seq])
         try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", arguments: [seq])
@@ -519,7 +540,8 @@ public final class CrashStore: Sendable {
     }
 
     private static func delete(_ db: Database, seqs: [Int64], objects: Set<String>) throws -> [String] {
-        for table in ["crash_missing", "crash_job", "crash_idempotency"] {
+        for table in ["crash_missing", "crash_missing_name", "crash_job", "crash_idempotency"] {
+
             let statement = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE crash_seq = ?")
             for seq in seqs { try statement.execute(arguments: [seq]) }
         }

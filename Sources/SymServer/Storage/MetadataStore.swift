@@ -1,4 +1,5 @@
 import SymBundle
+import Symbolication
 
 /// The metadata of a crashsym store, named by domain verbs: apps and their keys, versions and
 /// modules, crashes and their processing jobs, groups, people of the console and webhooks
@@ -63,6 +64,26 @@ public protocol MetadataStore: Sendable {
     func collectOrphanAttachments() async throws -> [String]
     /// Those of `candidates` (object SHA-256s) that no crash uses, as raw bytes or as an attachment.
     func unusedCrashObjects(_ candidates: [String]) async throws -> [String]
+    /// The signature of crash `id` with every examined frame's role, as computed when it was last
+    /// processed; nil when it has none.
+    func grouping(appID: String, crashID id: String) async throws -> CrashSignature?
+    /// Queues again every crash of the app's `version` that lacked a table named one of `names`;
+    /// returns how many.
+    @discardableResult
+    func requeue(appID: String, version: String, names: [String], now: Int64) async throws -> Int
+    /// Queues every crash that lacked a name its version now has exactly one table of (at start).
+    @discardableResult
+    func requeueResolvableNames(now: Int64) async throws -> Int
+    /// How many tables of the app's `version` each of `names` has (1: matched by name; more: ambiguous).
+    func namedTableCounts(appID: String, version: String, names: [String]) async throws -> [String: Int]
+    /// Stores the app's grouping rules and, when they changed, starts re-signing its crashes, in
+    /// one transaction; returns whether a run started.
+    @discardableResult
+    func replaceGroupingRules(appID: String, rules: String, now: Int64) async throws -> Bool
+    /// Queues the next `limit` crashes of the oldest re-signing run (unless `limit` such jobs wait).
+    func queueRegroupBatch(limit: Int, now: Int64) async throws -> CrashStore.RegroupStep
+    /// Crashes still to be re-signed under the app's current rules.
+    func regroupBacklog(appID: String) async throws -> Int
     /// One page of the app's crashes, newest first, after `cursor`.
     func crashes(appID: String, filter: CrashStore.CrashFilter, limit: Int, cursor: Int64?) async throws
         -> (crashes: [CrashStore.CrashSummary], next: Int64?)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The built `crashsym` binary, found like Tests/CrashsymTests/CLI.swift does.
 enum Binary {
@@ -122,31 +123,10 @@ final class TestServer {
 
     /// Starts the server (on `port`, else a free port) and waits for its "listening on" line.
     func start(port requested: Int = 0) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.crashsym)
-        process.arguments = ["serve", "--data-dir", dataDirectory, "--port", String(requested), "--log-level", "warning"]
-            + extraArguments
-        let output = Pipe()
-        process.standardOutput = output
-        let log = scratch + "/server-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
-        self.process = process
-        var line = Data()
-        let reader = output.fileHandleForReading
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = reader.availableData
-            if chunk.isEmpty {
-                throw TestFailure("server exited before listening: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-            }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard let portText = text.split(separator: ":").last?.split(separator: "\n").first, let port = Int(portText) else {
-            throw TestFailure("unexpected first line \(text)")
-        }
-        self.port = port
+        let server = try ServerProcess(binary: Binary.crashsym, dataDirectory: dataDirectory, scratch: scratch,
+                                       port: requested, arguments: extraArguments)
+        process = server.process
+        port = server.port
     }
 
     /// kill -9.

@@ -102,7 +102,7 @@ extension PostgresMetadataStore {
 
     /// Adds (or re-arms) the job of crash `seq`, and wakes idle workers of every node at commit.
     static func enqueue(_ db: Transaction, seq: Int64, kind: CrashStore.Job.Kind, now: Int64) async throws {
-        let priority = kind == .process ? 0 : 1
+        let priority = kind.priority
         try await db.rows("""
             INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (\(seq), \(kind.rawValue), \(priority), \(now))
             ON CONFLICT (crash_seq) DO UPDATE SET again = TRUE
@@ -203,7 +203,8 @@ extension PostgresMetadataStore {
         try await db.rows("""
             UPDATE crash SET state = \(result.state.rawValue), failure = \(result.failure), format = \(result.format),
                 signal = \(result.signal), signature = \(result.signature), title = \(result.title), group_id = \(newGroup),
-                report = \(report), symbolicated_ms = \(symbolicated), missing_build_ids = \(missingJSON), version = \(version)
+                report = \(report), symbolicated_ms = \(symbolicated), missing_build_ids = \(missingJSON), version = \(version),
+                grouping = \(result.grouping.map { ByteBuffer(bytes: $0) })
             WHERE seq = \(seq)
             """)
         try await db.rows("DELETE FROM crash_missing WHERE crash_seq = \(seq)")
@@ -215,6 +216,7 @@ extension PostgresMetadataStore {
                 ON CONFLICT DO NOTHING
                 """)
         }
+        try await recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames, now: now)
         // Symbols that arrived while this job ran re-armed it: run again instead of ending (the
         // two statements touch disjoint rows: `again` false, `again` true).
         try await db.rows("""
@@ -368,7 +370,7 @@ extension PostgresMetadataStore {
     }
 
     private static func delete(_ db: Transaction, seqs: [Int64], objects: Set<String>) async throws -> [String] {
-        for table in ["crash_missing", "crash_job", "crash_idempotency"] {
+        for table in ["crash_missing", "crash_missing_name", "crash_job", "crash_idempotency"] {
             try await db.rows(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE crash_seq = ANY($1)", binds: {
                 var binds = PostgresBindings()
                 try binds.append(seqs)

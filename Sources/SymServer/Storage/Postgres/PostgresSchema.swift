@@ -117,5 +117,18 @@ enum PostgresSchema {
             "CREATE TABLE crash_attachment (crash_seq BIGINT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY (crash_seq, sha256))",
             "CREATE INDEX crash_attachment_by_object ON crash_attachment(sha256)",
         ]),
+        ("v3-names-regroup", [
+            // Names of modules reported without a build-id that found no table, or several
+            // (CrashStore+Names.swift); an upload of that name for the version queues the crash.
+            """
+            CREATE TABLE crash_missing_name (
+                app_id TEXT NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, crash_seq BIGINT NOT NULL,
+                PRIMARY KEY (app_id, version, name, crash_seq))
+            """,
+            "CREATE INDEX crash_missing_name_by_crash ON crash_missing_name(crash_seq)",
+            // The signature frames of each crash, and re-signing runs (CrashStore+Regroup.swift).
+            "ALTER TABLE crash ADD COLUMN grouping BYTEA",
+            "CREATE TABLE regroup_run (app_id TEXT PRIMARY KEY, next_seq BIGINT NOT NULL, started_ms BIGINT NOT NULL)",
+        ]),
     ]
 }
