@@ -86,7 +86,18 @@ public struct JSONWriter: Sendable {
 
     private mutating func appendString(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        appendJSONEscaped(value.utf8, to: &bytes)
+        // Most strings need no escape: copied whole. (The generic escaper, called per byte across
+        // modules, was half of crash processing when the grouping frames were written with it.)
+        var value = value
+        value.withUTF8 { utf8 in
+            var plain = true
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                plain = false
+                break
+            }
+            if plain { bytes.append(contentsOf: utf8) } else { appendJSONEscaped(utf8, to: &bytes) }
+        }
         bytes.append(UInt8(ascii: "\""))
+
     }
 }
