@@ -187,7 +187,43 @@ import TestSupport
         let byScan = try #require(try Self.walk("crash-O0", methods: [.scan]).first)
         #expect(byScan.frames.count > 1 && byScan.frames[1].pc != byCFI.frames[1].pc)
     }
+    @Test("An ARM64 minidump of a core's thread (MDRawContextARM64, its stack) walks to the core's frames",
+          arguments: ["crash-O2", "libc-strlen", "crash-pac"])
+    func minidumpOfTheCore(_ name: String) throws {
+        let directory = try #require(Self.cores)
+        let core = try CoreFile(file: MappedFile(path: "\(directory)/\(name).core"))
+        let thread = try #require(core.threads.first)
+        let sp = try #require(thread.registers[31])
+        let segment = try #require(core.segment(at: sp))
+        let stack = try #require(core.bytes(at: sp, count: Int(min(segment.address + segment.memorySize - sp, 1 << 18))))
+        var bytes: [UInt8] = []
+        func u16(_ value: UInt16) { bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        func u32(_ value: UInt32) { bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        func u64(_ value: UInt64) { bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        // Header, a directory of two streams (thread list at 56, system info at 108), then the
+        // ARM64 context (912 bytes) and the stack.
+        u32(0x504d_444d); u32(0xa793); u32(2); u32(32); u32(0); u32(0); u64(0)
+        let context = UInt32(56 + 52 + 56), memory = context + UInt32(MinidumpContext.arm64Size)
+        u32(3); u32(52); u32(56)
+        u32(7); u32(56); u32(108)
+        u32(1); u32(UInt32(thread.id)); u32(0); u32(0); u32(0); u64(0)
+        u64(sp); u32(UInt32(stack.count)); u32(memory)
+        u32(UInt32(MinidumpContext.arm64Size)); u32(context)
+        u16(12); bytes += [UInt8](repeating: 0, count: 18); u32(0x8201); bytes += [UInt8](repeating: 0, count: 32)
+        u32(0x0040_0002); u32(0)
+        for number in UInt16(0)...32 { u64(try #require(thread.registers[number])) }
+        bytes += [UInt8](repeating: 0, count: MinidumpContext.arm64Size - 8 - 33 * 8)
+        bytes += stack
+        let dump = try Minidump(bytes: bytes)
+        #expect(dump.system?.cpu == "arm64")
+        let module = try Self.module("\(directory)/\(name)", table: true)
+        let fromDump = try dump.walk(try #require(dump.threads.first), modules: [module])
+        let fromCore = try core.walk(thread, modules: [module])
+        #expect(fromDump.map(\.pc) == fromCore.map(\.pc))
+        #expect(fromDump.count > 4)
+    }
 }
+
 
 /// The aarch64 walker's stops and rules on synthetic stacks (memory a dictionary of words).
 @Suite struct AArch64WalkerTests {
