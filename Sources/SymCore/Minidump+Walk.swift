@@ -6,7 +6,12 @@ extension Minidump {
     /// crashed thread (where it faulted, not inside the handler), else the thread's own.
     public func context(of thread: Thread) throws(FormatError) -> MinidumpContext {
         let location = exception.flatMap { $0.threadID == thread.id ? $0.context : nil } ?? thread.context
-        return try MinidumpContext(amd64: bytes(location))
+        switch system?.processorArchitecture ?? 9 {
+        case 9: return try MinidumpContext(amd64: bytes(location))
+        case 12: return try MinidumpContext(arm64: bytes(location))
+        case let other:
+            throw FormatError(.unsupported, "the stacks of a \(system?.cpu ?? "0x" + String(other, radix: 16)) minidump are not walked (amd64 and arm64 are)")
+        }
     }
 
     /// Walks `thread`'s stack over the dump's memory; `unwindInfo` gives a module's rules and
@@ -25,11 +30,13 @@ extension Minidump {
     /// with its rules from a table or an ELF file, as `CoreFile.walk` takes them).
     public func walk(_ thread: Thread, modules: [WalkModule], maximumFrames: Int = 1024,
                      methods: [FrameTrust] = [.cfi, .framePointer, .scan]) throws(FormatError) -> [StackFrame] {
-        guard system?.processorArchitecture ?? 9 == 9 else {
-            throw FormatError(.unsupported, "only x86_64 stacks are walked yet")
-        }
         let context = try context(of: thread)
         let input = WalkInput(modules: modules, memory: { address, size in self.read(address, size: size) })
-        return X86_64StackWalker.walk(context: context.registers, input: input, maximumFrames: maximumFrames, methods: methods)
+        switch context.cpu {
+        case .amd64:
+            return X86_64StackWalker.walk(context: context.registers, input: input, maximumFrames: maximumFrames, methods: methods)
+        case .arm64:
+            return AArch64StackWalker.walk(context: context.registers, input: input, maximumFrames: maximumFrames, methods: methods)
+        }
     }
 }

@@ -1,24 +1,25 @@
-/// Constants of the `.csym` byte layout (versions 1 to 4), shared by the writer and the reader.
+/// Constants of the `.csym` byte layout (versions 1 to 5), shared by the writer and the reader.
 ///
 /// The layout is documented field by field in `docs/csym-format.md`; keep the two in step.
 enum TableFormat {
     /// The four bytes every table starts with.
     static let magic: [UInt8] = [0x43, 0x53, 0x59, 0x4D]  // "CSYM"
     /// The version the writer writes.
-    static let version: UInt16 = 4
+    static let version: UInt16 = 5
     /// The versions the reader reads.
-    static let readableVersions: ClosedRange<UInt16> = 1...4
+    static let readableVersions: ClosedRange<UInt16> = 1...5
     /// Size of the fixed header of the version the writer writes, including the section directory.
     static let headerSize = headerSize(version: version)
 
-    /// Size of the fixed header of `version` (1 to 4): the fixed fields and one directory entry per
+    /// Size of the fixed header of `version` (1 to 5): the fixed fields and one directory entry per
     /// section.
     static func headerSize(version: UInt16) -> Int {
         Field.sectionDirectory + sectionCount(version: version) * directoryEntrySize
     }
 
-    /// Number of sections of `version` (1 to 4): version 2 added the demangled names, version 3
-    /// the module layout, version 4 the unwind rules.
+    /// Number of sections of `version` (1 to 5): version 2 added the demangled names, version 3
+    /// the module layout, version 4 the unwind rules (version 5 adds DWARF expressions to them,
+    /// no section).
     static func sectionCount(version: UInt16) -> Int {
         switch version {
         case 1: 8

@@ -78,7 +78,7 @@ struct TableLayout: Sendable {
         }
         let version = try reader.u16(at: TableFormat.Field.version)
         guard TableFormat.readableVersions.contains(version) else {
-            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 to 4)",
+            throw FormatError(.unsupported, "csym version \(version) is not supported (this reader knows 1 to 5)",
                               offset: UInt64(TableFormat.Field.version))
         }
         let headerSize = TableFormat.headerSize(version: version)
@@ -163,7 +163,8 @@ struct TableLayout: Sendable {
             throw FormatError(.limitExceeded, "string data over 4 GiB", offset: UInt64(TableFormat.Field.sectionDirectory))
         }
         if version >= 2 { try validateDemangledNames(reader) }
-        unwindRules = try UnwindRulesLayout(reader, offset: unwindRulesExtent.offset, size: unwindRulesExtent.size)
+        unwindRules = try UnwindRulesLayout(reader, offset: unwindRulesExtent.offset, size: unwindRulesExtent.size,
+                                            expressions: version >= 5)
     }
 
     /// The extent of `section`.

@@ -14,29 +14,53 @@ public struct StoredRegisterRule: Sendable, Hashable {
         case valueOffset = 3
         /// Saved in register `value`.
         case register = 4
-        /// Recovered by a DWARF expression the table does not store: the walker must not trust
-        /// the register (and falls back when it is the return address).
+        /// Recovered by a DWARF expression the table does not store (version 4, or an expression
+        /// longer than `StoredUnwindRule.maximumExpressionSize`): the walker must not trust the
+        /// register (and falls back when it is the return address).
         case unknown = 5
+        /// Saved at the address `expression` computes with the CFA pushed first
+        /// (`DW_CFA_expression`; version 5 on).
+        case expression = 6
+        /// Is the value `expression` computes with the CFA pushed first (`DW_CFA_val_expression`;
+        /// version 5 on).
+        case valueExpression = 7
     }
 
     /// DWARF register number.
     public var register: UInt16
     /// The rule's kind.
     public var kind: Kind
-    /// The offset (`offset`, `valueOffset`) or register number (`register`); 0 otherwise.
+    /// The offset (`offset`, `valueOffset`), register number (`register`) or expression length
+    /// (`expression`, `valueExpression`); 0 otherwise.
     public var value: Int32
+    /// The DWARF expression of `expression` and `valueExpression` rules; empty otherwise.
+    public var expression: [UInt8]
 
     /// Creates a rule.
     public init(register: UInt16, kind: Kind, value: Int32 = 0) {
         self.register = register
         self.kind = kind
         self.value = value
+        self.expression = []
+    }
+
+    /// Creates an `expression` or `valueExpression` rule.
+    public init(register: UInt16, kind: Kind, expression: [UInt8]) {
+        self.register = register
+        self.kind = kind
+        self.value = Int32(truncatingIfNeeded: expression.count)
+        self.expression = expression
     }
 }
 
+extension StoredRegisterRule.Kind {
+    /// Whether the rule carries an expression (its value is the expression's length).
+    var hasExpression: Bool { self == .expression || self == .valueExpression }
+}
+
 /// The unwind rules in force over a range of addresses, as a table stores them: the CFA is a
-/// register plus an offset (a CFA that a DWARF expression computes is not stored: such addresses
-/// have no rule), and each register with a rule has one of `StoredRegisterRule.Kind`.
+/// register plus an offset or (version 5 on) a DWARF expression, and each register with a rule
+/// has one of `StoredRegisterRule.Kind`.
 public struct StoredUnwindRule: Sendable, Hashable {
     /// Whether the frame is a signal trampoline's (augmentation `S`): its caller's pc is exact.
     public var isSignalFrame: Bool
@@ -44,18 +68,32 @@ public struct StoredUnwindRule: Sendable, Hashable {
     public var returnAddressRegister: UInt16
     /// The CFA is this register's value ...
     public var cfaRegister: UInt16
-    /// ... plus this offset.
+    /// ... plus this offset (with `cfaExpression`: 0 and its length in the record).
     public var cfaOffset: Int32
+    /// The DWARF expression that computes the CFA instead (`DW_CFA_def_cfa_expression`: PLT
+    /// entries, glibc's `__restore_rt`; version 5 on); `cfaRegister` is 0 then.
+    public var cfaExpression: [UInt8]?
     /// Rules of the registers that have one, by register number.
     public var registers: [StoredRegisterRule]
 
-    /// Creates a rule.
+    /// Creates a rule whose CFA is a register plus an offset.
     public init(isSignalFrame: Bool, returnAddressRegister: UInt16, cfaRegister: UInt16, cfaOffset: Int32,
                 registers: [StoredRegisterRule]) {
         self.isSignalFrame = isSignalFrame
         self.returnAddressRegister = returnAddressRegister
         self.cfaRegister = cfaRegister
         self.cfaOffset = cfaOffset
+        self.cfaExpression = nil
+        self.registers = registers
+    }
+
+    /// Creates a rule whose CFA a DWARF expression computes.
+    public init(isSignalFrame: Bool, returnAddressRegister: UInt16, cfaExpression: [UInt8], registers: [StoredRegisterRule]) {
+        self.isSignalFrame = isSignalFrame
+        self.returnAddressRegister = returnAddressRegister
+        self.cfaRegister = 0
+        self.cfaOffset = 0
+        self.cfaExpression = cfaExpression
         self.registers = registers
     }
 
@@ -66,6 +104,12 @@ public struct StoredUnwindRule: Sendable, Hashable {
     static let registerSize = 7
     /// Most register rules one record holds.
     static let maximumRegisters = 255
+    /// Longest expression a table stores (a longer CFA expression leaves its addresses without a
+    /// rule, a longer register expression is stored as `unknown`). Real CFI's are under 32 bytes.
+    public static let maximumExpressionSize = 1024
+    /// Record flag bits.
+    static let signalFrameFlag: UInt8 = 1
+    static let cfaExpressionFlag: UInt8 = 2
 }
 
 /// The unwind-rules section of a table (`.csym` version 4), encoded: ranges of addresses sorted
@@ -105,8 +149,11 @@ public struct UnwindRules: Sendable, Equatable {
             guard start < range.upperBound else { return }
             if let end, end < start { append(start: end, field: 0) }
             var field: UInt32 = 0
-            if var rule {
-                rule.registers = Array(rule.registers.prefix(StoredUnwindRule.maximumRegisters))
+            if var rule, rule.cfaExpression.map({ $0.count <= StoredUnwindRule.maximumExpressionSize }) ?? true {
+                rule.registers = rule.registers.prefix(StoredUnwindRule.maximumRegisters).map { register in
+                    register.kind.hasExpression && register.expression.count > StoredUnwindRule.maximumExpressionSize
+                        ? StoredRegisterRule(register: register.register, kind: .unknown) : register
+                }
                 if let index = ruleIndex[rule] {
                     field = index + 1
                 } else {
@@ -152,16 +199,21 @@ public struct UnwindRules: Sendable, Equatable {
             var data: [UInt8] = []
             var offsets: [UInt32] = [0]
             for rule in rules {
-                data.append(rule.isSignalFrame ? 1 : 0)
+                // Version 5: the expressions follow the register rules, the CFA's first, each
+                // register's in rule order; the CFA offset and each rule's value give their lengths.
+                data.append((rule.isSignalFrame ? StoredUnwindRule.signalFrameFlag : 0)
+                            | (rule.cfaExpression != nil ? StoredUnwindRule.cfaExpressionFlag : 0))
                 data.appendLittleEndian(rule.returnAddressRegister)
-                data.appendLittleEndian(rule.cfaRegister)
-                data.appendLittleEndian(UInt32(bitPattern: rule.cfaOffset))
+                data.appendLittleEndian(rule.cfaExpression != nil ? 0 : rule.cfaRegister)
+                data.appendLittleEndian(UInt32(bitPattern: rule.cfaExpression.map { Int32($0.count) } ?? rule.cfaOffset))
                 data.append(UInt8(rule.registers.count))
                 for register in rule.registers {
                     data.appendLittleEndian(register.register)
                     data.append(register.kind.rawValue)
-                    data.appendLittleEndian(UInt32(bitPattern: register.value))
+                    data.appendLittleEndian(UInt32(bitPattern: register.kind.hasExpression ? Int32(register.expression.count) : register.value))
                 }
+                if let expression = rule.cfaExpression { data.append(contentsOf: expression) }
+                for register in rule.registers where register.kind.hasExpression { data.append(contentsOf: register.expression) }
                 offsets.append(UInt32(data.count))
             }
             var bytes: [UInt8] = []
@@ -201,11 +253,15 @@ struct UnwindRulesLayout: Sendable {
     var offsets: Int
     var data: Int
     var dataSize: Int
+    /// Whether records may hold DWARF expressions (version 5 on): a version 4 record with an
+    /// expression flag or kind is corrupt.
+    var expressions: Bool
 
     /// Reads the section header at `offset` (`size` bytes; nil when empty: no rules) and checks
     /// that its parts fill the section exactly.
-    init?(_ reader: ByteReader, offset: Int, size: Int) throws(FormatError) {
+    init?(_ reader: ByteReader, offset: Int, size: Int, expressions: Bool = true) throws(FormatError) {
         guard size > 0 else { return nil }
+        self.expressions = expressions
         guard size >= UnwindRules.headerSize else {
             throw FormatError(.truncated, "unwind rules section is \(size) bytes, under \(UnwindRules.headerSize)", offset: UInt64(offset))
         }
@@ -276,12 +332,19 @@ public struct UnwindRuleRecord: Sendable, Equatable {
     public var returnAddressRegister: UInt16
     /// The CFA is this register's value ...
     public var cfaRegister: UInt16
-    /// ... plus this offset.
+    /// ... plus this offset (0 with a CFA expression).
     public var cfaOffset: Int32
+    /// Whether a DWARF expression computes the CFA (read it with `SymbolTable.storedRule(of:)`).
+    public var cfaIsExpression: Bool
     /// Register rules in the record.
     public var registerCount: Int
     /// Table offset of the first register rule.
     var registersOffset: Int
+    /// Table offset of the record's expressions (after its register rules): the CFA's, then
+    /// each expression rule's in order.
+    var expressionsOffset: Int
+    /// Length of the CFA expression (0 without one).
+    var cfaExpressionSize: Int
 }
 
 extension SymbolTable {
@@ -346,28 +409,75 @@ extension SymbolTable {
         let at = rules.data + from
         let flags = try reader.u8(at: at)
         let count = Int(try reader.u8(at: at + 9))
-        guard flags <= 1, to - from == StoredUnwindRule.fixedSize + count * StoredUnwindRule.registerSize else {
+        let cfaIsExpression = flags & StoredUnwindRule.cfaExpressionFlag != 0
+        let cfaOffset = Int32(bitPattern: try reader.u32(at: at + 5))
+        let fixed = StoredUnwindRule.fixedSize + count * StoredUnwindRule.registerSize
+        guard flags <= (rules.expressions ? 3 : 1), to - from >= fixed else {
             throw FormatError(.invalidValue, "unwind rule \(field - 1) does not fill its \(to - from) bytes", offset: UInt64(at))
         }
-        return UnwindRuleRecord(addresses: start..<end, isSignalFrame: flags == 1,
+        // Expressions (version 5) follow the register rules: their lengths must fill the rest.
+        var expressionBytes = 0
+        if cfaIsExpression {
+            guard cfaOffset >= 0, cfaOffset <= StoredUnwindRule.maximumExpressionSize else {
+                throw FormatError(.invalidValue, "unwind rule \(field - 1) has a CFA expression of \(cfaOffset) bytes", offset: UInt64(at + 5))
+            }
+            expressionBytes = Int(cfaOffset)
+        }
+        if to - from != fixed + expressionBytes {
+            for index in 0..<count {
+                let rule = at + StoredUnwindRule.fixedSize + index * StoredUnwindRule.registerSize
+                guard let kind = StoredRegisterRule.Kind(rawValue: try reader.u8(at: rule + 2)), kind.hasExpression,
+                      rules.expressions else { continue }
+                let length = Int32(bitPattern: try reader.u32(at: rule + 3))
+                guard length >= 0, length <= StoredUnwindRule.maximumExpressionSize else {
+                    throw FormatError(.invalidValue, "unwind rule \(field - 1) has a register expression of \(length) bytes", offset: UInt64(rule + 3))
+                }
+                expressionBytes += Int(length)
+            }
+        }
+        guard to - from == fixed + expressionBytes else {
+            throw FormatError(.invalidValue, "unwind rule \(field - 1) does not fill its \(to - from) bytes", offset: UInt64(at))
+        }
+        return UnwindRuleRecord(addresses: start..<end, isSignalFrame: flags & StoredUnwindRule.signalFrameFlag != 0,
                                 returnAddressRegister: try reader.u16(at: at + 1), cfaRegister: try reader.u16(at: at + 3),
-                                cfaOffset: Int32(bitPattern: try reader.u32(at: at + 5)), registerCount: count,
-                                registersOffset: at + StoredUnwindRule.fixedSize)
-}
+                                cfaOffset: cfaIsExpression ? 0 : cfaOffset, cfaIsExpression: cfaIsExpression, registerCount: count,
+                                registersOffset: at + StoredUnwindRule.fixedSize, expressionsOffset: at + fixed,
+                                cfaExpressionSize: cfaIsExpression ? Int(cfaOffset) : 0)
+    }
 
-    /// Register rule `index` (< `record.registerCount`) of a record `unwindRule(at:)` gave.
+    /// Register rule `index` (< `record.registerCount`) of a record `unwindRule(at:)` gave (an
+    /// expression rule's bytes are copied out; the others allocate nothing).
     public func registerRule(_ index: Int, of record: UnwindRuleRecord) throws(FormatError) -> StoredRegisterRule {
         try withBytes { bytes throws(FormatError) -> StoredRegisterRule in
             let reader = ByteReader(bytes)
             guard index >= 0, index < record.registerCount else {
                 throw FormatError(.invalidValue, "register rule \(index) of \(record.registerCount)")
             }
-            let at = record.registersOffset + index * StoredUnwindRule.registerSize
-            guard let kind = StoredRegisterRule.Kind(rawValue: try reader.u8(at: at + 2)) else {
-                throw FormatError(.invalidValue, "unknown register rule kind \(try reader.u8(at: at + 2))", offset: UInt64(at + 2))
+            func kind(_ rule: Int) throws(FormatError) -> StoredRegisterRule.Kind {
+                let at = record.registersOffset + rule * StoredUnwindRule.registerSize + 2
+                guard let kind = StoredRegisterRule.Kind(rawValue: try reader.u8(at: at)),
+                      !kind.hasExpression || layout.unwindRules?.expressions == true else {
+                    throw FormatError(.invalidValue, "unknown register rule kind \(try reader.u8(at: at))", offset: UInt64(at))
+                }
+                return kind
             }
-            return StoredRegisterRule(register: try reader.u16(at: at), kind: kind, value: Int32(bitPattern: try reader.u32(at: at + 3)))
+            let at = record.registersOffset + index * StoredUnwindRule.registerSize
+            let register = try reader.u16(at: at), ruleKind = try kind(index)
+            let value = Int32(bitPattern: try reader.u32(at: at + 3))
+            guard ruleKind.hasExpression else { return StoredRegisterRule(register: register, kind: ruleKind, value: value) }
+            // The lengths were checked against the record on lookup: the expressions of the rules
+            // before this one come first.
+            var offset = record.expressionsOffset + record.cfaExpressionSize
+            for earlier in 0..<index where try kind(earlier).hasExpression {
+                offset += Int(try reader.u32(at: record.registersOffset + earlier * StoredUnwindRule.registerSize + 3))
+            }
+            return StoredRegisterRule(register: register, kind: ruleKind, expression: try Self.copy(reader, offset, Int(value)))
         }
+    }
+
+    /// `count` bytes at `offset` of the table, bounds-checked.
+    private static func copy(_ reader: ByteReader, _ offset: Int, _ count: Int) throws(FormatError) -> [UInt8] {
+        Array(try reader.slice(offset, count, "an unwind rule's expression"))
     }
 
     /// The whole stored rule at `address` (allocates its register array), nil as in `unwindRule(at:)`.
@@ -381,6 +491,13 @@ extension SymbolTable {
         var registers: [StoredRegisterRule] = []
         registers.reserveCapacity(record.registerCount)
         for index in 0..<record.registerCount { registers.append(try registerRule(index, of: record)) }
+        if record.cfaIsExpression {
+            let expression = try withBytes { bytes throws(FormatError) -> [UInt8] in
+                try Self.copy(ByteReader(bytes), record.expressionsOffset, record.cfaExpressionSize)
+            }
+            return StoredUnwindRule(isSignalFrame: record.isSignalFrame, returnAddressRegister: record.returnAddressRegister,
+                                    cfaExpression: expression, registers: registers)
+        }
         return StoredUnwindRule(isSignalFrame: record.isSignalFrame, returnAddressRegister: record.returnAddressRegister,
                                 cfaRegister: record.cfaRegister, cfaOffset: record.cfaOffset, registers: registers)
     }

@@ -32,7 +32,9 @@ public enum ModuleConverter {
     ///    mapping-relative and absolute addresses of modules not linked at 0.
     /// 9. `.csym` v4: the module's unwind rules (`UnwindRules`, from `.eh_frame` and
     ///    `.debug_frame`), so a table alone walks stacks.
-    public static let version = 9
+    /// 10. `.csym` v5: the unwind rules keep their DWARF expressions (CFA and register rules), so
+    ///    a table alone walks through PLT entries and signal trampolines as the ELF file does.
+    public static let version = 10
 
     /// Builds the neutral model of `binary`, reading DWARF from `debugFile` when given (else from
     /// `binary`), function symbols from `binary` and, where they and the DWARF leave code

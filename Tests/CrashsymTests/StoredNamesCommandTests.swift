@@ -29,8 +29,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stored = try CLI.dumpTable(elf, into: directory).table
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: stored)))
-        // The dumped table is v4 and stores names: its section is more than the one zero offset.
-        #expect(bytes[4] == 4 && bytes[11] == 11 && bytes[19] == 6)
+        // The dumped table is v5 and stores names: its section is more than the one zero offset.
+        #expect(bytes[4] == 5 && bytes[11] == 11 && bytes[19] == 6)
         #expect(Self.u64(bytes, 88 + 16 * 8 + 8) > 4)
         let plain = "\(directory)/plain.csym"
         try Data(Self.withoutStoredNames(bytes)).write(to: URL(fileURLWithPath: plain))

@@ -3,11 +3,11 @@ import SymTable
 import Testing
 
 /// The committed tables of every version must stay readable, and the writer must keep producing
-/// the current version's (v4) byte for byte: a format change is deliberate (a new version and
+/// the current version's (v5) byte for byte: a format change is deliberate (a new version and
 /// fixture), never an accident.
 ///
-/// Regenerate the v4 fixture after a deliberate change with
-/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests` (v1 to v3 are no longer written).
+/// Regenerate the v5 fixture after a deliberate change with
+/// `CRASHSYM_RECORD=1 swift test --filter CompatibilityFixtureTests` (v1 to v4 are no longer written).
 @Suite(.serialized) struct CompatibilityFixtureTests {
     static func fixturePath(_ name: String) -> String {
         // Tests/SymTableTests/<this file> -> package root.
@@ -20,6 +20,7 @@ import Testing
     static let v2Path = fixturePath("v2-sample.csym")
     static let v3Path = fixturePath("v3-sample.csym")
     static let v4Path = fixturePath("v4-sample.csym")
+    static let v5Path = fixturePath("v5-sample.csym")
 
     /// The layout the v3 fixture records: a module linked at 0x400000 (its code, at 0x1000 in
     /// the sample model, is in the second, executable segment).
@@ -76,23 +77,108 @@ import Testing
         return model
     }
 
-    /// The v4 fixture: the v3 sample with unwind rules.
-    static func v4Sample() throws -> [UInt8] {
+    /// The v4 fixture's model: the v3 sample with unwind rules.
+    static func v4Model() -> SymbolModel {
         var model = v3Model()
         model.module.unwindRules = sampleUnwindRules()
+        return model
+    }
+
+    /// The v4 fixture's rules as the current writer writes them (the v4 fixture's bytes but the
+    /// version field).
+    static func v4Sample() throws -> [UInt8] { try SymbolTableWriter.write(v4Model(), storedNames: SampleForms()) }
+
+    /// x86_64 PLT entries' CFA (GNU ld's `.eh_frame` for `.plt`): rsp + 8, and 8 more past the
+    /// entry's push (`DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11;
+    /// DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus`).
+    static let pltCFA: [UInt8] = [0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22]
+
+    /// glibc's x86_64 `__restore_rt`: the CFA is the saved rsp in the `ucontext`
+    /// (`DW_OP_breg7 160; DW_OP_deref`), rip saved at rsp + 168 (`DW_OP_breg7 168`), and a
+    /// register whose value an expression gives (`DW_OP_breg7 40`).
+    static let sampleExpressionSignalRule = StoredUnwindRule(isSignalFrame: true, returnAddressRegister: 16,
+                                                             cfaExpression: [0x77, 0xa0, 0x01, 0x06], registers: [
+        StoredRegisterRule(register: 3, kind: .unknown),
+        StoredRegisterRule(register: 6, kind: .valueExpression, expression: [0x77, 0x28]),
+        StoredRegisterRule(register: 12, kind: .register, value: 13),
+        StoredRegisterRule(register: 16, kind: .expression, expression: [0x77, 0xa8, 0x01]),
+    ])
+
+    /// The unwind rules the v5 fixture stores: the v4 sample's, with the stretch at 0x1040 a PLT
+    /// entry (CFA by expression) and a second trampoline at 0x1050..<0x1058 described by
+    /// expressions (`sampleExpressionSignalRule`).
+    static func sampleV5UnwindRules() -> UnwindRules? {
+        let ra = StoredRegisterRule(register: 16, kind: .offset, value: -8)
+        let rbp = StoredRegisterRule(register: 6, kind: .offset, value: -16)
+        var builder = UnwindRules.Builder()
+        builder.add(0x1000..<0x1001, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 7,
+                                                            cfaOffset: 8, registers: [ra]))
+        builder.add(0x1001..<0x1004, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 7,
+                                                            cfaOffset: 16, registers: [rbp, ra]))
+        builder.add(0x1004..<0x1040, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaRegister: 6,
+                                                            cfaOffset: 16, registers: [rbp, ra]))
+        builder.add(0x1040..<0x1048, rule: StoredUnwindRule(isSignalFrame: false, returnAddressRegister: 16, cfaExpression: pltCFA,
+                                                            registers: [ra]))
+        builder.add(0x1048..<0x1050, rule: sampleSignalRule)
+        builder.add(0x1050..<0x1058, rule: sampleExpressionSignalRule)
+        return builder.finish()
+    }
+
+    /// The v5 fixture: the v3 sample with the v5 unwind rules.
+    static func v5Sample() throws -> [UInt8] {
+        var model = v3Model()
+        model.module.unwindRules = sampleV5UnwindRules()
         return try SymbolTableWriter.write(model, storedNames: SampleForms())
     }
 
-    @Test func writerReproducesTheV4Fixture() throws {
-        let bytes = try Self.v4Sample()
+    @Test func writerReproducesTheV5Fixture() throws {
+        let bytes = try Self.v5Sample()
         if TemporaryFile.environment("CRASHSYM_RECORD") == "1" {
-            try TemporaryFile.writeFile(bytes, to: Self.v4Path)
+            try TemporaryFile.writeFile(bytes, to: Self.v5Path)
         }
-        let file = try MappedFile(path: Self.v4Path)
-        #expect(Array(file.bytes) == bytes, "the writer no longer produces v4-sample.csym; see docs/csym-format.md")
+        let file = try MappedFile(path: Self.v5Path)
+        #expect(Array(file.bytes) == bytes, "the writer no longer produces v5-sample.csym; see docs/csym-format.md")
     }
 
-    /// The v3 table (no unwind rules) reads as it did: its sections are the v4 writer's, byte for
+    /// The v4 table (rules without expressions) reads as it did: the v5 writer writes the same
+    /// rules into the same bytes but the version field.
+    @Test func v4FixtureStillOpensAsTheV5WriterWritesItsRules() throws {
+        let file = try MappedFile(path: Self.v4Path)
+        let v4 = withExtendedLifetime(file) { Array(file.bytes) }
+        let v5 = try SymbolTableWriter.write(Self.v4Model(), storedNames: SampleForms())
+        #expect(v4[4] == 4 && v5[4] == 5 && v4.count == v5.count)
+        #expect(Array(v4[0..<4]) == Array(v5[0..<4]) && Array(v4[5...]) == Array(v5[5...]))
+    }
+
+    @Test func v5FixtureStoresTheExpressions() throws {
+        let table = try SymbolTable(file: MappedFile(path: Self.v5Path))
+        #expect(table.hasUnwindRules && table.module.layout == Self.sampleLayout)
+        // The v4 rules' section (184 bytes) with the PLT rule (10 + 7 fixed, 11 of expression,
+        // one more offset) and the trampoline's (10 + 4 × 7 fixed, 4 + 2 + 3 of expressions, one
+        // more offset, one more range start and field).
+        #expect(table.byteCount == 802 + (17 + 11 + 4) + (38 + 9 + 4) + 4 + 1)
+        let plt = try #require(try table.storedUnwindRule(at: 0x1047))
+        #expect(plt.addresses == 0x1040..<0x1048 && plt.rule.cfaExpression == Self.pltCFA && plt.rule.cfaOffset == 0)
+        let record = try #require(try table.unwindRule(at: 0x1040))
+        #expect(record.cfaIsExpression && record.registerCount == 1)
+        #expect(try table.storedUnwindRule(at: 0x104F)?.rule == Self.sampleSignalRule)
+        let trampoline = try #require(try table.storedUnwindRule(at: 0x1050))
+        #expect(trampoline.addresses == 0x1050..<0x1058 && trampoline.rule == Self.sampleExpressionSignalRule)
+        #expect(try table.registerRule(3, of: try #require(try table.unwindRule(at: 0x1057))).expression == [0x77, 0xa8, 0x01])
+        #expect(try table.unwindRule(at: 0x1058) == nil)
+    }
+
+    @Test("A version 4 table whose rule claims an expression is refused, not read past its record")
+    func v4RecordWithAnExpressionIsRefused() throws {
+        var bytes = try Self.v5Sample()
+        bytes[4] = 4
+        let table = try SymbolTable(bytes: bytes)
+        #expect(try table.unwindRule(at: 0x1000) != nil)
+        #expect(throws: FormatError.self) { try table.unwindRule(at: 0x1040) }
+        #expect(throws: FormatError.self) { try table.storedUnwindRule(at: 0x1050) }
+    }
+
+    /// The v3 table (no unwind rules) reads as it did: its sections are the v5 writer's, byte for
     /// byte, apart from the header and directory.
     @Test func v3FixtureStillOpensWithoutUnwindRules() throws {
         let table = try SymbolTable(file: MappedFile(path: Self.v3Path))
@@ -101,9 +187,9 @@ import Testing
         let file = try MappedFile(path: Self.v3Path)
         let v3 = withExtendedLifetime(file) { Array(file.bytes) }
         #expect(v3[4] == 3 && v3[11] == 10)
-        let v4 = try SymbolTableWriter.write(Self.v3Model(), storedNames: SampleForms())
-        #expect(v4[4] == 4 && v4[11] == 11)
-        #expect(Array(v4[264...]) == Array(v3[248...]))
+        let current = try SymbolTableWriter.write(Self.v3Model(), storedNames: SampleForms())
+        #expect(current[4] == 5 && current[11] == 11)
+        #expect(Array(current[264...]) == Array(v3[248...]))
     }
 
     @Test func v4FixtureStoresTheUnwindRules() throws {
@@ -134,12 +220,12 @@ import Testing
         let file = try MappedFile(path: Self.v2Path)
         let v2 = withExtendedLifetime(file) { Array(file.bytes) }
         #expect(v2[4] == 2 && v2[11] == 9)
-        let v4 = try SymbolTableWriter.write(SampleModel.model(), storedNames: SampleForms())
-        #expect(v4[4] == 4 && v4[11] == 11)
-        #expect(Array(v4[264...]) == Array(v2[232...]))
+        let current = try SymbolTableWriter.write(SampleModel.model(), storedNames: SampleForms())
+        #expect(current[4] == 5 && current[11] == 11)
+        #expect(Array(current[264...]) == Array(v2[232...]))
     }
 
-    @Test(arguments: ["v3-sample.csym", "v4-sample.csym"])
+    @Test(arguments: ["v3-sample.csym", "v4-sample.csym", "v5-sample.csym"])
     func fixtureRecordsTheLayout(fixture: String) throws {
         let table = try SymbolTable(file: MappedFile(path: Self.fixturePath(fixture)))
         #expect(table.module.layout == Self.sampleLayout)
@@ -156,13 +242,13 @@ import Testing
         var scratch = DecompressionScratch()
         let block = try table.demangledNames(inBlockOf: 1, into: &scratch)
         #expect(!block.hasNames && block.name(ofRecord: 1) == nil)
-        // Its v1 header: 216 bytes, 8 sections, reserved byte 0; the v4 writer's sections after
+        // Its v1 header: 216 bytes, 8 sections, reserved byte 0; the v5 writer's sections after
         // the header (and its 4 bytes of empty demangled names; no layout, no unwind rules) are the same bytes.
         let file = try MappedFile(path: Self.v1Path)
         let v1 = withExtendedLifetime(file) { Array(file.bytes) }
         #expect(v1[4] == 1 && v1[11] == 8 && v1[19] == 0)
-        let v4 = try SymbolTableWriter.write(SampleModel.model())
-        #expect(Array(v4[(264 + 4)...]) == Array(v1[216...]))
+        let current = try SymbolTableWriter.write(SampleModel.model())
+        #expect(Array(current[(264 + 4)...]) == Array(v1[216...]))
     }
 
     @Test func v2FixtureStoresTheGivenForms() throws {
@@ -218,7 +304,7 @@ import Testing
         (UInt64.max, []),
     ]
 
-    @Test(arguments: ["v1-sample.csym", "v2-sample.csym", "v3-sample.csym", "v4-sample.csym"])
+    @Test(arguments: ["v1-sample.csym", "v2-sample.csym", "v3-sample.csym", "v4-sample.csym", "v5-sample.csym"])
     func fixtureLookups(fixture: String) throws {
         let table = try SymbolTable(file: MappedFile(path: Self.fixturePath(fixture)))
         #expect(table.module == ModuleIdentity(buildID: Array(0..<20), machine: 62, is64Bit: true, name: "libsample.so",

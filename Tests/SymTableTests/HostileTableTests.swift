@@ -120,14 +120,14 @@ import Testing
     /// Forged header fields: each must be rejected on open with the right error class.
     @Test(arguments: [
         (HeaderPatch.u8(0, 0x42), FormatError.Code.badMagic),                 // magic
-        (HeaderPatch.u16(4, 5), .unsupported),                                // version 5
-        (HeaderPatch.u16(4, 2), .invalidValue),                               // v2 with v4's eleven sections
-        (HeaderPatch.u16(4, 3), .invalidValue),                               // v3 with v4's eleven sections
+        (HeaderPatch.u16(4, 6), .unsupported),                                // version 6
+        (HeaderPatch.u16(4, 2), .invalidValue),                               // v2 with v5's eleven sections
+        (HeaderPatch.u16(4, 3), .invalidValue),                               // v3 with v5's eleven sections
         (HeaderPatch.u16(4, 0), .unsupported),                                // version 0
         (HeaderPatch.u16(6, 0x8000), .unsupported),                           // unknown flag
         (HeaderPatch.u8(10, 2), .invalidValue),                               // is64Bit not 0/1
         (HeaderPatch.u8(11, 7), .invalidValue),                               // section count
-        (HeaderPatch.u8(11, 10), .invalidValue),                              // v3's section count in v4
+        (HeaderPatch.u8(11, 10), .invalidValue),                              // v3's section count in v5
         (HeaderPatch.u64(88 + 16 * 10 + 8, 1 << 40), .truncated),             // unwind rules past the end
         (HeaderPatch.u64(88 + 16 * 9 + 8, 1 << 40), .truncated),              // module layout past the end
         (HeaderPatch.u8(12, 5), .invalidValue),                               // string width > 4

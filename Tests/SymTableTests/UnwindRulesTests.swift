@@ -1,9 +1,9 @@
 import TestSupport
 import SymBytes
-import SymTable
+@testable import SymTable
 import Testing
 
-/// The unwind-rules section (`.csym` v4): written and read back as given (against a naive
+/// The unwind-rules section (`.csym` v4, with expressions v5): written and read back as given (against a naive
 /// oracle), merged and deduplicated, and a hostile section gives `FormatError`, never a trap.
 @Suite struct UnwindRulesTests {
     /// A table with `rules` and nothing else of note.
@@ -29,10 +29,21 @@ import Testing
         var random = SplitMix64(seed: seed)
         var pool: [StoredUnwindRule] = []
         for _ in 0..<random.int(1...40) {
-            let registers = (0..<random.int(0...6)).map { index in
-                StoredRegisterRule(register: UInt16(index * 2 + random.int(0...1)),
-                                   kind: StoredRegisterRule.Kind(rawValue: UInt8(random.int(0...5)))!,
-                                   value: Int32(random.int(-4096...4096)))
+            // Every kind, expressions (v5) of 0 to 40 bytes included.
+            let registers = (0..<random.int(0...6)).map { index -> StoredRegisterRule in
+                let register = UInt16(index * 2 + random.int(0...1))
+                let kind = StoredRegisterRule.Kind(rawValue: UInt8(random.int(0...7)))!
+                if kind == .expression || kind == .valueExpression {
+                    return StoredRegisterRule(register: register, kind: kind,
+                                              expression: (0..<random.int(0...40)).map { _ in UInt8(random.int(0...255)) })
+                }
+                return StoredRegisterRule(register: register, kind: kind, value: Int32(random.int(-4096...4096)))
+            }
+            if random.chance(20) {
+                let expression = (0..<random.int(1...40)).map { _ in UInt8(random.int(0...255)) }
+                pool.append(StoredUnwindRule(isSignalFrame: random.chance(10), returnAddressRegister: 16, cfaExpression: expression,
+                                             registers: registers))
+                continue
             }
             pool.append(StoredUnwindRule(isSignalFrame: random.chance(10), returnAddressRegister: 16, cfaRegister: UInt16(random.int(6...7)),
                                          cfaOffset: Int32(random.int(-64...4096)), registers: registers))
@@ -88,8 +99,9 @@ import Testing
         #expect(UnwindRules.Builder().finish() == nil)
     }
 
-    @Test func truncatedSectionIsRejectedOnOpen() throws {
-        let bytes = try CompatibilityFixtureTests.v4Sample()
+    @Test(arguments: [false, true])
+    func truncatedSectionIsRejectedOnOpen(expressions: Bool) throws {
+        let bytes = try expressions ? CompatibilityFixtureTests.v5Sample() : CompatibilityFixtureTests.v4Sample()
         let (offset, size) = Self.section(bytes)
         try #require(size > 0 && offset + size == bytes.count)
         // Size 0 is a table without rules; every other size must be refused.
@@ -150,7 +162,7 @@ import Testing
         #expect(throws: FormatError.self) { try SymbolTable(bytes: bytes).unwindRule(at: 0x1000) }
         // Unknown flags, and an unknown register rule kind.
         bytes = valid
-        bytes[data] = 2
+        bytes[data] = 4
         #expect(throws: FormatError.self) { try SymbolTable(bytes: bytes).unwindRule(at: 0x1000) }
         bytes = valid
         bytes[data + 10 + 2] = 9
@@ -158,5 +170,25 @@ import Testing
         let record = try #require(try table.unwindRule(at: 0x1000))
         #expect(throws: FormatError.self) { try table.registerRule(0, of: record) }
         #expect(throws: FormatError.self) { try table.registerRule(1, of: record) }
+    }
+
+    /// Expression lengths (v5) that do not fill their record, or claim more than a table
+    /// stores: refused at lookup, never read past the record.
+    @Test func forgedExpressionLengthsThrowAtLookup() throws {
+        let valid = try CompatibilityFixtureTests.v5Sample()
+        let table = try SymbolTable(bytes: valid)
+        let plt = try #require(try table.unwindRule(at: 0x1040))
+        let trampoline = try #require(try table.unwindRule(at: 0x1050))
+        // The record's CFA offset field holds the CFA expression's length; a register rule's
+        // value its expression's.
+        let cfaLength = plt.registersOffset - StoredUnwindRule.fixedSize + 5
+        let ripLength = trampoline.registersOffset + 3 * StoredUnwindRule.registerSize + 3
+        for (at, value) in [(cfaLength, UInt32(12)), (cfaLength, 10), (cfaLength, UInt32.max), (cfaLength, 2000),
+                            (ripLength, 4), (ripLength, UInt32.max), (ripLength, 0x7fff_ffff)] {
+            var bytes = valid
+            Self.setU32(&bytes, at: at, value)
+            let address: UInt64 = at == cfaLength ? 0x1040 : 0x1050
+            #expect(throws: FormatError.self, "0x\(String(value, radix: 16)) at \(at)") { try SymbolTable(bytes: bytes).storedUnwindRule(at: address) }
+        }
     }
 }

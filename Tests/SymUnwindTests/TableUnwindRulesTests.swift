@@ -25,13 +25,17 @@ import TestSupport
             let (addresses, record) = try table.unwindRule(inRange: index)
             guard let record, addresses.upperBound != .max else { continue }
             let rule = try table.storedRule(of: record)
+            // A CFA by expression (PLT entries): Breakpad's records leave those addresses out.
+            if rule.cfaExpression != nil { continue }
             out += "STACK CFI INIT \(String(addresses.lowerBound - base, radix: 16)) \(String(addresses.count, radix: 16))"
             out += " .cfa: \(name(rule.cfaRegister)) \(rule.cfaOffset) +"
             var others = ""
             for register in rule.registers {
                 let text: String
                 switch register.kind {
-                case .undefined, .unknown: continue
+                // Expressions: the Breakpad writer translates some to postfix; compared apart
+                // (`tableRowsAreTheELFRows`).
+                case .undefined, .unknown, .expression, .valueExpression: continue
                 case .sameValue: text = name(register.register)
                 case .offset: text = ".cfa \(register.value) + ^"
                 case .valueOffset: text = ".cfa \(register.value) +"
@@ -73,7 +77,8 @@ import TestSupport
 
     /// The rules of `dump --format breakpad` (from the ELF file) and the table's agree at every
     /// address, but where a register's rule is a DWARF expression (the Breakpad writer
-    /// translates it to postfix, the table stores it as unknown: the walker does not use it)
+    /// translates it to postfix; the table stores the expression, which `breakpadText` leaves
+    /// out: `tableRowsAreTheELFRows` compares expressions)
     /// and after an epilogue restored registers (Breakpad's delta records keep stale rules).
     static func compareWithBreakpadWriter(_ path: String, debugFile: String? = nil) throws -> UInt64 {
         let (table, binary) = try Self.table(path, debugFile: debugFile)
@@ -117,7 +122,7 @@ import TestSupport
         #expect(try Self.compareWithBreakpadWriter(UnwindFixtures.python) == 0)
     }
 
-    @Test("libc with its debug file: the same but __restore_rt's expression rules, stored as unknown")
+    @Test("libc with its debug file: the same but __restore_rt's expression rules (the writer translates them to postfix, the table's Breakpad text leaves them out)")
     func agreesWithTheBreakpadWriterOnLibc() throws {
         let binary = try ELFFile(path: UnwindFixtures.libc)
         let debug = "/usr/lib/debug/.build-id/" + hexString(binary.buildID!.prefix(1)) + "/"
@@ -126,5 +131,80 @@ import TestSupport
         let expressionBytes = try Self.compareWithBreakpadWriter(UnwindFixtures.libc, debugFile: debug)
         // __restore_rt's FDE (about ten bytes) and nothing else.
         #expect(expressionBytes > 0 && expressionBytes < 64)
+    }
+
+    /// The ELF file's row and the table's rule, written the same way for comparison.
+    static func text(_ row: UnwindRow) -> String {
+        let cfa: String = switch row.cfa {
+        case .registerOffset(let register, let offset): "r\(register)+\(offset)"
+        case .expression(let bytes): "expr\(bytes)"
+        }
+        return cfa + row.registers.map { rule -> String in
+            let text: String = switch rule.rule {
+            case .undefined: "undefined"
+            case .sameValue: "same"
+            case .offset(let value): "offset \(value)"
+            case .valueOffset(let value): "value offset \(value)"
+            case .register(let other): "r\(other)"
+            case .expression(let bytes): "expr\(bytes)"
+            case .valueExpression(let bytes): "value expr\(bytes)"
+            }
+            return " r\(rule.register): " + text
+        }.joined()
+    }
+
+    static func text(_ rule: StoredUnwindRule) -> String {
+        let cfa = rule.cfaExpression.map { "expr\($0)" } ?? "r\(rule.cfaRegister)+\(rule.cfaOffset)"
+        return cfa + rule.registers.map { register -> String in
+            let text: String = switch register.kind {
+            case .undefined: "undefined"
+            case .sameValue: "same"
+            case .offset: "offset \(register.value)"
+            case .valueOffset: "value offset \(register.value)"
+            case .register: "r\(register.value)"
+            case .expression: "expr\(register.expression)"
+            case .valueExpression: "value expr\(register.expression)"
+            case .unknown: "unknown"
+            }
+            return " r\(register.register): " + text
+        }.joined()
+    }
+
+    /// At the start of every range the table stores, its rule is the ELF file's row (the CFA
+    /// and every register rule, expressions included: `.csym` v5), and where the ELF file has
+    /// no row the table has no rule. Returns how many ranges have an expression CFA.
+    static func compareWithELFRows(_ path: String, debugFile: String? = nil) throws -> (ranges: Int, expressionCFAs: Int, expressionRules: Int) {
+        let (table, binary) = try Self.table(path, debugFile: debugFile)
+        let cfi = try CallFrameInfo.read(binary: binary, debugFile: try debugFile.map { try ELFFile(path: $0) })
+        var counts = (ranges: 0, expressionCFAs: 0, expressionRules: 0)
+        var mismatches = 0
+        for index in 0..<table.unwindRangeCount {
+            let (addresses, record) = try table.unwindRule(inRange: index)
+            guard addresses.upperBound != .max else { continue }
+            let row = cfi.row(at: addresses.lowerBound)?.row
+            let rule = try record.map { try table.storedRule(of: $0) }
+            counts.ranges += 1
+            if rule?.cfaExpression != nil { counts.expressionCFAs += 1 }
+            if rule?.registers.contains(where: { $0.kind == .expression || $0.kind == .valueExpression }) == true { counts.expressionRules += 1 }
+            let expected = row.map(Self.text), found = rule.map(Self.text)
+            if expected != found {
+                mismatches += 1
+                if mismatches <= 3 { Issue.record("\(path) 0x\(String(addresses.lowerBound, radix: 16)): ELF \(expected ?? "none"), table \(found ?? "none")") }
+            }
+        }
+        #expect(mismatches == 0, "\(path): \(mismatches) ranges differ")
+        return counts
+    }
+
+    @Test("The table's rules are the ELF file's rows, expressions included (PLT entries, __restore_rt)")
+    func tableRowsAreTheELFRows() throws {
+        let crash = try Self.compareWithELFRows(UnwindFixtures.reference + "/crash_linux")
+        // The PLT: its CFA is an expression, now stored.
+        #expect(crash.expressionCFAs >= 1)
+        let python = try Self.compareWithELFRows(UnwindFixtures.python)
+        #expect(python.ranges > 1000 && python.expressionCFAs >= 1)
+        let libc = try Self.compareWithELFRows(UnwindFixtures.libc)
+        // __restore_rt: CFA and registers by expression.
+        #expect(libc.expressionCFAs >= 2 && libc.expressionRules >= 1)
     }
 }

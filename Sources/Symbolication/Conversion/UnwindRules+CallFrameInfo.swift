@@ -67,11 +67,11 @@ extension UnwindRules {
         return builder.finish()
     }
 
-    /// The rule a table stores for `row`: nil when its CFA is not a register plus an offset that
-    /// fits 32 bits (a DWARF expression, as in PLT entries: the walker falls back to frame
-    /// pointers and scanning there); register rules with expressions are stored as unknown.
+    /// The rule a table stores for `row`: nil when its CFA is a register plus an offset that does
+    /// not fit 32 bits (or an expression longer than the table stores: the walker falls back to
+    /// frame pointers and scanning there); expressions (PLT entries, `__restore_rt`) are stored
+    /// as they are, for the walker to evaluate.
     static func storedRule(_ row: UnwindRow, of entry: UnwindEntry) -> StoredUnwindRule? {
-        guard case .registerOffset(let register, let offset) = row.cfa, let cfaOffset = Int32(exactly: offset) else { return nil }
         let registers = row.registers.map { entry -> StoredRegisterRule in
             switch entry.rule {
             case .undefined: return StoredRegisterRule(register: entry.register, kind: .undefined)
@@ -83,10 +83,22 @@ extension UnwindRules {
                 guard let value = Int32(exactly: value) else { return StoredRegisterRule(register: entry.register, kind: .unknown) }
                 return StoredRegisterRule(register: entry.register, kind: .valueOffset, value: value)
             case .register(let other): return StoredRegisterRule(register: entry.register, kind: .register, value: Int32(other))
+            case .expression(let bytes) where bytes.count <= StoredUnwindRule.maximumExpressionSize:
+                return StoredRegisterRule(register: entry.register, kind: .expression, expression: bytes)
+            case .valueExpression(let bytes) where bytes.count <= StoredUnwindRule.maximumExpressionSize:
+                return StoredRegisterRule(register: entry.register, kind: .valueExpression, expression: bytes)
             case .expression, .valueExpression: return StoredRegisterRule(register: entry.register, kind: .unknown)
             }
         }
-        return StoredUnwindRule(isSignalFrame: entry.isSignalFrame, returnAddressRegister: entry.returnAddressRegister,
-                                cfaRegister: register, cfaOffset: cfaOffset, registers: registers)
+        switch row.cfa {
+        case .expression(let bytes):
+            guard bytes.count <= StoredUnwindRule.maximumExpressionSize else { return nil }
+            return StoredUnwindRule(isSignalFrame: entry.isSignalFrame, returnAddressRegister: entry.returnAddressRegister,
+                                    cfaExpression: bytes, registers: registers)
+        case .registerOffset(let register, let offset):
+            guard let cfaOffset = Int32(exactly: offset) else { return nil }
+            return StoredUnwindRule(isSignalFrame: entry.isSignalFrame, returnAddressRegister: entry.returnAddressRegister,
+                                    cfaRegister: register, cfaOffset: cfaOffset, registers: registers)
+        }
     }
 }

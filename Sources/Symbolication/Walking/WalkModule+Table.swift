@@ -17,8 +17,9 @@ extension WalkModule {
         })
     }
 
-    /// A stored rule as the walker's entry and row. A register whose rule was an expression
-    /// (`unknown`) is not recovered, as for `undefined`: for the return address the walker then
+    /// A stored rule as the walker's entry and row, its expressions (`.csym` v5) for the walker
+    /// to evaluate. A register whose rule is an expression the table did not store (`unknown`:
+    /// v4 tables) is not recovered, as for `undefined`: for the return address the walker then
     /// finds the caller another way.
     static func unwindRow(_ rule: StoredUnwindRule, addresses: Range<UInt64>) -> (entry: UnwindEntry, row: UnwindRow) {
         let registers = rule.registers.map { stored -> RegisterRuleEntry in
@@ -28,11 +29,14 @@ extension WalkModule {
             case .offset: .offset(Int64(stored.value))
             case .valueOffset: .valueOffset(Int64(stored.value))
             case .register: .register(UInt16(truncatingIfNeeded: stored.value))
+            case .expression: .expression(stored.expression)
+            case .valueExpression: .valueExpression(stored.expression)
             }
             return RegisterRuleEntry(register: stored.register, rule: value)
         }
-        let row = UnwindRow(address: addresses.lowerBound, cfa: .registerOffset(register: rule.cfaRegister, offset: Int64(rule.cfaOffset)),
-                            registers: registers)
+        let cfa: CFARule = rule.cfaExpression.map { .expression($0) }
+            ?? .registerOffset(register: rule.cfaRegister, offset: Int64(rule.cfaOffset))
+        let row = UnwindRow(address: addresses.lowerBound, cfa: cfa, registers: registers)
         let entry = UnwindEntry(start: addresses.lowerBound, end: addresses.upperBound, returnAddressRegister: rule.returnAddressRegister,
                                 isSignalFrame: rule.isSignalFrame, source: .ehFrame, rows: [row])
         return (entry, row)
