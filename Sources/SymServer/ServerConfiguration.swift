@@ -32,6 +32,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The URL people open the server at (behind a proxy); `https://…` makes the web console's
     /// cookies `Secure`.
     public var publicURL: String?
+    /// The object store and its node-local table cache (docs/storage.md).
+    public var objectStorage = ObjectStorageConfiguration()
 
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
@@ -56,7 +58,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
         "header-timeout", "max-connections", "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
-    ] + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
+    ] + ObjectStorageConfiguration.settingNames + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
     /// The value of each of `names` from flags, else `CRASHSYM_…` variables, else the config file
@@ -121,6 +123,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         configuration.bundleLimits.maxCompressionRatio = try number("max-ratio", configuration.bundleLimits.maxCompressionRatio, minimum: 1)
         configuration.logLevel = value("log-level") ?? configuration.logLevel
         configuration.publicURL = value("public-url")
+        configuration.objectStorage = try ObjectStorageConfiguration.resolve(value)
         return configuration
     }
 

@@ -14,6 +14,8 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidBundle = "invalid-bundle"
         case tooManyRequests = "too-many-requests"
         case `internal`
+        /// A store the request needs cannot be reached now (with Retry-After).
+        case unavailable
 
         /// The HTTP status of this class.
         public var status: HTTPResponse.Status {
@@ -26,6 +28,7 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidBundle: .unprocessableContent
             case .tooManyRequests: .tooManyRequests
             case .internal: .internalServerError
+            case .unavailable: .serviceUnavailable
             }
         }
     }
@@ -34,7 +37,7 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     /// One line for the client.
     public var message: String
-    /// Seconds after which a retry makes sense (429).
+    /// Seconds after which a retry makes sense (429, 503).
     public var retryAfter: Int?
 
     /// Creates an error.

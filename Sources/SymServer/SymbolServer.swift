@@ -33,7 +33,8 @@ public struct SymbolServer: Sendable {
                 webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
         self.configuration = configuration
         self.logger = logger
-        store = try SymbolStore(dataDirectory: configuration.dataDirectory)
+        let objects = try configuration.objectStorage.makeStore(dataDirectory: configuration.dataDirectory, logger: logger)
+        store = try SymbolStore(dataDirectory: configuration.dataDirectory, objects: objects)
         try store.objects.removeLeftovers()
         registry = metrics
         self.metrics = ServerMetrics()
@@ -77,7 +78,9 @@ public struct SymbolServer: Sendable {
                        CrashProcessor(service: crashes, workers: crashes.configuration.workers),
                        RetentionService(service: crashes, days: crashes.configuration.retentionDays),
                        WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
-                                              signal: crashes.webhookSignal)],
+                                              signal: crashes.webhookSignal),
+                       ObjectSweeper(objects: store.objects, crashes: crashes.store,
+                                     graceSeconds: Int64(configuration.objectStorage.graceHours * 3600), logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

@@ -28,13 +28,13 @@ extension Crashsym {
         static func openStore(_ location: ServerLocationOptions, create: Bool = false) throws -> SymbolStore {
             let configuration: ServerConfiguration
             do {
-                configuration = try ServerConfiguration.resolve(flags: ["data-dir": location.dataDirectory].compactMapValues { $0 },
-                                                                configFile: location.config)
+                configuration = try ServerConfiguration.resolve(flags: location.flags, configFile: location.config)
             } catch {
                 throw ValidationError("\(error)")
             }
             do {
-                return try SymbolStore(dataDirectory: configuration.dataDirectory, create: create)
+                let objects = try configuration.objectStorage.makeStore(dataDirectory: configuration.dataDirectory)
+                return try SymbolStore(dataDirectory: configuration.dataDirectory, create: create, objects: objects)
             } catch {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure

@@ -12,6 +12,14 @@ struct ServerLocationOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("JSON config file whose keys are the option names, e.g. {\"port\": 8080} (env CRASHSYM_CONFIG).", valueName: "file"))
     var config: String?
+
+    @Option(name: .customLong("object-store"), help: ArgumentHelp("Where symbol files and raw crashes live: s3://bucket/prefix?endpoint=http://host:port&region=us-east-1 for an S3-compatible store shared by several nodes (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; env CRASHSYM_OBJECT_STORE); default: the directory under --data-dir. See docs/storage.md.", valueName: "url"))
+    var objectStore: String?
+
+    /// The flags of these options that were given.
+    var flags: [String: String] {
+        ["data-dir": dataDirectory, "object-store": objectStore].compactMapValues { $0 }
+    }
 }
 
 extension Crashsym {
@@ -85,11 +93,23 @@ extension Crashsym {
         @Option(name: .customLong("crash-workers"), help: "Crashes processed at once in the background (default 2).")
         var crashWorkers: Int?
 
+        @Option(name: .customLong("table-cache-dir"), help: ArgumentHelp("With an s3:// object store: where this node keeps the tables it fetched, to map them (default <data-dir>/table-cache).", valueName: "dir"))
+        var tableCacheDirectory: String?
+
+        @Option(name: .customLong("table-cache-dir-mb"), help: "Bound of --table-cache-dir in MiB; least recently used tables are removed first (default 10240).")
+        var tableCacheDirectoryMB: Int?
+
+        @Option(name: .customLong("object-grace-hours"), help: "Objects no row names are removed in the background once older than this many hours (default 24): what an upload interrupted between its files and its rows leaves.")
+        var objectGraceHours: Double?
+
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
         var flags: [String: String] {
             var flags: [String: String] = [:]
-            flags["data-dir"] = location.dataDirectory
+            flags.merge(location.flags) { given, _ in given }
+            flags["table-cache-dir"] = tableCacheDirectory
+            flags["table-cache-dir-mb"] = tableCacheDirectoryMB.map(String.init)
+            flags["object-grace-hours"] = objectGraceHours.map { String($0) }
             flags["host"] = host
             flags["port"] = port.map(String.init)
             flags["max-body-bytes"] = maxBodyBytes.map(String.init)

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import NIOPosix
 import SymBundle
 import SymReport
 
@@ -126,7 +127,7 @@ extension SymbolServer {
     func rawCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         let object = try await crashes.store.rawObject(appID: appID, id: try Self.crashID(context))
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: object.sha256), context: context)
+        let body = try await objectBody(try await store.objects.file(sha256: object.sha256), context)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
@@ -137,7 +138,8 @@ extension SymbolServer {
     func deleteCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
-            store.objects.remove(sha256: object)
+            // An object left behind (the store is down) is the sweeper's.
+            try? await store.objects.remove(sha256: object)
         }
         return Response(status: .noContent)
     }
@@ -199,7 +201,10 @@ extension SymbolServer {
         }
         headers[.contentLength] = String(table.size)
         if head { return Response(status: .ok, headers: headers) }
-        let body = try await FileIO().loadFile(path: store.objects.path(sha256: table.sha256), context: context)
+        // Through the node's table cache (S3), so a table is fetched once per node.
+        let objects = store.objects
+        let path = try await NIOThreadPool.singleton.runIfActive { try objects.localFile(sha256: table.sha256) }
+        let body = try await FileIO().loadFile(path: path, context: context)
         return Response(status: .ok, headers: headers, body: body)
     }
 

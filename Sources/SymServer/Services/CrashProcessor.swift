@@ -88,7 +88,8 @@ struct RetentionService: Service {
         do {
             while true {
                 let (deleted, objects) = try await service.store.expireCrashes(receivedBefore: cutoff, limit: 500)
-                for sha256 in objects { service.objects.remove(sha256: sha256) }
+                // One left behind (the object store is down) is the sweeper's.
+                for sha256 in objects { try? await service.objects.remove(sha256: sha256) }
                 if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
                 if deleted < 500 { break }
             }

@@ -13,7 +13,7 @@ import Symbolication
 /// Routes call it; it speaks `ServerError` to them and `StoreError` comes from below.
 final class CrashService: Sendable {
     let store: CrashStore
-    let objects: ObjectStore
+    let objects: any ObjectStore
     let configuration: CrashServiceConfiguration
     let symbolication: StoreSymbolication
     let doorbell = Doorbell()
@@ -60,12 +60,7 @@ final class CrashService: Sendable {
             throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8): not a crash report")
         }
         let sha256 = hexString(Array(SHA256.hash(data: body)))
-        let scratch = objects.temporaryDirectory + "/crash-" + CrashStore.randomHex(bytes: 12)
-        let objects = self.objects
-        try await NIOThreadPool.singleton.runIfActive {
-            try Self.writeAll(body, to: scratch)
-            try objects.insert(fileAt: scratch, sha256: sha256)
-        }
+        try await objects.put(bytes: body, sha256: sha256)
         let receipt = try await store.accept(CrashStore.NewCrash(
             appID: appID, version: submission.version, host: submission.host, environment: submission.environment,
             inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
@@ -105,17 +100,6 @@ final class CrashService: Sendable {
         }
     }
 
-    private static func writeAll(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
-        defer { close(fd) }
-        let failure = bytes.withUnsafeBytes { FileIO.writeAll(fd, $0) }
-        if failure != 0 {
-            errno = failure
-            throw ObjectStore.posixError("write \(path)")
-        }
-    }
-
     // MARK: Processing
 
     /// Attempts after which a crash whose processing keeps failing is marked failed.
@@ -138,11 +122,24 @@ final class CrashService: Sendable {
             return
         }
         let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
+        // The raw bytes first (the object store may be remote), then the engine on the thread pool.
+        var raws: [Result<[UInt8], any Error>] = []
+        for item in work {
+            do {
+                raws.append(.success(try await objects.read(sha256: item.input.rawSHA256, limit: 1 << 30)))
+            } catch StoreError.notFound {
+                raws.append(.failure(StoreError.corrupt("the raw bytes of crash \(item.input.id) are missing (\(item.input.rawSHA256))")))
+            } catch {
+                raws.append(.failure(error))
+            }
+        }
         let analysed: [Result<CrashStore.ProcessingResult, any Error>]
         do {
-            let rules = rules
+            let rules = rules, raws = raws
             analysed = try await NIOThreadPool.singleton.runIfActive { [self] in
-                work.map { item in Result { try analyse(item.input, rules: rules[item.input.appID] ?? .defaults) } }
+                zip(work, raws).map { item, raw in
+                    Result { try analyse(item.input, raw: raw.get(), rules: rules[item.input.appID] ?? .defaults) }
+                }
             }
         } catch {
             for item in work { await failed(item.job, error) }
@@ -183,21 +180,19 @@ final class CrashService: Sendable {
     /// A job whose processing failed: logged, and given up after `maximumAttempts`.
     private func failed(_ job: CrashStore.Job, _ error: any Error) async {
         logger.error("crash processing failed", metadata: ["crashsym.crash_seq": "\(job.seq)", "error": "\(error)"])
+        // An object store that is down is not the crash's fault: its job is leased again later.
+        if case StoreError.unavailable = error { return }
         if job.attempts >= Self.maximumAttempts {
             try? await store.abandon(seq: job.seq, reason: "processing failed \(job.attempts) times: \(error)")
         }
     }
 
     /// Reads, parses, symbolicates and signs one crash, on the calling (thread-pool) thread.
-    private func analyse(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> CrashStore.ProcessingResult {
-        let path = objects.path(sha256: input.rawSHA256)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
-        }
+    private func analyse(_ input: CrashStore.ProcessingInput, raw data: [UInt8], rules: GroupingRules) throws -> CrashStore.ProcessingResult {
         let format = input.inputFormat.flatMap(ReportFormat.init(rawValue:))
         let report: CrashReport
         do {
-            report = try Self.parseNow(Array(data), format: format, maxFrames: configuration.maxFrames)
+            report = try Self.parseNow(data, format: format, maxFrames: configuration.maxFrames)
         } catch {
             return CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: [])
         }
@@ -325,9 +320,9 @@ final class CrashService: Sendable {
         guard let table = try await store.table(appID: appID, buildID: buildID) else {
             throw ServerError(.notFound, "no symbols for build-id \(buildID)")
         }
-        let path = objects.path(sha256: table.sha256)
-        let tables = symbolication.tables
+        let tables = symbolication.tables, objects = self.objects
         return try await NIOThreadPool.singleton.runIfActive {
+            let path = try objects.localFile(sha256: table.sha256)
             let table: SymbolTable
             do {
                 table = try tables.table(at: path).table  // opened once, shared with symbolication

@@ -13,11 +13,11 @@ import Symbolication
 /// shared `OpenedTableCache` (`--table-cache-mb`).
 struct StoreSymbolication: Sendable {
     let crashes: CrashStore
-    let objects: ObjectStore
+    let objects: any ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
 
-    init(crashes: CrashStore, objects: ObjectStore, tableCacheBytes: Int) {
+    init(crashes: CrashStore, objects: any ObjectStore, tableCacheBytes: Int) {
         self.crashes = crashes
         self.objects = objects
         tables = OpenedTableCache(budget: tableCacheBytes)
@@ -40,8 +40,8 @@ struct StoreSymbolication: Sendable {
         let names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
         let stored = try crashes.tablesNow(appID: appID, buildIDs: buildIDs, names: names, version: version)
         let found = StoreSymbolProvider.Found(
-            byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
-            byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })
+            byBuildID: try stored.byBuildID.mapValues { try objects.localFile(sha256: $0) },
+            byName: try stored.byName.mapValues { try $0.map { (buildID: $0.buildID, path: try objects.localFile(sha256: $0.sha256)) } })
         let provider = StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
         return Symbolicator(providers: [provider], conversion: ConversionSettings(tableCache: nil), renderings: renderings)
             .symbolicate(report)

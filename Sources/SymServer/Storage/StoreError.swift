@@ -24,7 +24,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .notFound(let message): ServerError(.notFound, message)
         case .conflict(let message): ServerError(.badRequest, message)
-        case .unavailable(let message): ServerError(.internal, "storage unavailable: \(message)", retryAfter: 5)
+        case .unavailable(let message): ServerError(.unavailable, "storage unavailable: \(message)", retryAfter: 5)
         case .corrupt(let message): ServerError(.internal, "stored data is corrupt: \(message)")
         }
     }
