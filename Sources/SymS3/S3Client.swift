@@ -255,6 +255,11 @@ public struct S3Client: Sendable {
         var request = HTTPRequest(method, url: url, body: body,
                                   contentType: contentType ?? (body == nil ? nil : "application/octet-stream"), headers: headers)
         if let token = credentials.sessionToken { request.headers.append("x-amz-security-token: \(token)") }
+        // A body streamed from a callback is not hashed by libcurl 7.88 as the store expects:
+        // say so explicitly (content-addressed puts pass their SHA-256 instead).
+        if body != nil && !headers.contains(where: { $0.lowercased().hasPrefix("x-amz-content-sha256:") }) {
+            request.headers.append("x-amz-content-sha256: UNSIGNED-PAYLOAD")
+        }
         request.signature = HTTPRequest.AWSSignature(region: location.region, service: "s3", accessKeyID: credentials.accessKeyID,
                                                      secretAccessKey: credentials.secretAccessKey)
         request.keepsHeaders = keepsHeaders

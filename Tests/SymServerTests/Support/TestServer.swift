@@ -87,14 +87,18 @@ final class TestServer {
     private(set) var port = 0
     private(set) var process: Process?
     let extraArguments: [String]
+    /// Variables added to the environment of `crashsym` (the S3 credentials).
+    let environment: [String: String]
     let appID: String
     let key: String
 
-    init(arguments: [String] = []) throws {
+    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
         scratch = try Binary.temporaryDirectory()
         dataDirectory = scratch + "/data"
         extraArguments = arguments
-        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", dataDirectory, "--format", "json"])
+        self.environment = environment
+        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", dataDirectory, "--format", "json"],
+                                          environment: environment)
         guard created.status == 0,
               let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any],
               let id = object["id"] as? String, let key = object["key"] as? String else {
@@ -118,6 +122,9 @@ final class TestServer {
         process.executableURL = URL(fileURLWithPath: Binary.crashsym)
         process.arguments = ["serve", "--data-dir", dataDirectory, "--port", String(requested), "--log-level", "warning"]
             + extraArguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+        }
         let output = Pipe()
         process.standardOutput = output
         let log = scratch + "/server-\(UUID().uuidString).log"
