@@ -68,7 +68,7 @@ struct S3ServeTests {
         let server = try Self.server(weed, client)
         let directory = server.scratch + "/big"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var module = try Bundles.dump(fixture: "programs/prog", into: directory)
+        var module = try Bundles.dump(fixture: "gcc-c-O2-dwarf5", into: directory)
         // The fixture with 160 MiB of incompressible bytes after it: still the same ELF file.
         let debug = directory + "/prog.debug"
         try FileManager.default.copyItem(atPath: try #require(module.debug), toPath: debug)
