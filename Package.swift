@@ -146,10 +146,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The S3 client (libcurl, SigV4 by libcurl; no Foundation, no NIO): the shared object store.
+        .target(name: "SymS3", dependencies: ["SymHTTP", "SymBytes"]),
         .target(
             name: "SymServer",
             dependencies: [
-                "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP", "SymCore", "CLibz",
+                "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP", "SymS3", "SymCore", "CLibz",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -220,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "SymServerTests",
             dependencies: [
-                "TestSupport", "SymServer", "SymClient", "SymBundle", "SymTable",
+                "TestSupport", "SymServer", "SymClient", "SymBundle", "SymTable", "SymS3",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

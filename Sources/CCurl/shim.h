@@ -149,3 +149,6 @@ static inline CURLcode crashsym_curl_set_write_function(CURL *handle, curl_write
 static inline CURLcode crashsym_curl_set_xferinfo_function(CURL *handle, curl_xferinfo_callback callback) {
     return crashsym_curl_table.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
 }
+static inline CURLcode crashsym_curl_set_header_function(CURL *handle, curl_write_callback callback) {
+    return crashsym_curl_table.easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+}

@@ -27,6 +27,11 @@ struct RequestMiddleware: RouterMiddleware {
         } catch let error as ServerError {
             if error.code == .internal { logger.error("request failed", metadata: ["error": "\(error)"]) }
             response = error.response()
+        } catch let error as StoreError {
+            // Any route: a store that is down answers 503 with Retry-After.
+            let error = error.serverError
+            logger.error("request failed", metadata: ["error": "\(error)"])
+            response = error.response()
         } catch let error as HTTPError {
             let code: ServerError.Code = switch error.status.code {
             case 404: .notFound

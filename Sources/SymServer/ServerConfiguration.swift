@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The shared metadata store, `postgres://user@host[:port]/database` (nil: SQLite under
     /// `dataDirectory`); the password from the URL or `CRASHSYM_DATABASE_PASSWORD`.
     public var database: String?
+    /// The object store and its node-local table cache (docs/storage.md).
+    public var objectStorage = ObjectStorageConfiguration()
 
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "crashsym-data",
@@ -60,7 +62,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         "host", "port", "data-dir", "max-body-bytes", "max-concurrent-uploads", "request-timeout",
         "header-timeout", "max-connections", "max-entries", "max-uncompressed-bytes", "max-ratio", "log-level",
         "database",
-    ] + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
+    ] + ObjectStorageConfiguration.settingNames + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
     /// The value of each of `names` from flags, else `CRASHSYM_…` variables, else the config file
@@ -129,6 +131,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         if let database = configuration.database, !(database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")) {
             throw ConfigurationError("database: \"\(database)\" is not a postgres://user@host/database URL")
         }
+        configuration.objectStorage = try ObjectStorageConfiguration.resolve(value)
         return configuration
     }
 

@@ -55,8 +55,8 @@ extension SymbolServer {
             metrics.rejected("too-large")
             throw ServerError(.tooLarge, "the body is \(length) bytes, over the limit of \(configuration.maxBodyBytes)")
         }
-        let work = objects.temporaryDirectory + "/upload-" + UUID().uuidString
-        try ObjectStore.makeDirectory(work)
+        let work = objects.scratchDirectory + "/upload-" + UUID().uuidString
+        try DirectoryObjectStore.makeDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let bodyPath = work + "/body.zip"
         let received = try await receive(request.body, to: bodyPath)
@@ -64,7 +64,7 @@ extension SymbolServer {
         context.logger.info("bundle received", metadata: ["crashsym.app_id": "\(appID)", "crashsym.bytes": "\(received)"])
 
         let staging = work + "/files"
-        try ObjectStore.makeDirectory(staging)
+        try DirectoryObjectStore.makeDirectory(staging)
         let validator = BundleValidator(limits: configuration.bundleLimits)
         let outcome: Result<ValidatedBundle, BundleValidationError> = try await NIOThreadPool.singleton.runIfActive {
             Result { () throws(BundleValidationError) in try validator.validate(zipAt: bodyPath, stagingDirectory: staging) }
@@ -85,14 +85,16 @@ extension SymbolServer {
 
         let states = try await metadata.states(appID: appID, buildIDs: bundle.modules.map(\.manifest.buildID))
         let objects = self.objects
-        let modules = try await NIOThreadPool.singleton.runIfActive {
-            try bundle.modules.map { module -> SymbolStore.StoredModule in
+        // Decided on the thread pool (reading stored tables maps them), put afterwards: files
+        // first, then the rows naming them.
+        let planned = try await NIOThreadPool.singleton.runIfActive {
+            bundle.modules.map { module -> (module: SymbolStore.StoredModule, puts: [(path: String, sha256: String)]) in
                 let entry = module.manifest
                 var change = SymbolStore.Change.insert
                 var keepsTable = false, addsDebug = module.debugPath != nil
                 if let state = states[entry.buildID] {
                     // A stored table that cannot be read is improved by any valid one.
-                    let stored = (try? TableContent(tableAt: objects.path(sha256: state.symbolsSHA256)))
+                    let stored = (try? TableContent(tableAt: objects.localFile(sha256: state.symbolsSHA256)))
                         ?? TableContent(functions: 0, lineRows: 0, symbols: 0)
                     let betterTable = TableContent(module.statistics).improves(on: stored)
                     keepsTable = !betterTable
@@ -100,16 +102,19 @@ extension SymbolServer {
                     change = betterTable || addsDebug
                         ? .improve(table: betterTable, debug: addsDebug, expectedSymbols: state.symbolsSHA256) : .keep
                 }
-                if !keepsTable && change != .keep { try objects.insert(fileAt: module.symbolsPath, sha256: entry.symbols.sha256) }
+                var puts: [(path: String, sha256: String)] = []
+                if !keepsTable && change != .keep { puts.append((module.symbolsPath, entry.symbols.sha256)) }
                 if addsDebug, let debugPath = module.debugPath, let debug = entry.debug {
-                    try objects.insert(fileAt: debugPath, sha256: debug.sha256)
+                    puts.append((debugPath, debug.sha256))
                 }
-                return SymbolStore.StoredModule(
+                return (SymbolStore.StoredModule(
                     buildID: entry.buildID, name: entry.name, arch: entry.arch, hasDWARF: entry.hasDWARF,
                     symbolsSHA256: entry.symbols.sha256, symbolsSize: entry.symbols.size,
-                    debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size, change: change)
+                    debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size, change: change), puts)
             }
         }
+        for put in planned.flatMap(\.puts) { try await objects.put(fileAt: put.path, sha256: put.sha256) }
+        let modules = planned.map(\.module)
         let result = try await metadata.commit(appID: appID, manifest: bundle.manifest, modules: modules)
         metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
         // Late symbols: by build-id (new and improved tables) and, for modules reported without
@@ -132,7 +137,7 @@ extension SymbolServer {
     /// against the request timeout; never holds more than one chunk in memory.
     private func receive(_ body: RequestBody, to path: String) async throws -> UInt64 {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
+        guard fd >= 0 else { throw DirectoryObjectStore.posixError("open \(path)") }
         defer { close(fd) }
         let deadline = ContinuousClock.now + .nanoseconds(Int64(configuration.requestTimeout * 1e9))
         var total: UInt64 = 0
@@ -160,7 +165,7 @@ extension SymbolServer {
             let failure = buffer.withUnsafeReadableBytes { FileIO.writeAll(fd, $0) }
             if failure != 0 {
                 errno = failure
-                throw ObjectStore.posixError("write \(path)")
+                throw DirectoryObjectStore.posixError("write \(path)")
             }
         }
         return total
@@ -192,15 +197,12 @@ extension SymbolServer {
         guard let sha256 = try await metadata.debugFileObject(buildID: id) else {
             throw ServerError(.notFound, "no debug file for build-id \(id)")
         }
-        let path = objects.path(sha256: sha256)
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-        let body = try await FileIO().loadFile(path: path, context: context)
+        let file = try await objects.file(sha256: sha256)
+        let body = try await objectBody(file, context)
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
-        if let size {
-            headers[.contentLength] = String(size)
-            headers[HTTPField.Name("X-Debuginfod-Size")!] = String(size)
-        }
+        headers[.contentLength] = String(file.size)
+        headers[HTTPField.Name("X-Debuginfod-Size")!] = String(file.size)
         return Response(status: .ok, headers: headers, body: body)
     }
 

@@ -36,14 +36,15 @@ public struct SymbolServer: Sendable {
     public init(configuration: ServerConfiguration, logger: Logger, metrics: PrometheusCollectorRegistry,
                 crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration(),
                 webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
-        let store = try SymbolStore(dataDirectory: configuration.dataDirectory)
+        let store = try SymbolStore(dataDirectory: configuration.dataDirectory,
+                                    objects: configuration.objectStorage.makeStore(dataDirectory: configuration.dataDirectory, logger: logger))
         try self.init(configuration: configuration, metadata: CrashStore(symbols: store), objects: store.objects, logger: logger,
                       metrics: metrics, crashConfiguration: crashConfiguration, webhooks: webhooks)
     }
 
     /// The server over an opened metadata store (`PostgresMetadataStore` for several nodes) and
     /// object store.
-    public init(configuration: ServerConfiguration, metadata: any MetadataStore, objects: ObjectStore, logger: Logger,
+    public init(configuration: ServerConfiguration, metadata: any MetadataStore, objects: any ObjectStore, logger: Logger,
                 metrics: PrometheusCollectorRegistry, crashConfiguration: CrashServiceConfiguration = CrashServiceConfiguration(),
                 webhooks: WebhookConfiguration = WebhookConfiguration()) throws {
         self.configuration = configuration
@@ -95,7 +96,9 @@ public struct SymbolServer: Sendable {
                        RegroupService(service: crashes),
 
                        WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
-                                              signal: crashes.webhookSignal)],
+                                              signal: crashes.webhookSignal),
+                       ObjectSweeper(objects: objects, crashes: crashes.store,
+                                     graceSeconds: Int64(configuration.objectStorage.graceHours * 3600), logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

@@ -11,8 +11,8 @@ import Glibc
 /// Files always reach the object store before the rows naming them are committed, so a committed
 /// row never points at a missing file; a crash between the two leaves only unreferenced objects.
 public final class SymbolStore: Sendable {
-    /// The object store under the same data directory.
-    public let objects: ObjectStore
+    /// The object store: the directory under the same data directory, or the one given.
+    public let objects: any ObjectStore
     let database: DatabasePool
 
     /// An app as listed by `crashsym apps list`.
@@ -105,7 +105,7 @@ public final class SymbolStore: Sendable {
     /// create`) a missing directory or store is created; without it (commands that only read or
     /// change an existing store) a directory that holds no store is an error, so a mistyped
     /// `--data-dir` is not taken for an empty store. Errors are `OpenError`s.
-    public init(dataDirectory: String, create: Bool = true) throws {
+    public init(dataDirectory: String, create: Bool = true, objects: (any ObjectStore)? = nil) throws {
         let databasePath = dataDirectory + "/metadata.sqlite"
         try Self.checkDirectory(dataDirectory, create: create)
         if !create && access(databasePath, F_OK) != 0 {
@@ -113,9 +113,9 @@ public final class SymbolStore: Sendable {
                 + "only `crashsym serve` and `crashsym apps create` create one")
         }
         do {
-            objects = try ObjectStore(root: dataDirectory)
+            self.objects = try objects ?? DirectoryObjectStore(root: dataDirectory)
         } catch {
-            throw OpenError("cannot prepare the object store in \(dataDirectory): \((error as? ServerError)?.message ?? "\(error)"); "
+            throw OpenError("cannot prepare the object store in \(dataDirectory): \(error); "
                 + "check its permissions or choose another --data-dir")
         }
         var configuration = Configuration()

@@ -35,7 +35,8 @@ extension Crashsym {
                 throw ValidationError("\(error)")
             }
             do {
-                return try SymbolStore(dataDirectory: configuration.dataDirectory, create: create)
+                let objects = try configuration.objectStorage.makeStore(dataDirectory: configuration.dataDirectory)
+                return try SymbolStore(dataDirectory: configuration.dataDirectory, create: create, objects: objects)
             } catch {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure

@@ -17,11 +17,15 @@ struct ServerLocationOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Metadata in PostgreSQL instead of SQLite, shared by several servers: postgres://user@host[:port]/database; the password from the URL or CRASHSYM_DATABASE_PASSWORD (env CRASHSYM_DATABASE).", valueName: "url"))
     var database: String?
 
+    @Option(name: .customLong("object-store"), help: ArgumentHelp("Where symbol files and raw crashes live: s3://bucket/prefix?endpoint=http://host:port&region=us-east-1 for an S3-compatible store shared by several nodes (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; env CRASHSYM_OBJECT_STORE); default: the directory under --data-dir. See docs/storage.md.", valueName: "url"))
+    var objectStore: String?
+
     /// The server configuration these options (with the environment and config file) select.
     func configuration(_ flags: [String: String] = [:]) throws -> ServerConfiguration {
         var flags = flags
         flags["data-dir"] = dataDirectory ?? flags["data-dir"]
         flags["database"] = database ?? flags["database"]
+        flags["object-store"] = objectStore ?? flags["object-store"]
         return try ServerConfiguration.resolve(flags: flags, configFile: config)
     }
 }
@@ -106,11 +110,22 @@ extension Crashsym {
         @Option(name: .customLong("max-crash-bytes-in-flight"), help: "Most bytes of crash and minidump upload bodies held in memory at once, across requests (default 256 MiB; 503 with Retry-After above).")
         var maxCrashBytesInFlight: Int?
 
+        @Option(name: .customLong("table-cache-dir"), help: ArgumentHelp("With an s3:// object store: where this node keeps the tables it fetched, to map them (default <data-dir>/table-cache).", valueName: "dir"))
+        var tableCacheDirectory: String?
+
+        @Option(name: .customLong("table-cache-dir-mb"), help: "Bound of --table-cache-dir in MiB; least recently used tables are removed first (default 10240).")
+        var tableCacheDirectoryMB: Int?
+
+        @Option(name: .customLong("object-grace-hours"), help: "Objects no row names are removed in the background once older than this many hours (default 24): what an upload interrupted between its files and its rows leaves.")
+        var objectGraceHours: Double?
+
         @OptionGroup(title: "Notifications (webhooks)") var notifications: WebhookServeOptions
 
         var flags: [String: String] {
             var flags: [String: String] = [:]
-            flags["data-dir"] = location.dataDirectory
+            flags["table-cache-dir"] = tableCacheDirectory
+            flags["table-cache-dir-mb"] = tableCacheDirectoryMB.map(String.init)
+            flags["object-grace-hours"] = objectGraceHours.map { String($0) }
             flags["host"] = host
             flags["port"] = port.map(String.init)
             flags["max-body-bytes"] = maxBodyBytes.map(String.init)
@@ -188,7 +203,7 @@ extension Crashsym {
             }
         }
 
-        /// Serves with the metadata in PostgreSQL (files still under `--data-dir`).
+        /// Serves with the metadata in PostgreSQL (files in the object store of `--object-store`, else under `--data-dir`).
         private func serveShared(database: String, configuration: ServerConfiguration, crashConfiguration: CrashServiceConfiguration,
                                  webhooks: WebhookConfiguration, logger: Logger, registry: PrometheusCollectorRegistry) async throws {
             guard PostgresMetadataStore.unimplemented.isEmpty else {
@@ -215,10 +230,12 @@ extension Crashsym {
                 }
                 let server: SymbolServer
                 do {
-                    server = try SymbolServer(configuration: configuration, metadata: store, objects: ObjectStore(root: configuration.dataDirectory),
+                    let objects = try configuration.objectStorage.makeStore(dataDirectory: configuration.dataDirectory, logger: logger)
+                        ?? DirectoryObjectStore(root: configuration.dataDirectory)
+                    server = try SymbolServer(configuration: configuration, metadata: store, objects: objects,
                                               logger: logger, metrics: registry, crashConfiguration: crashConfiguration, webhooks: webhooks)
                 } catch {
-                    FileOutput.standardError("crashsym: cannot prepare the object store in \(configuration.dataDirectory): \(error)\n")
+                    FileOutput.standardError("crashsym: cannot prepare the object store: \((error as? StoreError)?.message ?? "\(error)")\n")
                     throw ExitCode.failure
                 }
                 try await Self.serve(server, configuration: configuration)

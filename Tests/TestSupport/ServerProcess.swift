@@ -15,13 +15,16 @@ public final class ServerProcess {
     }
 
     /// Starts `binary serve --data-dir DIR --port PORT --log-level warning ARGUMENTS` (its log
-    /// in `scratch`) and waits until it listens.
+    /// in `scratch`), with `environment` added to its own, and waits until it listens.
     public init(binary: String, dataDirectory: String, scratch: String, port requested: Int = 0,
-                arguments: [String] = []) throws {
+                arguments: [String] = [], environment: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--data-dir", dataDirectory, "--port", String(requested), "--log-level", "warning"]
             + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+        }
         let output = Pipe()
         process.standardOutput = output
         let log = scratch + "/server-\(UUID().uuidString).log"

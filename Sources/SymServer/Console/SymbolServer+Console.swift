@@ -327,10 +327,13 @@ extension SymbolServer {
     private func explainSignature(appID: String, summary: CrashStore.CrashSummary) async throws -> CrashSignature {
         if let kept = try await crashes.store.grouping(appID: appID, crashID: summary.id) { return kept }
         let raw = try await crashes.store.rawObject(appID: appID, id: summary.id)
-        guard let data = FileManager.default.contents(atPath: crashes.objects.path(sha256: raw.sha256)) else {
+        let data: [UInt8]
+        do {
+            data = try await crashes.objects.read(sha256: raw.sha256, limit: Int(max(raw.size, 0)) + 1)
+        } catch StoreError.notFound {
             throw StoreError.corrupt("the raw bytes of crash \(summary.id) are missing")
         }
-        let report = try await crashes.parse(Array(data), format: summary.format.flatMap(ReportFormat.init(rawValue:))).get()
+        let report = try await crashes.parse(data, format: summary.format.flatMap(ReportFormat.init(rawValue:))).get()
         let result = try await crashes.symbolication.symbolicate(report, appID: appID, version: summary.version, renderings: .json)
         return CrashSignature.compute(for: result, rules: try await crashes.groupingRules(appID: appID))
     }
@@ -415,7 +418,7 @@ extension SymbolServer {
         headers[.cacheControl] = "no-store"
         if raw {
             let object = try await crashes.store.rawObject(appID: app.id, id: id)
-            let body = try await FileIO().loadFile(path: objects.path(sha256: object.sha256), context: context)
+            let body = try await objectBody(try await objects.file(sha256: object.sha256), context)
             if try await crashes.store.minidumpDetails(appID: app.id, id: id) != nil {
                 headers[.contentType] = "application/octet-stream"
                 headers[.contentDisposition] = "attachment; filename=\"crash-\(id).dmp\""

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import NIOPosix
 import SymBundle
 import SymReport
 
@@ -140,7 +141,7 @@ extension SymbolServer {
         let id = try Self.crashID(context)
         let object = try await crashes.store.rawObject(appID: appID, id: id)
         let minidump = try await crashes.store.minidumpDetails(appID: appID, id: id) != nil
-        let body = try await FileIO().loadFile(path: objects.path(sha256: object.sha256), context: context)
+        let body = try await objectBody(try await objects.file(sha256: object.sha256), context)
         var headers = HTTPFields()
         headers[.contentType] = minidump ? "application/octet-stream" : "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
@@ -151,9 +152,10 @@ extension SymbolServer {
     func deleteCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
         if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
-            objects.remove(sha256: object)
+            // An object left behind (the store is down) is the sweeper's.
+            try? await objects.remove(sha256: object)
         }
-        for attachment in try await crashes.store.collectOrphanAttachments() { objects.remove(sha256: attachment) }
+        for attachment in try await crashes.store.collectOrphanAttachments() { try? await objects.remove(sha256: attachment) }
         return Response(status: .noContent)
     }
 
@@ -216,7 +218,9 @@ extension SymbolServer {
         }
         headers[.contentLength] = String(table.size)
         if head { return Response(status: .ok, headers: headers) }
-        let body = try await FileIO().loadFile(path: objects.path(sha256: table.sha256), context: context)
+        // Through the node's table cache (S3), so a table is fetched once per node.
+        let path = try await NIOThreadPool.singleton.runIfActive { try objects.localFile(sha256: table.sha256) }
+        let body = try await FileIO().loadFile(path: path, context: context)
         return Response(status: .ok, headers: headers, body: body)
     }
 

@@ -118,12 +118,13 @@ struct RetentionService: Service {
         do {
             while true {
                 let (deleted, objects) = try await service.store.expireCrashes(receivedBefore: cutoff, limit: 500)
-                for sha256 in objects { service.objects.remove(sha256: sha256) }
+                // One left behind (the object store is down) is the sweeper's.
+                for sha256 in objects { try? await service.objects.remove(sha256: sha256) }
                 if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
                 if deleted < 500 { break }
             }
             // Files attached to minidump crashes that are gone now.
-            for sha256 in try await service.store.collectOrphanAttachments() { service.objects.remove(sha256: sha256) }
+            for sha256 in try await service.store.collectOrphanAttachments() { try? await service.objects.remove(sha256: sha256) }
         } catch is CancellationError {
             // Shutting down (or the server never started): the next start sweeps again.
         } catch {

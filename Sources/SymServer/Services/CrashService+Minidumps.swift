@@ -48,18 +48,12 @@ extension CrashService {
                                                              contentType: attachment.contentType, size: attachment.bytes.count,
                                                              sha256: digest))
         }
-        let objects = self.objects
-        let files2 = files
         // The objects this request adds: a duplicate (or a failure) must not leave them behind.
-        let added = try await NIOThreadPool.singleton.runIfActive {
-            var added: [String] = []
-            for file in files2 where !objects.contains(sha256: file.sha256) && !added.contains(file.sha256) {
-                let scratch = objects.temporaryDirectory + "/minidump-" + CrashStore.randomHex(bytes: 12)
-                try Self.writeAll(file.bytes, to: scratch)
-                try objects.insert(fileAt: scratch, sha256: file.sha256)
-                added.append(file.sha256)
-            }
-            return added
+        var added: [String] = []
+        for file in files where !added.contains(file.sha256) {
+            guard try await !objects.contains(sha256: file.sha256) else { continue }
+            try await objects.put(bytes: file.bytes, sha256: file.sha256)
+            added.append(file.sha256)
         }
         let receipt: CrashStore.Receipt
         do {
@@ -86,16 +80,15 @@ extension CrashService {
     /// Removes those of `objects` that no crash uses (neither as raw bytes nor as an attachment).
     private func removeUnused(_ added: [String]) async throws {
         guard !added.isEmpty else { return }
-        for sha256 in try await store.unusedCrashObjects(added) { objects.remove(sha256: sha256) }
+        for sha256 in try await store.unusedCrashObjects(added) { try? await objects.remove(sha256: sha256) }
     }
 
     /// Reads a minidump crash on the calling (thread-pool) thread, then goes on as `begin` does;
     /// a minidump that cannot be read is stored as failed with the reason.
     func beginMinidump(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> Step {
-        let path = objects.path(sha256: input.rawSHA256)
         let file: MappedFile
         do {
-            file = try MappedFile(path: path)
+            file = try MappedFile(path: try objects.localFile(sha256: input.rawSHA256))
         } catch {
             throw StoreError.corrupt("the minidump of crash \(input.id) is unreadable (\(input.rawSHA256)): \(error)")
         }
@@ -111,12 +104,12 @@ extension CrashService {
     }
 
     /// Walks, symbolicates and signs a read minidump with its tables, on the calling thread.
-    func completeMinidump(_ dump: Minidump, parsed: Parsed, rules: GroupingRules, stored: ReportTables) -> CrashStore.ProcessingResult {
+    func completeMinidump(_ dump: Minidump, parsed: Parsed, rules: GroupingRules, stored: ReportTables) throws -> CrashStore.ProcessingResult {
         let result: SymbolicatedReport
         do {
             result = try symbolication.symbolicateNow(minidump: dump, appID: parsed.input.appID, version: parsed.version,
                                                       renderings: .json, stored: stored)
-        } catch {
+        } catch let error as FormatError {
             return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])
         }
         guard result.report.frameCount <= configuration.maxFrames else {

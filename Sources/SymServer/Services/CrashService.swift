@@ -14,7 +14,7 @@ import Symbolication
 /// Routes call it; it speaks `ServerError` to them and `StoreError` comes from below.
 final class CrashService: Sendable {
     let store: any MetadataStore
-    let objects: ObjectStore
+    let objects: any ObjectStore
     let configuration: CrashServiceConfiguration
     let symbolication: StoreSymbolication
     let doorbell = Doorbell()
@@ -68,12 +68,7 @@ final class CrashService: Sendable {
             throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8): not a crash report")
         }
         let sha256 = hexString(Array(SHA256.hash(data: body)))
-        let scratch = objects.temporaryDirectory + "/crash-" + CrashStore.randomHex(bytes: 12)
-        let objects = self.objects
-        try await NIOThreadPool.singleton.runIfActive {
-            try Self.writeAll(body, to: scratch)
-            try objects.insert(fileAt: scratch, sha256: sha256)
-        }
+        try await objects.put(bytes: body, sha256: sha256)
         let receipt = try await store.accept(CrashStore.NewCrash(
             appID: appID, version: submission.version, host: submission.host, environment: submission.environment,
             inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
@@ -131,17 +126,6 @@ final class CrashService: Sendable {
         }
     }
 
-    static func writeAll(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ObjectStore.posixError("open \(path)") }
-        defer { close(fd) }
-        let failure = bytes.withUnsafeBytes { FileIO.writeAll(fd, $0) }
-        if failure != 0 {
-            errno = failure
-            throw ObjectStore.posixError("write \(path)")
-        }
-    }
-
     // MARK: Processing
 
     /// Attempts after which a crash whose processing keeps failing is marked failed.
@@ -164,13 +148,31 @@ final class CrashService: Sendable {
             return
         }
         let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
+        // The raw bytes first (the object store may be remote), then the engine on the thread pool.
+        var raws: [Result<[UInt8], any Error>] = []
+        for item in work {
+            // A minidump is mapped from a local file of the object store (beginMinidump).
+            if item.input.inputFormat == CrashStore.minidumpFormat {
+                raws.append(.success([]))
+                continue
+            }
+            do {
+                raws.append(.success(try await objects.read(sha256: item.input.rawSHA256, limit: 1 << 30)))
+            } catch StoreError.notFound {
+                raws.append(.failure(StoreError.corrupt("the raw bytes of crash \(item.input.id) are missing (\(item.input.rawSHA256))")))
+            } catch {
+                raws.append(.failure(error))
+            }
+        }
         var analysed: [Result<CrashStore.ProcessingResult, any Error>] = []
         do {
-            let rules = rules
+            let rules = rules, raws = raws
             // With a store that reads synchronously, one thread-pool job does everything; otherwise
             // the reports are parsed there, their tables read here, and a second job symbolicates.
             let steps = try await NIOThreadPool.singleton.runIfActive { [self] in
-                work.map { item in Result { try begin(item.input, rules: rules[item.input.appID] ?? .defaults) } }
+                zip(work, raws).map { item, raw in
+                    Result { try begin(item.input, raw: raw.get(), rules: rules[item.input.appID] ?? .defaults) }
+                }
             }
             var pending: [(index: Int, parsed: Parsed, stored: ReportTables)] = []
             for (index, step) in steps.enumerated() {
@@ -191,9 +193,11 @@ final class CrashService: Sendable {
             if !pending.isEmpty {
                 let pendingWork = pending
                 let finished = try await NIOThreadPool.singleton.runIfActive { [self] in
-                    pendingWork.map { complete($0.parsed, rules: rules[$0.parsed.input.appID] ?? .defaults, stored: $0.stored) }
+                    pendingWork.map { item in
+                        Result { try complete(item.parsed, rules: rules[item.parsed.input.appID] ?? .defaults, stored: item.stored) }
+                    }
                 }
-                for (item, result) in zip(pending, finished) { analysed[item.index] = .success(result) }
+                for (item, result) in zip(pending, finished) { analysed[item.index] = result }
             }
         } catch {
             for item in work { await failed(item.job, error) }
@@ -234,6 +238,8 @@ final class CrashService: Sendable {
     /// A job whose processing failed: logged, and given up after `maximumAttempts`.
     private func failed(_ job: CrashStore.Job, _ error: any Error) async {
         logger.error("crash processing failed", metadata: ["crashsym.crash_seq": "\(job.seq)", "error": "\(error)"])
+        // An object store that is down is not the crash's fault: its job is leased again later.
+        if case StoreError.unavailable = error { return }
         if job.attempts >= Self.maximumAttempts {
             try? await store.abandon(seq: job.seq, reason: "processing failed \(job.attempts) times: \(error)")
         }
@@ -264,18 +270,14 @@ final class CrashService: Sendable {
         case needsTables(Parsed)
     }
 
-    /// Reads and parses one crash on the calling (thread-pool) thread and, when the store reads
+    /// Parses one crash's raw bytes on the calling (thread-pool) thread and, when the store reads
     /// synchronously, symbolicates and signs it too.
-    private func begin(_ input: CrashStore.ProcessingInput, rules: GroupingRules) throws -> Step {
+    private func begin(_ input: CrashStore.ProcessingInput, raw data: [UInt8], rules: GroupingRules) throws -> Step {
         if input.inputFormat == CrashStore.minidumpFormat { return try beginMinidump(input, rules: rules) }
-        let path = objects.path(sha256: input.rawSHA256)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")
-        }
         let format = input.inputFormat.flatMap(ReportFormat.init(rawValue:))
         let report: CrashReport
         do {
-            report = try Self.parseNow(Array(data), format: format, maxFrames: configuration.maxFrames)
+            report = try Self.parseNow(data, format: format, maxFrames: configuration.maxFrames)
         } catch {
             return .done(CrashStore.ProcessingResult(state: .failed, failure: error.message, missing: []))
         }
@@ -293,19 +295,19 @@ final class CrashService: Sendable {
         guard let stored = try symbolication.storedTablesNow(parsed.wanted, appID: parsed.input.appID, version: parsed.version) else {
             return .needsTables(parsed)
         }
-        return .done(complete(parsed, rules: rules, stored: stored))
+        return .done(try complete(parsed, rules: rules, stored: stored))
     }
 
     /// Symbolicates (walking a minidump first) and signs a parsed crash with its tables, on the
     /// calling (thread-pool) thread.
-    private func complete(_ parsed: Parsed, rules: GroupingRules, stored: ReportTables) -> CrashStore.ProcessingResult {
+    private func complete(_ parsed: Parsed, rules: GroupingRules, stored: ReportTables) throws -> CrashStore.ProcessingResult {
         switch parsed.content {
         case .report(let report):
-            let result = symbolication.symbolicateNow(report, appID: parsed.input.appID, version: parsed.version, renderings: .json,
-                                                      stored: stored)
+            let result = try symbolication.symbolicateNow(report, appID: parsed.input.appID, version: parsed.version,
+                                                          renderings: .json, stored: stored)
             return Self.outcome(result, format: report.format.rawValue, reportVersion: parsed.reportVersion, rules: rules)
         case .minidump(let dump):
-            return completeMinidump(dump, parsed: parsed, rules: rules, stored: stored)
+            return try completeMinidump(dump, parsed: parsed, rules: rules, stored: stored)
         }
     }
 
@@ -434,8 +436,8 @@ final class CrashService: Sendable {
         defer { symbolicateTimer.recordInterval(since: start) }
         let maxFrames = configuration.maxFrames
         let symbolication = symbolication
-        @Sendable func render(_ report: CrashReport, _ stored: ReportTables) -> [UInt8] {
-            let result = symbolication.symbolicateNow(report, appID: appID, version: version,
+        @Sendable func render(_ report: CrashReport, _ stored: ReportTables) throws -> [UInt8] {
+            let result = try symbolication.symbolicateNow(report, appID: appID, version: version,
                                                       renderings: output == .json ? .json : .text, stored: stored)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(1024 + report.frameCount * 256)
@@ -451,13 +453,13 @@ final class CrashService: Sendable {
             guard let stored = try symbolication.storedTablesNow(for: report, appID: appID, version: version) else {
                 return .parsed(report)
             }
-            return .rendered(render(report, stored))
+            return .rendered(try render(report, stored))
         }
         switch first {
         case .rendered(let bytes): return bytes
         case .parsed(let report):
             let stored = try await symbolication.storedTables(for: report, appID: appID, version: version)
-            return try await NIOThreadPool.singleton.runIfActive { render(report, stored) }
+            return try await NIOThreadPool.singleton.runIfActive { try render(report, stored) }
         }
     }
 
@@ -474,9 +476,9 @@ final class CrashService: Sendable {
         guard let table = try await store.table(appID: appID, buildID: buildID) else {
             throw ServerError(.notFound, "no symbols for build-id \(buildID)")
         }
-        let path = objects.path(sha256: table.sha256)
-        let tables = symbolication.tables
+        let tables = symbolication.tables, objects = self.objects
         return try await NIOThreadPool.singleton.runIfActive {
+            let path = try objects.localFile(sha256: table.sha256)
             let symbols: ModuleSymbols
             do {
                 symbols = try tables.table(at: path)  // opened once, shared with symbolication

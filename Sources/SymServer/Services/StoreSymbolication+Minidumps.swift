@@ -18,7 +18,7 @@ extension StoreSymbolication {
     /// carry (`.csym` v4) and symbolicates, as `crashsym symbolicate` does a minidump.
     func symbolicateNow(minidump dump: Minidump, appID: String, version: String?,
                         renderings: LocationChain.Renderings, stored: ReportTables) throws -> SymbolicatedReport {
-        try Symbolicator(providers: [provider(appID: appID, version: version, stored: stored)],
+        try Symbolicator(providers: [try provider(appID: appID, version: version, stored: stored)],
                          conversion: ConversionSettings(tableCache: nil), renderings: renderings)
             .symbolicate(minidump: dump, path: "minidump")
     }

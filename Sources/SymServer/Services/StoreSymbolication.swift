@@ -13,11 +13,11 @@ import Symbolication
 /// shared `OpenedTableCache` (`--table-cache-mb`).
 struct StoreSymbolication: Sendable {
     let metadata: any MetadataStore
-    let objects: ObjectStore
+    let objects: any ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
 
-    init(metadata: any MetadataStore, objects: ObjectStore, tableCacheBytes: Int) {
+    init(metadata: any MetadataStore, objects: any ObjectStore, tableCacheBytes: Int) {
         self.metadata = metadata
         self.objects = objects
         tables = OpenedTableCache(budget: tableCacheBytes)
@@ -33,7 +33,7 @@ struct StoreSymbolication: Sendable {
             guard let stored = try stored ?? storedTablesNow(for: report, appID: appID, version: version) else {
                 throw StoreError.unavailable("the metadata store reads no tables synchronously")
             }
-            return symbolicateNow(report, appID: appID, version: version, renderings: renderings, stored: stored)
+            return try symbolicateNow(report, appID: appID, version: version, renderings: renderings, stored: stored)
         }
     }
 
@@ -73,17 +73,18 @@ struct StoreSymbolication: Sendable {
     /// `symbolicate` with the tables found (`storedTablesNow` or `storedTables`), on the calling
     /// thread, so that a request that parses, symbolicates and renders does it in one thread-pool job.
     func symbolicateNow(_ report: CrashReport, appID: String, version: String?,
-                        renderings: LocationChain.Renderings, stored: ReportTables) -> SymbolicatedReport {
-        Symbolicator(providers: [provider(appID: appID, version: version, stored: stored)],
+                        renderings: LocationChain.Renderings, stored: ReportTables) throws -> SymbolicatedReport {
+        Symbolicator(providers: [try provider(appID: appID, version: version, stored: stored)],
                      conversion: ConversionSettings(tableCache: nil), renderings: renderings)
             .symbolicate(report)
     }
 
-    /// The store's provider over the tables found for one crash.
-    func provider(appID: String, version: String?, stored: ReportTables) -> StoreSymbolProvider {
+    /// The store's provider over the tables found for one crash, each made local first (the
+    /// object store may be remote: its `StoreError` is thrown).
+    func provider(appID: String, version: String?, stored: ReportTables) throws -> StoreSymbolProvider {
         let found = StoreSymbolProvider.Found(
-            byBuildID: stored.byBuildID.mapValues { objects.path(sha256: $0) },
-            byName: stored.byName.mapValues { $0.map { (buildID: $0.buildID, path: objects.path(sha256: $0.sha256)) } })
+            byBuildID: try stored.byBuildID.mapValues { try objects.localFile(sha256: $0) },
+            byName: try stored.byName.mapValues { try $0.map { (buildID: $0.buildID, path: try objects.localFile(sha256: $0.sha256)) } })
         return StoreSymbolProvider(appID: appID, version: version, found: found, tables: tables)
     }
 }

@@ -64,6 +64,9 @@ public protocol MetadataStore: Sendable {
     func collectOrphanAttachments() async throws -> [String]
     /// Those of `candidates` (object SHA-256s) that no crash uses, as raw bytes or as an attachment.
     func unusedCrashObjects(_ candidates: [String]) async throws -> [String]
+    /// Every object a row names (tables, debug files, raw crashes, attachments): what the object
+    /// sweeper keeps. Read after the sweeper lists the store, so a row committed meanwhile is seen.
+    func referencedObjects() async throws -> Set<String>
     /// The signature of crash `id` with every examined frame's role, as computed when it was last
     /// processed; nil when it has none.
     func grouping(appID: String, crashID id: String) async throws -> CrashSignature?

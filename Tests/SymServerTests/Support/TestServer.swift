@@ -88,13 +88,18 @@ final class TestServer {
     private(set) var port = 0
     private(set) var process: Process?
     let extraArguments: [String]
+    /// Variables added to the environment of `crashsym` (the S3 credentials).
+    let environment: [String: String]
     let appID: String
     let key: String
 
     /// `database`: a `postgres://` URL for the metadata (`--database`), nil for SQLite; `app`: an
     /// app to serve instead of creating one (a second node of the same database).
-    init(arguments: [String] = [], database: String? = nil, dataDirectory: String? = nil, app: (id: String, key: String)? = nil) throws {
+    /// `environment`: variables added to `crashsym`'s (the S3 credentials).
+    init(arguments: [String] = [], database: String? = nil, dataDirectory: String? = nil, app: (id: String, key: String)? = nil,
+         environment: [String: String] = [:]) throws {
         scratch = try Binary.temporaryDirectory()
+        self.environment = environment
         self.dataDirectory = dataDirectory ?? scratch + "/data"
         let shared = database.map { ["--database", $0] } ?? []
         extraArguments = arguments + shared
@@ -103,7 +108,8 @@ final class TestServer {
             try start()
             return
         }
-        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", self.dataDirectory, "--format", "json"] + shared)
+        let created = try Binary.crashsym(["apps", "create", "test app", "--data-dir", self.dataDirectory, "--format", "json"] + shared,
+                                          environment: environment)
         guard created.status == 0,
               let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any],
               let id = object["id"] as? String, let key = object["key"] as? String else {
@@ -124,7 +130,7 @@ final class TestServer {
     /// Starts the server (on `port`, else a free port) and waits for its "listening on" line.
     func start(port requested: Int = 0) throws {
         let server = try ServerProcess(binary: Binary.crashsym, dataDirectory: dataDirectory, scratch: scratch,
-                                       port: requested, arguments: extraArguments)
+                                       port: requested, arguments: extraArguments, environment: environment)
         process = server.process
         port = server.port
     }

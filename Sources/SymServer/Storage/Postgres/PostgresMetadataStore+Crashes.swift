@@ -86,6 +86,15 @@ extension PostgresMetadataStore {
         }
     }
 
+    public func referencedObjects() async throws -> Set<String> {
+        Set(try await rows("""
+            SELECT symbols_sha256 FROM module
+            UNION SELECT debug_sha256 FROM module WHERE debug_sha256 IS NOT NULL
+            UNION SELECT raw_sha256 FROM crash
+            UNION SELECT sha256 FROM crash_attachment
+            """).map { try $0.decode(String.self) })
+    }
+
     public func unusedCrashObjects(_ candidates: [String]) async throws -> [String] {
         try await transaction { db in try await Self.unused(db, candidates) }
     }

@@ -1,0 +1,218 @@
+import Foundation
+import NIOPosix
+import SymBytes
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The embedded object store: a content-addressed directory, `<root>/objects/sha256/ab/cdef…`,
+/// plus a scratch directory `<root>/tmp` on the same file system so that finished files are
+/// renamed into place.
+///
+/// A file enters the store in three durable steps: its bytes are fsynced, it is renamed to its
+/// digest's path (atomic), and the directory holding it is fsynced. A crash at any point leaves
+/// either nothing or a complete object; an object with no metadata row is harmless (a retry
+/// renames the same bytes over it, the sweeper removes it after its grace period).
+public struct DirectoryObjectStore: ObjectStore {
+    /// The data directory.
+    public let root: String
+
+    /// Opens (creating as needed) the store under `root`.
+    public init(root: String) throws {
+        self.root = root
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        for directory in [root + "/objects", root + "/objects/sha256", scratchDirectory] {
+            try Self.makeDirectory(directory)
+        }
+    }
+
+    public var scratchDirectory: String { root + "/tmp" }
+
+    public func removeLeftovers() throws {
+        try Self.removeContents(of: scratchDirectory)
+    }
+
+    /// Path of the object with this SHA-256 (lowercase hex).
+    public func path(sha256: String) -> String {
+        let digest = Substring(sha256)
+        return root + "/objects/sha256/" + digest.prefix(2) + "/" + digest.dropFirst(2)
+    }
+
+    public func put(fileAt source: String, sha256: String) async throws {
+        try Self.checkName(sha256)
+        try await NIOThreadPool.singleton.runIfActive { try insert(fileAt: source, sha256: sha256) }
+    }
+
+    public func put(bytes: [UInt8], sha256: String) async throws {
+        try Self.checkName(sha256)
+        let scratch = scratchDirectory + "/put-" + CrashStore.randomHex(bytes: 12)
+        try await NIOThreadPool.singleton.runIfActive {
+            try Self.write(bytes, to: scratch)
+            try insert(fileAt: scratch, sha256: sha256)
+        }
+    }
+
+    public func contains(sha256: String) async throws -> Bool {
+        isSHA256(sha256) && access(path(sha256: sha256), F_OK) == 0
+    }
+
+    public func size(sha256: String) async throws -> UInt64? {
+        guard isSHA256(sha256) else { return nil }
+        var status = stat()
+        guard stat(path(sha256: sha256), &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw Self.posixError("stat \(path(sha256: sha256))")
+        }
+        return UInt64(status.st_size)
+    }
+
+    public func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8] {
+        try Self.checkName(sha256)
+        let path = path(sha256: sha256)
+        return try await NIOThreadPool.singleton.runIfActive {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                if errno == ENOENT { throw StoreError.notFound("no object \(sha256)") }
+                throw Self.posixError("open \(path)")
+            }
+            defer { close(descriptor) }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { throw Self.posixError("stat \(path)") }
+            let size = UInt64(status.st_size)
+            let wanted = range.map { $0.clamped(to: 0..<size) } ?? 0..<size
+            guard wanted.count <= UInt64(limit) else {
+                throw StoreError.conflict("object \(sha256) is \(wanted.count) bytes, over the limit of \(limit)")
+            }
+            var bytes = [UInt8](repeating: 0, count: Int(wanted.count))
+            var done = 0
+            while done < bytes.count {
+                let count = bytes.withUnsafeMutableBytes {
+                    pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(wanted.lowerBound) + off_t(done))
+                }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw StoreError.corrupt("object \(sha256) ended early at \(done) bytes") }
+                done += count
+            }
+            return bytes
+        }
+    }
+
+    public func file(sha256: String) async throws -> ObjectFile {
+        guard let size = try await size(sha256: sha256) else { throw StoreError.notFound("no object \(sha256)") }
+        return ObjectFile(path: path(sha256: sha256), size: size, temporary: false)
+    }
+
+    public func copy(sha256: String, to destination: String) async throws {
+        try Self.checkName(sha256)
+        let source = path(sha256: sha256)
+        try await NIOThreadPool.singleton.runIfActive {
+            guard access(source, F_OK) == 0 else { throw StoreError.notFound("no object \(sha256)") }
+            let scratch = destination + ".part-" + CrashStore.randomHex(bytes: 6)
+            do {
+                try FileManager.default.copyItem(atPath: source, toPath: scratch)
+            } catch {
+                throw StoreError.unavailable("cannot copy \(source) to \(scratch): \(error.localizedDescription)")
+            }
+            if let failure = FileIO.moveDurably(scratch, to: destination) {
+                unlink(scratch)
+                throw Self.posixError("write \(destination)", failure.code)
+            }
+        }
+    }
+
+    /// The object itself: the engine maps it where it lies.
+    public func localFile(sha256: String) throws -> String {
+        try Self.checkName(sha256)
+        return path(sha256: sha256)
+    }
+
+    public func remove(sha256: String) async throws {
+        guard isSHA256(sha256) else { return }
+        if unlink(path(sha256: sha256)) != 0 && errno != ENOENT {
+            throw Self.posixError("unlink \(path(sha256: sha256))")
+        }
+    }
+
+    /// A page per fan-out directory (`objects/sha256/ab`); the token is the next one's name.
+    public func list(after token: String?) async throws -> ObjectPage {
+        let base = root + "/objects/sha256"
+        return try await NIOThreadPool.singleton.runIfActive {
+            let directories = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [])
+                .filter { $0.utf8.count == 2 && isSHA256($0 + String(repeating: "0", count: 62)) }.sorted()
+            guard let current = directories.first(where: { token == nil || $0 >= token! }) else {
+                return ObjectPage(objects: [], next: nil)
+            }
+            var objects: [StoredObject] = []
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: base + "/" + current)) ?? [] {
+                let sha256 = current + name
+                guard isSHA256(sha256) else { continue }
+                var status = stat()
+                guard stat(base + "/" + current + "/" + name, &status) == 0 else { continue }
+                objects.append(StoredObject(sha256: sha256, size: UInt64(status.st_size), modified: Int64(status.st_mtim.tv_sec)))
+            }
+            let next = directories.first { $0 > current }
+            return ObjectPage(objects: objects.sorted { $0.sha256 < $1.sha256 }, next: next)
+        }
+    }
+
+    /// Moves the file at `source` into the store durably; when the object is already there the
+    /// source is removed instead, and the object's time refreshed (the sweeper's grace period
+    /// starts again, so a row committed after this put never names a swept object).
+    func insert(fileAt source: String, sha256: String) throws {
+        let destination = path(sha256: sha256)
+        let directory = String(destination[..<destination.lastIndex(of: "/")!])
+        if access(destination, F_OK) == 0 {
+            _ = utimensat(AT_FDCWD, destination, nil, 0)
+            try? FileManager.default.removeItem(atPath: source)
+            return
+        }
+        try Self.makeDirectory(directory)
+        if let failure = FileIO.moveDurably(source, to: destination) {
+            switch failure.step {
+            case .rename: throw Self.posixError("rename \(source) to \(destination)", failure.code)
+            case .syncDirectory: throw Self.posixError("fsync \(directory)", failure.code)
+            default: throw Self.posixError("fsync \(source)", failure.code)
+            }
+        }
+    }
+
+    /// Writes `bytes` to a new file (made durable by the rename into the store).
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw posixError("open \(path)") }
+        defer { close(descriptor) }
+        let failure = bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
+        guard failure == 0 else {
+            unlink(path)
+            throw posixError("write \(path)", failure)
+        }
+    }
+
+    static func checkName(_ sha256: String) throws {
+        guard isSHA256(sha256) else { throw StoreError.notFound("\"\(sha256.prefix(80))\" is not an object name (SHA-256 in hex)") }
+    }
+
+    static func removeContents(of directory: String) throws {
+        let fileManager = FileManager.default
+        for name in try fileManager.contentsOfDirectory(atPath: directory) {
+            try fileManager.removeItem(atPath: directory + "/" + name)
+        }
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) == 0 {
+            // Make the new directory entry itself durable.
+            let parent = FileIO.directory(of: path)
+            let synced = FileIO.sync(path: parent, directory: true)
+            guard synced == 0 else { throw posixError("fsync \(parent)", synced) }
+            return
+        }
+        guard errno == EEXIST else { throw posixError("mkdir \(path)") }
+    }
+
+    /// A local file operation that failed: the store cannot be written now (a full or failing
+    /// disk), so the API answers 503 and the client retries.
+    static func posixError(_ what: String, _ code: Int32 = errno) -> StoreError {
+        .unavailable("\(what): \(String(cString: strerror(code)))")
+    }
+}

@@ -1,0 +1,93 @@
+/// The object store: immutable blobs (symbol tables, debug files, raw crash reports) named by the
+/// SHA-256 of their bytes (lowercase hex). Two implementations: a directory on the node's disk
+/// (`DirectoryObjectStore`, the embedded default) and an S3-compatible store shared by several
+/// nodes (`S3ObjectStore`). Routes and services see only this protocol (DESIGN.md "Storage").
+///
+/// Durability rule: an object is put (durably) before the row naming it is committed; an object
+/// no row names is removed by `ObjectSweeper` once it is older than a grace period. Every
+/// method throws `StoreError`: `.notFound` for a missing object, `.unavailable` when the store
+/// cannot be reached or written now (the API answers 503 with Retry-After), `.corrupt` when it
+/// gives back other bytes than were put.
+public protocol ObjectStore: Sendable {
+    /// A directory on this node's disk for files on their way into the store (request bodies,
+    /// inflated bundles). For the directory store it is on the objects' file system, so that a
+    /// put is a rename.
+    var scratchDirectory: String { get }
+
+    /// Stores the file at `path`, whose bytes hash to `sha256`, durably; the file is consumed
+    /// (moved into the store or removed). Putting an object that exists keeps it, and counts as
+    /// a fresh write for the sweeper's grace period.
+    func put(fileAt path: String, sha256: String) async throws
+
+    /// Stores `bytes` (hashing to `sha256`) durably.
+    func put(bytes: [UInt8], sha256: String) async throws
+
+    /// Whether the object exists.
+    func contains(sha256: String) async throws -> Bool
+
+    /// The object's size in bytes, or nil when it does not exist.
+    func size(sha256: String) async throws -> UInt64?
+
+    /// The object's bytes within `range` (all of them when nil), at most `limit` bytes.
+    func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8]
+
+    /// A local file holding the object, for a response body: the object itself when the store
+    /// is a directory, else a temporary copy the caller removes once sent (`ObjectFile`).
+    func file(sha256: String) async throws -> ObjectFile
+
+    /// Writes a copy of the object to `path` (created, fsynced).
+    func copy(sha256: String, to path: String) async throws
+
+    /// A path on this node's disk at which the object can be memory-mapped: the object itself,
+    /// or its copy in the node's table cache (fetched now if absent). Blocks: call it from a
+    /// thread-pool thread (the engine's symbol lookup runs there).
+    func localFile(sha256: String) throws -> String
+
+    /// Removes the object; a missing one is not an error. Only the sweeper and paths that just
+    /// dropped the last row naming it call this.
+    func remove(sha256: String) async throws
+
+    /// One page of the stored objects, with their age, for the sweeper; pass the page's
+    /// `next` to get the following one (nil: that was the last).
+    func list(after token: String?) async throws -> ObjectPage
+
+    /// Removes what interrupted requests left in the scratch directory (at startup only).
+    func removeLeftovers() throws
+}
+
+extension ObjectStore {
+    /// The whole object, at most `limit` bytes.
+    public func read(sha256: String, limit: Int = 64 << 20) async throws -> [UInt8] {
+        try await read(sha256: sha256, range: nil, limit: limit)
+    }
+}
+
+/// A local file with an object's bytes (`ObjectStore.file`).
+public struct ObjectFile: Sendable {
+    /// Where it is.
+    public var path: String
+    /// Its size in bytes.
+    public var size: UInt64
+    /// Whether it is a temporary copy, to be removed once used.
+    public var temporary: Bool
+}
+
+/// A stored object as the sweeper sees it.
+public struct StoredObject: Sendable, Equatable {
+    public var sha256: String
+    public var size: UInt64
+    /// Last write, in seconds since 1970.
+    public var modified: Int64
+}
+
+/// One page of `ObjectStore.list`.
+public struct ObjectPage: Sendable {
+    public var objects: [StoredObject]
+    /// The token of the next page; nil after the last.
+    public var next: String?
+}
+
+/// Whether `text` is a SHA-256 in lowercase hex: the only names that reach a path or a key.
+func isSHA256(_ text: String) -> Bool {
+    text.utf8.count == 64 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+}
