@@ -10,11 +10,20 @@ extension WalkModule {
     public init?(start: UInt64, end: UInt64, table: SymbolTable) {
         guard table.hasUnwindRules else { return nil }
         let bias = start &- (table.module.layout?.mappingBase ?? 0)
+        // Without the ELF file, the table's layout still says where the code is (an address
+        // outside every executable segment follows no call).
+        var code: (@Sendable (UInt64, Int) -> CodeBytes)?
+        if let ranges = table.module.layout?.codeRanges {
+            code = { address, count in
+                let last = address &+ UInt64(count) &- 1
+                return ranges.contains { $0.contains(last) } ? CodeBytes.unknown : CodeBytes.notCode
+            }
+        }
         self.init(start: start, end: end, bias: bias, cfi: nil, rules: { address in
             // A corrupt section gives no rules here: the walker falls back to frame pointers and scanning.
             guard let stored = try? table.storedUnwindRule(at: address) else { return nil }
             return Self.unwindRow(stored.rule, addresses: stored.addresses)
-        })
+        }, code: code)
     }
 
     /// A stored rule as the walker's entry and row. A register whose rule was an expression
