@@ -19,7 +19,7 @@ extension Crashsym {
             discussion: """
                 The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
 
-                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are; --format json marks the crashed thread and gives the signal. Pass the program with --symbols when the core's paths are not on this machine.
+                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are, each frame followed by how it was found (Found by: context, cfi, frame-pointer or scan; "found_by" in JSON); --format json marks the crashed thread and gives the signal. A core or minidump may come on standard input (crashsym symbolicate - < core): it is copied to an unlinked temporary file under $TMPDIR in constant memory and mapped. Pass the program with --executable (or --symbols) when the core's paths are not on this machine.
 
                 Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
@@ -33,6 +33,7 @@ extension Crashsym {
                   crashsym symbolicate asan.log --symbols build/
                   crashsym symbolicate tombstone_03 --symbols symbols/ --format json
                   crashsym symbolicate core.1234 --symbols build/app
+                  coredumpctl dump -o - | crashsym symbolicate --executable build/app
                   ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --explain
                 """
         )
