@@ -16,13 +16,19 @@ public final class MappedFile: @unchecked Sendable {
     public let count: Int
 
     /// Maps `path` read-only. Empty files map to an empty buffer.
-    public init(path: String) throws(FormatError) {
-        self.path = path
+    public convenience init(path: String) throws(FormatError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw FormatError(.io, "cannot open: \(String(cString: strerror(errno)))", path: path)
         }
         defer { close(fd) }
+        try self.init(descriptor: fd, path: path)
+    }
+
+    /// Maps the regular file open at `fd` read-only (the descriptor stays the caller's; the
+    /// mapping outlives it), naming it `path` (a file already unlinked has only a name).
+    public init(descriptor fd: Int32, path: String) throws(FormatError) {
+        self.path = path
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             throw FormatError(.io, "cannot stat: \(String(cString: strerror(errno)))", path: path)

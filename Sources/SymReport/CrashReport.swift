@@ -168,12 +168,28 @@ public struct ReportFrame: Sendable, Equatable {
     public var line: Int?
     /// Why the frame could not be read fully (a malformed frame line), when it could not.
     public var problem: String?
+    /// How a stack walk found the frame (crashsym's walk of a core or minidump, or a JSON
+    /// report that says so); nil for frames another tool printed.
+    public var foundBy: FoundBy?
+
+    /// How a walked frame was found (DESIGN.md "Stack walking"; `FrameTrust` of SymUnwind).
+    public enum FoundBy: String, Sendable, Equatable, CaseIterable {
+        /// The registers the dump recorded (the first frame), or those the kernel saved when a
+        /// signal interrupted the frame.
+        case context
+        /// Unwound with call-frame information.
+        case cfi
+        /// Unwound by following the frame-pointer chain.
+        case framePointer = "frame-pointer"
+        /// A return address found by scanning the stack (the least certain).
+        case scan
+    }
 
     /// Creates a frame.
     public init(index: Int, address: UInt64? = nil, module: Int? = nil, moduleOffset: UInt64? = nil,
                 offsetBase: OffsetBase = .virtualAddress, symbol: String? = nil,
                 convention: AddressConvention = .exact, function: String? = nil, line: Int? = nil,
-                problem: String? = nil) {
+                problem: String? = nil, foundBy: FoundBy? = nil) {
         self.index = index
         self.address = address
         self.module = module
@@ -184,5 +200,6 @@ public struct ReportFrame: Sendable, Equatable {
         self.function = function
         self.line = line
         self.problem = problem
+        self.foundBy = foundBy
     }
 }

@@ -56,6 +56,13 @@ enum CrashsymJSONParser {
                 case "return-address": parsed.convention = .returnAddress
                 case let other?: throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].address_kind '\(other)' is not exact or return-address")
                 }
+                if let foundBy = frame["found_by"]?.string {
+                    guard let known = ReportFrame.FoundBy(rawValue: foundBy) else {
+                        let names = ReportFrame.FoundBy.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].found_by '\(foundBy)' is not one of \(names)")
+                    }
+                    parsed.foundBy = known
+                }
                 if let index = frame["module_index"]?.unsigned {
                     guard index < UInt64(report.modules.count) else {
                         throw FormatError(.invalidValue, "stacks[\(s)].frames[\(f)].module_index is not an index into \"modules\"")

@@ -16,9 +16,17 @@ public enum ReportFormat: String, Sendable, CaseIterable {
     case euStack = "eu-stack"
     /// crashsym's own JSON crash report (docs/crash-report.md).
     case crashsymJSON = "crashsym-json"
+    /// An ELF core file (`ET_CORE`), walked by crashsym: binary, never detected in text.
+    case core
+    /// A Breakpad/Crashpad minidump, walked by crashsym: binary, never detected in text.
+    case minidump
 
-    /// Whether the format is text reprinted in place (the JSON formats are not).
+    /// Whether the format is text reprinted in place (the JSON formats are not). A walked core
+    /// or minidump is printed from the lines crashsym made for it, in `eu-stack -i`'s layout.
     public var isText: Bool { self != .swiftJSON && self != .crashsymJSON }
+
+    /// Whether reports of the format are binary files (read through a mapping and walked).
+    public var isBinary: Bool { self == .core || self == .minidump }
 
     /// The longest line accepted: longer lines are refused with an error naming them.
     public static let maximumLineLength = 1 << 20
@@ -112,6 +120,8 @@ extension CrashReport {
         }
         let report: CrashReport
         switch format {
+        case .core, .minidump:
+            throw FormatError(.invalidValue, "a \(format.rawValue) is a binary file, not text: pass its path (crashsym symbolicate FILE)")
         case .swiftJSON: report = try SwiftBacktraceParser.parseJSON(text)
         case .crashsymJSON: report = try CrashsymJSONParser.parse(text)
         default:
@@ -122,7 +132,7 @@ extension CrashReport {
             case .euStack: report = EuStackParser.parse(lines)
             case .swiftText: report = SwiftBacktraceParser.parseText(lines)
             case .tombstone: report = TombstoneParser.parse(lines)
-            case .swiftJSON, .crashsymJSON: fatalError("unreachable")
+            case .swiftJSON, .crashsymJSON, .core, .minidump: fatalError("unreachable")
             }
         }
         guard report.frameCount > 0 else {

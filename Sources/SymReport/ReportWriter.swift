@@ -54,6 +54,7 @@ public enum ReportWriter {
                     let entry = frameLines[next]
                     appendResolution(result.frames[entry.stack][entry.frame], indent: indentation(of: line),
                                      explain: explain, to: &output)
+                    appendFoundBy(report.stacks[entry.stack].frames[entry.frame].foundBy, indent: indentation(of: line), to: &output)
                 } else {
                     output.append(0x0a)
                 }
@@ -74,6 +75,7 @@ public enum ReportWriter {
                 }
                 output.append(contentsOf: line.utf8)
                 appendResolution(result.frames[s][f], indent: "    ", explain: explain, to: &output)
+                appendFoundBy(frame.foundBy, indent: "    ", to: &output)
             }
         }
     }
@@ -124,6 +126,16 @@ public enum ReportWriter {
         }
     }
 
+    /// A walked frame's `Found by: …` line (Breakpad's processor prints one under each frame):
+    /// nothing for frames another tool printed, so their output is unchanged.
+    private static func appendFoundBy(_ foundBy: ReportFrame.FoundBy?, indent: Substring, to output: inout [UInt8]) {
+        guard let foundBy else { return }
+        append(indent, to: &output)
+        append(Literal.foundBy, to: &output)
+        output.append(contentsOf: foundBy.rawValue.utf8)
+        output.append(0x0a)
+    }
+
     /// `function file:line:column` and a newline.
     static func describe(_ location: SourceLocation, to output: inout [UInt8]) {
         output.append(contentsOf: location.function.utf8)
@@ -167,6 +179,7 @@ public enum ReportWriter {
         static let colon: StaticString = ": "
         static let flagClose: StaticString = "]\n"
         static let tried: StaticString = "    tried: "
+        static let foundBy: StaticString = "    Found by: "
         static let unknown: StaticString = "??"
     }
 
@@ -197,6 +210,8 @@ public enum ReportWriter {
         json.continueObject(with: frame.convention == .exact ? #","address_kind":"exact""# : #","address_kind":"return-address""#)
         json.continueObject(with: statusMember(resolution.status))
         json.string("reason", resolution.reason)
+        // Only walked frames have the member: other reports' documents are unchanged.
+        if let foundBy = frame.foundBy { json.string("found_by", foundBy.rawValue) }
         if explain {
             json.beginArray("tried")
             for step in resolution.explanation { json.string(nil, step) }

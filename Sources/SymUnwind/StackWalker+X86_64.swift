@@ -128,15 +128,16 @@ public enum X86_64StackWalker {
         return StackFrame(pc: returnAddress, registers: caller, trust: .framePointer)
     }
 
-    /// The caller by scanning up from the callee's stack pointer for a word that is an address
-    /// in a known module.
+    /// The caller by scanning up from the callee's stack pointer for a word that can be a
+    /// return address (`isReturnAddress`: its call instruction in a known module, and where the
+    /// code is known, a call right before it).
     static func viaScan(_ callee: StackFrame, isFirst: Bool, input: WalkInput) -> StackFrame? {
         guard let sp = callee.registers[rsp] else { return nil }
         let words = isFirst ? scanWords * 4 : scanWords
         for index in 0..<words {
             let slot = sp &+ UInt64(index * 8)
             guard let value = input.memory(slot, 8) else { return nil }
-            guard input.module(at: value) != nil else { continue }
+            guard isReturnAddress(value, input: input) else { continue }
             var caller: [UInt16: UInt64] = [:]
             if let frame = callee.registers[rbp] { caller[rbp] = frame }
             // A saved rbp just below the return address (a standard prologue) is the caller's.

@@ -51,15 +51,21 @@ public struct WalkModule: Sendable {
     /// The rules of one file address found on demand (an `.eh_frame_hdr` search reading one FDE),
     /// asked when `cfi` is nil: a walk needs a few rows of a module, not all of them.
     public var rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)?
+    /// What the module holds at a file address, `count` bytes (its ELF file's code, or its
+    /// table's executable segments): for the scan's check that a candidate return address
+    /// follows a call. Nil: nothing known (the process memory is asked instead).
+    public var code: (@Sendable (_ address: UInt64, _ count: Int) -> CodeBytes)?
 
     /// Creates a module.
     public init(start: UInt64, end: UInt64, bias: UInt64, cfi: CallFrameInfo?,
-                rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)? = nil) {
+                rules: (@Sendable (UInt64) -> (entry: UnwindEntry, row: UnwindRow)?)? = nil,
+                code: (@Sendable (_ address: UInt64, _ count: Int) -> CodeBytes)? = nil) {
         self.start = start
         self.end = end
         self.bias = bias
         self.cfi = cfi
         self.rules = rules
+        self.code = code
     }
 
     /// The unwind rules at file address `address`: from `cfi`, else from `rules`.
@@ -75,6 +81,9 @@ public struct WalkInput {
     public var modules: [WalkModule]
     /// Reads `size` bytes (1 to 8) of the process's memory, little-endian; nil when absent.
     public var memory: DWARFExpression.MemoryReader
+    /// Whether a scanned return address must follow a call where the code is known (off:
+    /// Breakpad's rule, its call instruction in a module, alone).
+    public var checksCallSites = true
 
     /// Creates an input.
     public init(modules: [WalkModule], memory: @escaping DWARFExpression.MemoryReader) {

@@ -31,23 +31,31 @@ public final class Symbolicator: Sendable {
     /// How function names from the tables are demangled (`--swift-names`, `--no-params`): the
     /// one place a symbolicated frame's name is spelled; the writers print it as it is.
     public let demangler: Demangler
+    /// The program of the cores walked (`--executable`): the ELF file of the core's main
+    /// executable when the path the core names is not this one (see `report(core:path:)`).
+    public let executable: String?
 
     /// Creates a Symbolicator asking `providers` in order, converting ELF files as `conversion`
     /// says, its answers rendered for `renderings`, names spelled by `demangler`.
     public init(providers: [any SymbolProvider], conversion: ConversionSettings = ConversionSettings(),
-                renderings: LocationChain.Renderings = .all, demangler: Demangler = Demangler()) {
+                renderings: LocationChain.Renderings = .all, demangler: Demangler = Demangler(),
+                executable: String? = nil) {
         provider = SymbolProviderChain(providers)
         self.conversion = conversion
         self.renderings = renderings
         self.demangler = demangler
+        self.executable = executable
     }
 
     /// Creates a Symbolicator over the CLI's sources (`SymbolSources.providers`), its answers
-    /// rendered for `renderings`, names spelled by `demangler`.
+    /// rendered for `renderings`, names spelled by `demangler`; `executable` is the cores'
+    /// program, also searched first for symbols.
     public convenience init(sources: SymbolSources, renderings: LocationChain.Renderings = .all,
-                            demangler: Demangler = Demangler()) {
+                            demangler: Demangler = Demangler(), executable: String? = nil) {
+        var sources = sources
+        if let executable { sources.searchPaths.insert(executable, at: 0) }
         self.init(providers: sources.providers, conversion: sources.conversion, renderings: renderings,
-                  demangler: demangler)
+                  demangler: demangler, executable: executable)
     }
 
     /// Symbolicates every frame of `report`.

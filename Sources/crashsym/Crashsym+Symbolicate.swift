@@ -19,7 +19,7 @@ extension Crashsym {
             discussion: """
                 The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
 
-                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are; --format json marks the crashed thread and gives the signal. Pass the program with --symbols when the core's paths are not on this machine.
+                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are, each frame followed by how it was found (Found by: context, cfi, frame-pointer or scan; "found_by" in JSON); --format json marks the crashed thread and gives the signal. A core or minidump may come on standard input (crashsym symbolicate - < core): it is copied to an unlinked temporary file under $TMPDIR in constant memory and mapped. Pass the program with --executable (or --symbols) when the core's paths are not on this machine.
 
                 Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
@@ -33,6 +33,7 @@ extension Crashsym {
                   crashsym symbolicate asan.log --symbols build/
                   crashsym symbolicate tombstone_03 --symbols symbols/ --format json
                   crashsym symbolicate core.1234 --symbols build/app
+                  coredumpctl dump -o - | crashsym symbolicate --executable build/app
                   ASAN_OPTIONS=symbolize=0 ./app 2>&1 | crashsym symbolicate --explain
                 """
         )
@@ -45,6 +46,9 @@ extension Crashsym {
 
         @Option(name: .customLong("input-format"), help: ArgumentHelp("Input format instead of detection.", valueName: "format"))
         var inputFormat: ReportFormat?
+
+        @Option(name: .customLong("executable"), help: ArgumentHelp("The program of a core file, when the path the core names is not on this machine (checked against the build-id the core kept; also searched for symbols).", valueName: "path"))
+        var executable: String?
 
         @Option(help: "Output format: text (the report in place) or json.")
         var format: OutputFormat = .text
@@ -81,7 +85,7 @@ extension Crashsym {
                 decoder: debug.decoder)
             sources.server = try server.configuration(cacheDirectory: cacheDirectory ?? SymbolSources.defaultCacheDirectory)
             let symbolicator = Symbolicator(sources: sources, renderings: format == .json ? .json : .text,
-                                            demangler: naming.demangler)
+                                            demangler: naming.demangler, executable: executable)
             // The process ends with this command: its caches (a few hundred thousand objects after
             // a big run) go with the process instead of being freed one by one.
             _ = Unmanaged.passRetained(symbolicator)
@@ -111,8 +115,15 @@ extension Crashsym {
                 let symbolicate: (String) throws(FormatError) -> [UInt8] = { text throws(FormatError) in
                     render(symbolicator.symbolicate(try CrashReport.parse(text, format: inputFormat)))
                 }
-                let failed = json ? Self.symbolicateStandardInput(symbolicate)
-                                  : Self.streamStandardInput(format: inputFormat, symbolicate)
+                // Its first bytes say whether standard input is a core file or a minidump.
+                let head = Self.readHead()
+                let failed: Bool
+                if let binary = head.withUnsafeBytes(Symbolicator.binaryFormat(of:)) ?? inputFormat.flatMap({ $0.isBinary ? $0 : nil }) {
+                    failed = Self.symbolicateBinaryStandardInput(head, format: binary, symbolicator: symbolicator, json: json, render: render)
+                } else {
+                    failed = json ? Self.symbolicateStandardInput(head, symbolicate)
+                                  : Self.streamStandardInput(head, format: inputFormat, symbolicate)
+                }
                 if failed { output.withLock { $0.failed = true } }
             }
             symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
@@ -140,11 +151,55 @@ extension Crashsym {
             if failed { throw ExitCode.failure }
         }
 
-        /// Standard input read to its end as one report (JSON output: one document); returns
-        /// whether it failed.
-        static func symbolicateStandardInput(_ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
+        /// The first bytes of standard input: enough to tell a core file (18 bytes) or a
+        /// minidump (4) from text; reading stops as soon as the bytes are neither's start, so
+        /// a slow stream of lines is not held back.
+        static func readHead() -> [UInt8] {
+            var head: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let core: [UInt8] = [0x7f, 0x45, 0x4c, 0x46], minidump: [UInt8] = Array("MDMP".utf8)
+            func mayBeBinary() -> Bool {
+                zip(head, core).allSatisfy { $0 == $1 } || zip(head, minidump).allSatisfy { $0 == $1 }
+            }
+            while head.count < 18 && mayBeBinary() {
+                let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                head.append(contentsOf: chunk[0..<count])
+            }
+            return head
+        }
+
+        /// A core file or minidump on standard input (`crashsym symbolicate - < core`): copied
+        /// to an unlinked temporary file in constant memory (`FileIO.spool`), mapped and walked
+        /// like a file; returns whether it failed.
+        static func symbolicateBinaryStandardInput(_ head: [UInt8], format: ReportFormat, symbolicator: Symbolicator, json: Bool,
+                                                   render: (SymbolicatedReport) -> [UInt8]) -> Bool {
             do throws(FormatError) {
-                let bytes = try symbolicate(try readStandardInput())
+                let file = try FileIO.spool(STDIN_FILENO, prefix: head)
+                let detected = file.bytes.count >= 18 ? Symbolicator.binaryFormat(of: file.bytes) : nil
+                guard detected == format else {
+                    throw FormatError(.badMagic, "not a \(format.rawValue) (its first bytes are not \(format == .core ? "an ELF core file's" : "\"MDMP\""))", path: "<stdin>")
+                }
+                let bytes = render(symbolicator.symbolicate(try symbolicator.report(binary: file, format: format, path: "-")))
+                FileOutput.writeAll(json ? ReportWriter.addingSource("-", toJSON: bytes) : bytes, to: STDOUT_FILENO)
+                return false
+            } catch {
+                if json {
+                    var document: [UInt8] = []
+                    ReportWriter.writeJSONFailure(source: "-", error: error, into: &document)
+                    FileOutput.writeAll(document, to: STDOUT_FILENO)
+                }
+                FileOutput.standardError("crashsym: <stdin>: \(error)\n")
+                return true
+            }
+        }
+
+        /// Standard input read to its end as one report (JSON output: one document), after the
+        /// `head` already read; returns whether it failed.
+        static func symbolicateStandardInput(_ head: [UInt8], _ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
+            do throws(FormatError) {
+                let bytes = try symbolicate(String(decoding: head, as: UTF8.self) + (try readStandardInput()))
                 FileOutput.writeAll(ReportWriter.addingSource("-", toJSON: bytes), to: STDOUT_FILENO)
                 return false
             } catch {
@@ -163,7 +218,7 @@ extension Crashsym {
         /// part of a report are printed at once, each report as soon as it ends (`ReportStream`
         /// decides which lines are which). A JSON document on standard input is read to its end.
         /// Returns whether it failed (no report in the whole input).
-        static func streamStandardInput(format: ReportFormat?, _ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
+        static func streamStandardInput(_ head: [UInt8], format: ReportFormat?, _ symbolicate: (String) throws(FormatError) -> [UInt8]) -> Bool {
             var stream = ReportStream(format: format)
             var reports = 0
             var firstFailure: FormatError?
@@ -187,22 +242,30 @@ extension Crashsym {
             var pending: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             var started = false
+            // The head already read is the first chunk (empty: standard input was empty).
+            var carried: [UInt8]? = head
             reading: while true {
-                var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&descriptor, 1, stream.isCollecting ? pauseMilliseconds : -1)
-                if ready < 0 && errno == EINTR { continue }
-                if ready == 0 {
-                    emit(stream.pause())
-                    continue
+                if let first = carried {
+                    carried = nil
+                    if first.isEmpty { break reading }
+                    pending.append(contentsOf: first)
+                } else {
+                    var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+                    let ready = poll(&descriptor, 1, stream.isCollecting ? pauseMilliseconds : -1)
+                    if ready < 0 && errno == EINTR { continue }
+                    if ready == 0 {
+                        emit(stream.pause())
+                        continue
+                    }
+                    let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    if count < 0 {
+                        firstFailure = FormatError(.io, "cannot read standard input: \(String(cString: strerror(errno)))")
+                        break reading
+                    }
+                    if count == 0 { break reading }
+                    pending.append(contentsOf: chunk[0..<count])
                 }
-                let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 {
-                    firstFailure = FormatError(.io, "cannot read standard input: \(String(cString: strerror(errno)))")
-                    break reading
-                }
-                if count == 0 { break reading }
-                pending.append(contentsOf: chunk[0..<count])
                 if !started, let first = pending.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d }) {
                     started = true
                     if first == UInt8(ascii: "{") {

@@ -20,12 +20,16 @@ import TestSupport
         var description: String
     }
 
-    static let fixtures = ["crash-O0", "crash-O2", "threads", "libc-strlen", "signal-abort"]
+    static let fixtures = ["crash-O0", "crash-O2", "threads", "libc-strlen", "signal-abort",
+                           "cpp-O0", "cpp-O2", "cpp-terminate", "rust-panic", "swift-unwrap"]
 
     /// A physical frame: its pc and the functions at it, innermost (inlined) first.
     struct Frame: Equatable, CustomStringConvertible {
         var pc: UInt64
         var functions: [String]
+        /// crashsym's: the module's name and the pc's file virtual address.
+        var module: String? = nil
+        var offset: UInt64? = nil
         var description: String { "0x" + String(pc, radix: 16) + " " + functions.joined(separator: " < ") }
     }
 
@@ -44,7 +48,8 @@ import TestSupport
             threads[thread] = (stack["frames"] as? [[String: Any]] ?? []).map { frame in
                 let address = (frame["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } ?? 0
                 let names = (frame["symbolized"] as? [[String: Any]] ?? []).compactMap { $0["function"] as? String }
-                return Frame(pc: address, functions: names)
+                let offset = (frame["module_offset"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) }
+                return Frame(pc: address, functions: names, module: frame["module"] as? String, offset: offset)
             }
         }
         return (threads, crashed, document["signal"] as? String, document["reason"] as? String)
@@ -65,11 +70,12 @@ import TestSupport
             guard let thread = current, line.hasPrefix("#") else { continue }
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 2, let pc = UInt64(fields[1].dropFirst(2), radix: 16) else { continue }
-            let name = fields.count > 2 ? String(fields[2]) : "??"
+            // A frame eu-stack names nothing has no function (crashsym's: none either).
+            let names = fields.count > 2 ? [String(fields[2])] : []
             if let last = threads[thread]?.last, last.pc == pc {
-                threads[thread]![threads[thread]!.count - 1].functions.append(name)
+                threads[thread]![threads[thread]!.count - 1].functions.append(contentsOf: names)
             } else {
-                threads[thread]!.append(Frame(pc: pc, functions: [name]))
+                threads[thread]!.append(Frame(pc: pc, functions: names))
             }
         }
         return threads
@@ -112,12 +118,49 @@ import TestSupport
     ]
 
     /// A function name without a compiler clone suffix (`crash.constprop.0` is `crash`: eu-stack
-    /// names the clone by its DWARF origin, crashsym by the clone's symbol).
+    /// names the clone by its DWARF origin, crashsym by the clone's symbol; demangled C++
+    /// spells it `parse(int) [clone .cold]`).
     static func withoutCloneSuffix(_ name: String) -> String {
-        for suffix in [".constprop.", ".isra.", ".part.", ".cold"] {
+        for suffix in [" [clone ", ".constprop.", ".isra.", ".part.", ".cold"] {
             if let range = name.range(of: suffix) { return String(name[..<range.lowerBound]) }
         }
         return name
+    }
+
+    /// The part of a function name both tools spell alike: its last component, without
+    /// parameters or clone suffix. eu-stack names a function by its DWARF `DW_AT_name` or its
+    /// ELF symbol, crashsym by the demangled linkage name: `store` and
+    /// `shapes::store(int*, int)` are one function; eu-stack leaves Rust's legacy hash
+    /// (`::h57071e38e2bc223f`) and `$u7b$` escapes in, crashsym removes and decodes them.
+    static func comparable(_ name: String) -> String {
+        var name = withoutCloneSuffix(name)
+        if let hash = name.range(of: #"::h[0-9a-f]{16}$"#, options: .regularExpression) { name.removeSubrange(hash) }
+        name = name.replacingOccurrences(of: "_$u7b$$u7b$closure$u7d$$u7d$", with: "{{closure}}")
+        var depth = 0, end = name.endIndex, lastComponent = name.startIndex
+        var index = name.startIndex
+        while index < name.endIndex {
+            let character = name[index]
+            if character == "<" { depth += 1 } else if character == ">" { depth -= 1 }
+            if depth == 0 && character == "(" && index > name.startIndex { end = index; break }
+            if depth == 0 && name[index...].hasPrefix("::") { lastComponent = name.index(index, offsetBy: 2) }
+            index = name.index(after: index)
+        }
+        return String(name[(lastComponent < end ? lastComponent : name.startIndex)..<end])
+    }
+
+    /// binutils addr2line's inline chain at a file virtual address of `executable`, innermost first.
+    static func addr2line(_ executable: String, _ address: UInt64) throws -> [String] {
+        let text = try Tool.output("/usr/bin/addr2line", ["-i", "-f", "-C", "-e", executable, "0x" + String(address, radix: 16)])
+        return text.split(separator: "\n").enumerated().filter { $0.offset % 2 == 0 }.map { String($0.element) }
+    }
+
+    /// Swift names as swift-demangle (the toolchain's, the oracle) spells them: eu-stack prints
+    /// Swift symbols mangled.
+    static func demangledSwift(_ names: [String]) throws -> [String: String] {
+        let mangled = Array(Set(names.filter { $0.hasPrefix("$s") }))
+        guard !mangled.isEmpty else { return [:] }
+        let output = try Tool.output("/opt/swift/usr/bin/swift-demangle", ["-compact"] + mangled)
+        return Dictionary(uniqueKeysWithValues: zip(mangled, output.split(separator: "\n").map(String.init)))
     }
 
     @Test("Every thread of every fixture core: the same pcs as eu-stack -i, the same functions", arguments: fixtures)
@@ -126,15 +169,27 @@ import TestSupport
         let core = "\(directory)/\(name).core", executable = "\(directory)/\(name)"
         let ours = try Self.ours(core).threads
         let theirs = try Self.euStack(core, executable: executable)
+        let swiftNames = try Self.demangledSwift(theirs.values.flatMap { $0.flatMap(\.functions) })
         #expect(Set(ours.keys) == Set(theirs.keys))
         for (thread, expected) in theirs {
             let frames = ours[thread] ?? []
             #expect(frames.map(\.pc) == expected.map(\.pc), "thread \(thread): ours \(frames) eu-stack \(expected)")
-            for (mine, their) in zip(frames, expected) where mine.pc == their.pc {
+            for (number, (mine, their)) in zip(frames, expected).enumerated() where mine.pc == their.pc {
+                // eu-stack 0.188 prints no inlined frames for some of rustc's precompiled libstd
+                // units (std::rt::lang_start_internal's nine-deep chain): there binutils'
+                // addr2line -i on the same address is the oracle, and eu-stack's one name is the
+                // physical function, the chain's outermost.
+                if their.functions.count == 1 && mine.functions.count > 1, let offset = mine.offset,
+                   mine.module == URL(fileURLWithPath: executable).lastPathComponent {
+                    let chain = try Self.addr2line(executable, number == 0 ? offset : offset - 1)
+                    #expect(chain.map(Self.comparable) == mine.functions.map(Self.comparable), "\(mine) / addr2line \(chain)")
+                    #expect(Self.comparable(mine.functions.last!) == Self.comparable(their.functions[0]))
+                    continue
+                }
                 // eu-stack prints the inlined frames' DWARF names innermost first, as crashsym does;
                 // the physical function's name may be another symbol of it (glibcAliases).
-                let innermost = Self.withoutCloneSuffix(mine.functions.first ?? "??")
-                let expectedName = their.functions.first.map { Self.glibcAliases[$0] ?? $0 } ?? "??"
+                let innermost = Self.comparable(mine.functions.first ?? "??")
+                let expectedName = Self.comparable(their.functions.first.map { Self.glibcAliases[$0] ?? swiftNames[$0] ?? $0 } ?? "??")
                 #expect(innermost == expectedName, "thread \(thread) pc 0x\(String(mine.pc, radix: 16)): \(mine) / eu-stack \(their)")
                 #expect(mine.functions.count == their.functions.count, "inline depth at \(mine) / eu-stack \(their)")
             }
@@ -159,7 +214,10 @@ import TestSupport
             //   are no return address on the stack, which neither eu-stack nor crashsym print. So
             //   each of our pcs up to main must be among gdb's, in order, not the reverse.
             let gdbPCs = gdbFrames.compactMap(\.pc)
-            let lastGDB = frames.firstIndex { $0.functions.contains("main") } ?? frames.count - 1
+            // gdb stops at the program's main: C's `main`, or the language's own (Rust's
+            // `panic::main`, its last printed frame; `std::rt::lang_start` and C's main follow).
+            let lastGDB = gdbPCs.last.flatMap { last in frames.firstIndex { $0.pc == last } }
+                ?? frames.firstIndex { $0.functions.contains("main") } ?? frames.count - 1
             var position = 0
             // gdb's `<signal handler called>` has no pc: our trampoline frame is matched below.
             for frame in frames.prefix(lastGDB + 1).dropFirst() where frame.functions.first != "__restore_rt" {
@@ -242,5 +300,73 @@ import TestSupport
         #expect(names[trampoline + 1] == "fault")
         #expect(frames[trampoline + 1]["address_kind"] as? String == "exact")
         #expect(frames[trampoline + 2]["address_kind"] as? String == "return-address")
+    }
+
+    /// The document of `crashsym symbolicate` with `arguments`, run through `/bin/sh -c` so that
+    /// standard input can be a file or a pipe.
+    static func shellJSON(_ command: String) throws -> [String: Any] {
+        let run = try Tool.run("/bin/sh", ["-c", command])
+        #expect(run.status == 0, "\(command): \(run.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(run.text.utf8)) as? [String: Any])
+    }
+
+    static func pcs(_ document: [String: Any]) -> [String] {
+        ((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]] ?? []).compactMap { $0["address"] as? String }
+    }
+
+    @Test("A core on standard input (redirected or piped) gives the file's report; format core, frames found by context then cfi")
+    func coreOnStandardInput() throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/crash-O2.core", cache = "\(directory)/cache"
+        let fromFile = try Self.shellJSON("'\(CLI.binary)' symbolicate '\(core)' --format json --cache-dir '\(cache)'")
+        let redirected = try Self.shellJSON("'\(CLI.binary)' symbolicate - --format json --cache-dir '\(cache)' < '\(core)'")
+        let piped = try Self.shellJSON("cat '\(core)' | '\(CLI.binary)' symbolicate --format json --cache-dir '\(cache)'")
+        #expect(fromFile["format"] as? String == "core")
+        #expect(redirected["format"] as? String == "core")
+        #expect(redirected["source"] as? String == "-")
+        #expect(Self.pcs(fromFile).count >= 5)
+        #expect(Self.pcs(redirected) == Self.pcs(fromFile))
+        #expect(Self.pcs(piped) == Self.pcs(fromFile))
+        let frames = try #require((piped["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        #expect(frames.first?["found_by"] as? String == "context")
+        #expect(frames.dropFirst().prefix(3).allSatisfy { $0["found_by"] as? String == "cfi" })
+        // Text from a pipe: the eu-stack layout, each frame's Found by line under it.
+        let text = try Tool.run("/bin/sh", ["-c", "cat '\(core)' | '\(CLI.binary)' symbolicate --cache-dir '\(cache)'"])
+        #expect(text.status == 0)
+        #expect(text.text.contains(" - core\n"))
+        #expect(text.text.contains(" in leaf "))
+        #expect(text.text.contains("\n    Found by: cfi\n"))
+        // A truncated core on standard input: an error naming it, exit 1, nothing printed as a report.
+        let cut = try Tool.run("/bin/sh", ["-c", "head -c 100 '\(core)' | '\(CLI.binary)' symbolicate --no-cache"])
+        #expect(cut.status == 1)
+        #expect(cut.stderr.contains("<stdin>"))
+    }
+
+    @Test("--executable: the program when the core's path is gone; checked against the core's build-id")
+    func executableFlag() throws {
+        // A fixture set of its own, whose program is then moved away from the path the core names.
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = CLI.root.appendingPathComponent("scripts/build-core-fixtures").path
+        #expect(try Tool.run("/bin/bash", [script, directory]).status == 0)
+        let moved = directory + "/moved-crash-O2"
+        try FileManager.default.moveItem(atPath: directory + "/crash-O2", toPath: moved)
+        let core = directory + "/crash-O2.core"
+        func names(_ arguments: [String]) throws -> [(String?, String?)] {
+            let run = try CLI.run(["symbolicate", core, "--format", "json", "--no-cache"] + arguments)
+            #expect(run.status == 0, "\(run.stderr)")
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let frames = (document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]] ?? []
+            return frames.prefix(4).map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String, $0["status"] as? String) }
+        }
+        // Without it: the program's frames have no symbols (its path is not here).
+        #expect(try names([]).first?.1 == "no-symbols")
+        // With it: its symbols, and its CFI walks the -O2 frames as eu-stack does.
+        #expect(try names(["--executable", moved]).map(\.0) == ["leaf", "middle", "top", "main"])
+        // Another build (crash-O0) is refused: never symbolicated with another build-id (its
+        // candidate is "another module", the frame has no symbols).
+        let refused = try names(["--executable", directory + "/crash-O0"])
+        #expect(refused.first?.1 == "no-symbols")
+        #expect(refused.first?.0 == nil)
     }
 }

@@ -122,6 +122,9 @@ import Testing
             }
             let text = #"{"format":"sanitizer","modules":[\#(modules.joined(separator: ","))],"stacks":[{"name":"big","crashed":true,"frames":[\#(frames.joined(separator: ","))]}]}"#
             return (text, frames.count)
+        case .core, .minidump:
+            // Binary files, walked rather than parsed (CoreFileTests, MinidumpTests): not among the arguments.
+            return ("", 0)
         }
     }
 
@@ -150,7 +153,7 @@ import Testing
     }
 
     @Test("a report naming a module per frame parses in linear time (4x the input, under 9x the CPU time)",
-          arguments: ReportFormat.allCases)
+          arguments: ReportFormat.allCases.filter { !$0.isBinary })
     func largeReport(format: ReportFormat) throws {
         let (small, _) = Self.report(format, size: Self.targetSize / 4)
         let (text, frames) = Self.report(format, size: Self.targetSize)

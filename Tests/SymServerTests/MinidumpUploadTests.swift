@@ -45,18 +45,25 @@ struct MinidumpUploadTests {
         #expect(crash["format"] as? String == "minidump")
         #expect(crash["group_id"] is String)
         let frames = MinidumpClients.crashedFrames(crash)
-        // Breakpad's processor with the CFI: 5 frames; frame 1's instruction 0x402079 is the
-        // return address 0x40207a looked up one byte back.
-        #expect(frames.count == 5, "\(frames.map { $0["address"] ?? "" })")
-        if frames.count == 5 {
+        // Breakpad's processor with the CFI: frame 1's instruction 0x402079 is the return address
+        // 0x40207a looked up one byte back, found by CFI. Breakpad's fifth frame, a scanned
+        // 0x40207c, follows no call instruction and is refused (docs/minidump.md); past the CFI
+        // frames the scan goes on, and from the table alone it gives what the ELF file gives.
+        #expect(frames.count >= 4, "\(frames.map { $0["address"] ?? "" })")
+        if frames.count >= 4 {
             #expect(frames[0]["address"] as? String == "0x40206d")
             #expect(frames[0]["address_kind"] as? String == "exact")
             #expect(frames[1]["address"] as? String == "0x40207a")
             #expect(frames[1]["address_kind"] as? String == "return-address")
+            #expect(frames[1]["found_by"] as? String == "cfi")
+            #expect(frames[2]["found_by"] as? String == "cfi" && frames[3]["found_by"] as? String == "cfi")
             #expect(MinidumpClients.function(frames[0]) == "(anonymous namespace)::crash()")
             #expect(MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
             #expect(MinidumpClients.function(frames[2]) == "main")
         }
+        let cli = try MinidumpClients.cliFrames()
+        #expect(frames.map { $0["address"] as? String } == cli.map { $0["address"] as? String })
+        #expect(frames.map { $0["found_by"] as? String } == cli.map { $0["found_by"] as? String })
         let details = crash["minidump"] as? [String: Any]
         #expect(details?["product"] as? String == "crash_linux")
         #expect((details?["annotations"] as? [String: String]) == annotations)
@@ -100,8 +107,9 @@ struct MinidumpUploadTests {
         let unresolved = MinidumpClients.crashedFrames(before)
         #expect(!unresolved.isEmpty)
         #expect(unresolved.first?["status"] as? String == "no-symbols")
-        // Without CFI the walk is frame pointers and scanning: not Breakpad's CFI stack.
-        #expect(unresolved.count != 5)
+        // Without CFI the walk is frame pointers and scanning: not the CFI stack.
+        #expect(unresolved.map { $0["found_by"] as? String }.contains("cfi") == false)
+        #expect(unresolved.map { $0["address"] as? String } != (try MinidumpClients.cliFrames()).map { $0["address"] as? String })
 
         try MinidumpClients.uploadBinary(to: server, version: "2.0")
         var frames: [[String: Any]] = []
@@ -110,7 +118,8 @@ struct MinidumpUploadTests {
             return frames.first?["status"] as? String == "ok"
         }
         #expect(resolved)
-        #expect(frames.count == 5, "the late symbols' CFI walks the stack again: \(frames.map { $0["address"] ?? "" })")
+        #expect(frames.map { $0["address"] as? String } == (try MinidumpClients.cliFrames()).map { $0["address"] as? String },
+                "the late symbols' CFI walks the stack again: \(frames.map { $0["address"] ?? "" })")
         #expect(frames.count > 1 && frames[1]["address"] as? String == "0x40207a")
         #expect(frames.count > 1 && MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
         #expect(try server.crash(id)["version"] as? String == "2.0")

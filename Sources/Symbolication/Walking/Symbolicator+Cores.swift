@@ -18,14 +18,21 @@ extension Symbolicator {
     /// lines are `eu-stack -i`'s (`PID n - core`, `TID n:`, `#N  0xPC`), which the text writer
     /// completes like any eu-stack report.
     public func report(core: CoreFile, path: String) throws(FormatError) -> CrashReport {
-        var report = CrashReport(format: .euStack)
-        report.metadata.append(ReportMetadata("input", "core"))
+        var report = CrashReport(format: .core)
         var walkModules: [WalkModule] = []
         var moduleIndices: [Int] = []
+        // The program: the image holding the entry point (AT_ENTRY).
+        let entry = core.auxiliaryValue(9)
         for module in core.modules {
             var buildID = module.buildID
             var binary: ELFFile?
-            if buildID == nil, let file = try? ELFFile(path: module.path) {
+            if let executable, let entry, entry >= module.start && entry < module.end,
+               let file = try? ELFFile(path: executable), buildID == nil || file.buildIDHex == buildID {
+                // --executable: the program's file, wherever the core says it was. Checked
+                // against the build-id the core kept; taken on trust when it kept none.
+                buildID = file.buildIDHex
+                binary = file
+            } else if buildID == nil, let file = try? ELFFile(path: module.path) {
                 // The core did not keep the image's first page: the file on disk names the build.
                 buildID = file.buildIDHex
                 binary = file
@@ -62,7 +69,7 @@ extension Symbolicator {
                 let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
                                                 convention: frame.lookupAddress == frame.pc ? .exact : .returnAddress,
-                                                line: lines.count))
+                                                line: lines.count, foundBy: ReportFrame.FoundBy(frame.trust)))
                 lines.append("#\(number)  0x" + Self.paddedHex(frame.pc))
             }
             report.stacks.append(stack)
@@ -84,11 +91,14 @@ extension Symbolicator {
         guard let table = resolveEntry(module).module.symbols?.table,
               let fromTable = WalkModule(start: start, end: end, table: table) else { return elf() }
         let fromELF = elf()
-        guard fromELF.cfi != nil || fromELF.rules != nil else { return fromTable }
+        var module = fromTable
+        // The ELF file's code, when at hand, is what the scan checks (the table knows only
+        // where the code is).
+        module.code = fromELF.code ?? fromTable.code
+        guard fromELF.cfi != nil || fromELF.rules != nil else { return module }
         // The ELF file's module is placed as the table's (the same layout function made both).
-        return WalkModule(start: start, end: end, bias: fromTable.bias, cfi: nil) { address in
-            fromTable.row(at: address) ?? fromELF.row(at: address)
-        }
+        module.rules = { address in fromTable.row(at: address) ?? fromELF.row(at: address) }
+        return module
     }
 
     /// The ELF file of `module`'s build, for its unwind rules: the one the providers found (the
@@ -114,33 +124,52 @@ extension Symbolicator {
 
 extension Symbolicator {
     /// The report in the file at `path`: a core file or a minidump (detected by their first
-    /// bytes, read through a mapping and walked), else a text or JSON report parsed as `format`
-    /// says (or detected).
+    /// bytes, or forced by `format`; read through a mapping and walked), else a text or JSON
+    /// report parsed as `format` says (or detected).
     func readReport(_ path: String, format: ReportFormat?) throws(FormatError) -> CrashReport {
-        if format == nil, let kind = Self.binaryKind(path) {
-            let file = try MappedFile(path: path)
-            switch kind {
-            case .core: return try report(core: try CoreFile(file: file), path: path)
-            case .minidump: return try report(minidump: try Minidump(file: file), path: path)
+        if format == nil || format?.isBinary == true {
+            let detected = Self.binaryFormat(path)
+            if let format, format != detected {
+                throw FormatError(.badMagic, "not a \(format.rawValue) (its first bytes are not \(format == .core ? "an ELF core file's" : "\"MDMP\""))", path: path)
             }
+            if let detected { return try report(binary: try MappedFile(path: path), format: detected, path: path) }
         }
         return try CrashReport.parse(try Self.readText(path), format: format)
     }
 
-    /// The binary report formats.
-    enum BinaryKind { case core, minidump }
-
-    /// Which binary report the file at `path` holds, from its first bytes (nil: text, or unreadable
-    /// here, which the text reader then says).
-    static func binaryKind(_ path: String) -> BinaryKind? {
-        guard let file = try? MappedFile(path: path) else { return nil }
-        return withExtendedLifetime(file) {
-            if CoreFile.isCore(file.bytes) { return .core }
-            let bytes = file.bytes
-            // "MDMP"
-            if bytes.count >= 4 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50 { return .minidump }
-            return nil
+    /// The report of the core file or minidump mapped in `file` (`format` says which), walked.
+    public func report(binary file: MappedFile, format: ReportFormat, path: String) throws(FormatError) -> CrashReport {
+        switch format {
+        case .core: return try report(core: try CoreFile(file: file), path: path)
+        case .minidump: return try report(minidump: try Minidump(file: file), path: path)
+        default: throw FormatError(.invalidValue, "\(format.rawValue) is not a binary report format", path: path)
         }
+    }
+
+    /// Which binary report the file at `path` holds, from its first bytes (nil: text, or
+    /// unreadable here, which the text reader then says).
+    static func binaryFormat(_ path: String) -> ReportFormat? {
+        guard let file = try? MappedFile(path: path) else { return nil }
+        return withExtendedLifetime(file) { binaryFormat(of: file.bytes) }
+    }
+
+    /// Which binary report starts with `bytes`: an ELF core file (`ET_CORE`), a minidump
+    /// (`MDMP`), else nil.
+    public static func binaryFormat(of bytes: UnsafeRawBufferPointer) -> ReportFormat? {
+        if CoreFile.isCore(bytes) { return .core }
+        if bytes.count >= 4 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50 { return .minidump }
+        return nil
     }
 }
 
+extension ReportFrame.FoundBy {
+    /// How the walker found a frame, as the report records it.
+    init(_ trust: FrameTrust) {
+        switch trust {
+        case .context: self = .context
+        case .cfi: self = .cfi
+        case .framePointer: self = .framePointer
+        case .scan: self = .scan
+        }
+    }
+}

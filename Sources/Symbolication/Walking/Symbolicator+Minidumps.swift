@@ -18,8 +18,7 @@ extension Symbolicator {
     /// exception's signal and address, its thread marked crashed. Lines in `eu-stack -i`'s
     /// layout, as for core files.
     public func report(minidump dump: Minidump, path: String) throws(FormatError) -> CrashReport {
-        var report = CrashReport(format: .euStack)
-        report.metadata.append(ReportMetadata("input", "minidump"))
+        var report = CrashReport(format: .minidump)
         var walkModules: [WalkModule] = []
         var indexByBase: [UInt64: Int] = [:]
         for module in dump.modules {
@@ -49,7 +48,7 @@ extension Symbolicator {
                 let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module.flatMap { indexByBase[$0.base] },
                                                 convention: frame.lookupAddress == frame.pc ? .exact : .returnAddress,
-                                                line: lines.count))
+                                                line: lines.count, foundBy: ReportFrame.FoundBy(frame.trust)))
                 lines.append("#\(number)  0x" + Self.paddedHex(frame.pc))
             }
             report.stacks.append(stack)

@@ -15,9 +15,21 @@ extension WalkModule {
         }
         let bias = start &- layout.mappingBase
         if !wholeCFI, let rules = Self.rulesOnDemand(binary) {
-            self.init(start: start, end: end, bias: bias, cfi: nil, rules: rules)
+            self.init(start: start, end: end, bias: bias, cfi: nil, rules: rules, code: Self.code(of: binary))
         } else {
-            self.init(start: start, end: end, bias: bias, cfi: try? CallFrameInfo.read(binary: binary))
+            self.init(start: start, end: end, bias: bias, cfi: try? CallFrameInfo.read(binary: binary), code: Self.code(of: binary))
+        }
+    }
+
+    /// The code of `binary` (the scan's check that a return address follows a call: cores
+    /// rarely keep the code pages, the file on disk has them).
+    static func code(of binary: ELFFile) -> @Sendable (UInt64, Int) -> CodeBytes {
+        { address, count in
+            switch binary.loadedCode(at: address, count: count) {
+            case .code(let bytes): .bytes(bytes)
+            case .notCode: .notCode
+            case .unknown: .unknown
+            }
         }
     }
 

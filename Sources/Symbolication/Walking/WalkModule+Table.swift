@@ -10,11 +10,25 @@ extension WalkModule {
     public init?(start: UInt64, end: UInt64, table: SymbolTable) {
         guard table.hasUnwindRules else { return nil }
         let bias = start &- (table.module.layout?.mappingBase ?? 0)
+        // Without the ELF file, the table's layout still says where the code is (an address
+        // outside every executable segment follows no call), and, as Breakpad's scan asks, in a
+        // module with functions a return address lies in one of them.
+        var code: (@Sendable (UInt64, Int) -> CodeBytes)?
+        let ranges = table.module.layout?.codeRanges
+        let hasFunctions = table.statistics.functions > 0 || table.statistics.symbols > 0
+        if ranges != nil || hasFunctions {
+            code = { address, count in
+                let last = address &+ UInt64(count) &- 1
+                if let ranges, !ranges.contains(where: { $0.contains(last) }) { return CodeBytes.notCode }
+                if hasFunctions, (try? table.range(containing: last))??.hasFrames != true { return CodeBytes.notCode }
+                return CodeBytes.unknown
+            }
+        }
         self.init(start: start, end: end, bias: bias, cfi: nil, rules: { address in
             // A corrupt section gives no rules here: the walker falls back to frame pointers and scanning.
             guard let stored = try? table.storedUnwindRule(at: address) else { return nil }
             return Self.unwindRow(stored.rule, addresses: stored.addresses)
-        })
+        }, code: code)
     }
 
     /// A stored rule as the walker's entry and row, its expressions (`.csym` v5) for the walker

@@ -90,6 +90,17 @@ enum MinidumpClients {
         return (stacks.first { $0["crashed"] as? Bool == true } ?? stacks.first)?["frames"] as? [[String: Any]] ?? []
     }
 
+    /// The crashed thread's frames as `crashsym symbolicate` gives them for the reference minidump
+    /// with its binary (the ELF file: code for the scan's call check, CFI).
+    static func cliFrames() throws -> [[String: Any]] {
+        let output = try Binary.crashsym(["symbolicate", minidump, "--symbols", binary, "--format", "json"])
+        guard output.status == 0,
+              let report = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any] else {
+            throw TestFailure("crashsym symbolicate \(minidump): \(output.status) \(output.stderr)")
+        }
+        return crashedFrames(["report": report])
+    }
+
     /// The outermost function of a frame.
     static func function(_ frame: [String: Any]) -> String? {
         ((frame["symbolized"] as? [[String: Any]])?.last)?["function"] as? String
