@@ -197,6 +197,7 @@ public enum ReportWriter {
         json.continueObject(with: frame.convention == .exact ? #","address_kind":"exact""# : #","address_kind":"return-address""#)
         json.continueObject(with: statusMember(resolution.status))
         json.string("reason", resolution.reason)
+        if resolution.bySender { json.continueObject(with: #","symbolized_by":"sender""#) }
         if explain {
             json.beginArray("tried")
             for step in resolution.explanation { json.string(nil, step) }
