@@ -1,5 +1,8 @@
-import Foundation
+import FoundationEssentials
 import SymReport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Settings of the collector agent, after precedence: flag > `CRASHSYM_*` environment > config
 /// file > default (STYLE.md 5). `resolve` builds it; the executable only gathers the flags.

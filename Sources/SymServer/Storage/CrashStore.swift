@@ -57,6 +57,7 @@ public final class CrashStore: Sendable {
         }
         registerWebhookMigrations(&migrator)
         registerUserMigrations(&migrator)
+        registerAgentMigrations(&migrator)
     }
 
     // MARK: Types
