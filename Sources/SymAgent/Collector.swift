@@ -193,7 +193,10 @@ public final class Collector {
     /// Decides about one file, and takes it when complete.
     private func consider(_ candidate: SpoolWatcher.Candidate, now: ContinuousClock.Instant) {
         let spool = spools[candidate.spool]
-        switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: candidate.closed,
+        // The core spool's files appear only whole (renamed in from hidden partial names): complete
+        // as soon as they are seen.
+        let complete = candidate.closed || candidate.spool == spools.count - 1
+        switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: complete,
                                    settle: configuration.settle, now: now) {
         case .ignore:
             pending[SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)] = nil

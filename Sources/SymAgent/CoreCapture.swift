@@ -83,8 +83,9 @@ public enum CoreCapture {
     /// Reads the core from `input` into `directory` (the agent's core spool, created when missing).
     /// Fails only when not even the crash's record could be written.
     public static func capture(_ crash: Crash, from input: Int32, into directory: String, limits: Limits) throws(AgentError) -> Outcome {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw AgentError("\(directory): cannot create the core spool: \(String(cString: strerror(errno)))")
+        // The state directory too, when the agent has not run yet (its own mode: 0700).
+        for path in [FileIO.directory(of: directory), directory] where mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw AgentError("\(path): cannot create the core spool: \(String(cString: strerror(errno)))")
         }
         let name = CoreSpool.Name(crash: crash, truncated: false)
         if let reason = overRate(directory: directory, limit: limits.perMinute, now: crash.time) {

@@ -16,7 +16,7 @@ public enum CoreSpool {
 
     /// What a core's file name says about its crash: `core-TIME-PID-TID-SIGNAL-FLAG-NAME.core`,
     /// FLAG `t` for a core cut at `--max-core-mb`, NAME the executable's with only
-    /// `[A-Za-z0-9._+]` kept (others become `_`).
+    /// `[A-Za-z0-9._+-]` kept (others become `_`; it is the last field, so dashes stay).
     public struct Name: Sendable, Equatable {
         public var crash: CoreCapture.Crash
         public var truncated: Bool
@@ -30,7 +30,7 @@ public enum CoreSpool {
         /// `TIME-PID-TID-SIGNAL-FLAG-NAME`.
         var stem: String {
             let name = String(String.UnicodeScalarView(crash.executable.unicodeScalars.prefix(32).map { scalar in
-                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._+".unicodeScalars.contains(scalar))
+                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._+-".unicodeScalars.contains(scalar))
                     ? scalar : "_"
             }))
             return "\(crash.time)-\(crash.pid)-\(crash.tid ?? 0)-\(crash.signal)-\(truncated ? "t" : "f")-\(name)"
@@ -54,7 +54,7 @@ public enum CoreSpool {
     /// its signal, process and time, and `problem`, so the crash is counted and explained.
     static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String) -> String {
         let signal = CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name
-        var metadata = [("input", "core_pattern"), ("process", crash.executable), ("pid", "\(crash.pid)"),
+        var metadata = [("input", "core_pattern"), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
                         ("time", "\(crash.time)"), ("core", problem)]
         if let tid = crash.tid { metadata.append(("tid", "\(tid)")) }
         if truncated { metadata.append(("core_truncated", "true")) }
@@ -74,6 +74,8 @@ public enum CoreSpool {
                 try symbolicator.report(core: try CoreFile(file: file), path: path)
             }
             if let name {
+                // %P: the pid in the initial namespace (the core's own is the process's namespace's).
+                report.metadata.append(ReportMetadata("global_pid", "\(name.crash.pid)"))
                 report.metadata.append(ReportMetadata("time", "\(name.crash.time)"))
                 if report.metadata("process") == nil { report.metadata.append(ReportMetadata("process", name.crash.executable)) }
                 if name.truncated { report.metadata.append(ReportMetadata("core_truncated", "true")) }

@@ -252,7 +252,9 @@ extension Crashsym {
                     help: ArgumentHelp("Cores kept per minute at most, all programs together; past it only a record of each crash (default 10; 0: no limit).", valueName: "count"))
             var maxCapturesPerMinute: Int = 10
 
-            @Argument(parsing: .captureForPassthrough,
+            // Whatever is not an option of `capture` or of `agent` (--config, --state-dir): the
+            // specifiers, in order (an executable name may start with a dash).
+            @Argument(parsing: .allUnrecognized,
                       help: ArgumentHelp("The core_pattern specifiers %P %i %s %t %e (the name may hold spaces).", valueName: "specifiers"))
             var specifiers: [String] = []
 

@@ -24,13 +24,19 @@ import TestSupport
         }
     }
 
-    /// The crash reports the server shows for the app, by crash.
-    static func reports(_ server: AgentTestServer) throws -> [[String: Any]] {
-        try server.crashes().compactMap { crash in
-            let id = try #require(crash["id"] as? String)
-            let object = try JSONSerialization.jsonObject(with: try server.get("/api/v1/apps/\(server.appID)/crashes/\(id)")) as? [String: Any]
-            return object?["report"] as? [String: Any]
+    /// The crash reports the server shows for the app, once `count` crashes are processed (the
+    /// server processes them in the background).
+    static func reports(_ server: AgentTestServer, count: Int = 1) throws -> [[String: Any]] {
+        var reports: [[String: Any]] = []
+        _ = try AgentTest.eventually(within: 180) {
+            reports = try server.crashes().compactMap { crash in
+                let id = try #require(crash["id"] as? String)
+                let object = try JSONSerialization.jsonObject(with: try server.get("/api/v1/apps/\(server.appID)/crashes/\(id)")) as? [String: Any]
+                return object?["report"] as? [String: Any]
+            }
+            return reports.count >= count
         }
+        return reports
     }
 
     /// A real core piped in is kept whole in STATE/cores; the agent walks it, sends its report
@@ -83,13 +89,17 @@ import TestSupport
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
         shell.arguments = ["-c", "exec '\(Self.agentBinary)' agent capture --state-dir '\(state)' 200 200 11 1700000200 threads < '\(fifo)'"]
         try shell.run()
-        let writer = try #require(FileHandle(forWritingAtPath: fifo))
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: cores + "/threads.core"))
-        writer.write(bytes.prefix(bytes.count / 2))
+        // The helper dies with the pipe still open: its writer must not die of SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let writer = open(fifo, O_WRONLY)
+        #expect(writer >= 0)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: cores + "/threads.core")))
+        let half = bytes.count / 2
+        #expect(bytes.withUnsafeBytes { write(writer, $0.baseAddress, half) } == half)
         #expect(AgentTest.eventually(within: 10) { AgentTest.files(state + "/cores").contains { $0.hasSuffix(".partial") } })
         kill(shell.processIdentifier, SIGKILL)
         shell.waitUntilExit()
-        try? writer.close()
+        close(writer)
         #expect(!AgentTest.files(state + "/cores").contains { $0.hasPrefix("core-1700000200") })
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
@@ -97,7 +107,7 @@ import TestSupport
         #expect(once.stdout.contains("taken 1, delivered 1"), "\(once.stdout)")
         let reports = try Self.reports(server)
         #expect(reports.count == 1)
-        #expect((reports.first?["metadata"] as? [String: Any])?["pid"] as? String != "200")
+        #expect((reports.first?["metadata"] as? [String: Any])?["global_pid"] as? String == "100")
     }
 
     /// A core over --max-core-mb is cut there and still walked (its notes come first); over
@@ -131,18 +141,23 @@ import TestSupport
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
-        #expect(once.stdout.contains("taken 3, delivered 3"), "\(once.stdout)")
-        let reports = try Self.reports(server)
-        let byPid = Dictionary(reports.map { (($0["metadata"] as? [String: Any])?["pid"] as? String ?? "?", $0) }) { first, _ in first }
+        #expect(once.stdout.contains("taken 4, delivered 4"), "\(once.stdout)")
+        let reports = try Self.reports(server, count: 3)
+        let byPid = Dictionary(reports.map { (($0["metadata"] as? [String: Any])?["global_pid"] as? String ?? "?", $0) }) { first, _ in first }
         let truncated = try #require(byPid["300"])
         #expect((truncated["metadata"] as? [String: Any])?["core_truncated"] as? String == "true")
         let stacks = truncated["stacks"] as? [[String: Any]] ?? []
         #expect(stacks.contains { $0["crashed"] as? Bool == true && !(($0["frames"] as? [Any]) ?? []).isEmpty })
-        let record = try #require(byPid["303"])
-        #expect(record["signal"] as? String == "SIGSEGV")
-        #expect((record["reason"] as? String)?.contains("core not kept: over 2 cores in a minute") == true)
-        #expect((record["metadata"] as? [String: Any])?["process"] as? String == "crash O2")
-        #expect(byPid["301"] != nil)
+        #expect(byPid["301"] != nil && byPid["302"] != nil)
+        // The record has no stacks: the server stores it as it came (its processing fails with
+        // "no stack frames"), and its raw body says what happened.
+        let raws = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String), as: UTF8.self) }
+        #expect(raws.count == 4)
+        let record = try #require(raws.first { $0.contains("\"global_pid\":\"303\"") })
+        let object = try JSONSerialization.jsonObject(with: Data(record.utf8)) as? [String: Any] ?? [:]
+        #expect(object["signal"] as? String == "SIGSEGV")
+        #expect((object["reason"] as? String)?.contains("core not kept: over 2 cores in a minute") == true)
+        #expect((object["metadata"] as? [String: Any])?["process"] as? String == "crash O2")
     }
 
     /// Hostile cores (a forged header, every truncation and byte flips of a real core, seeded)
@@ -176,10 +191,13 @@ import TestSupport
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
         #expect(once.stdout.contains("taken \(variants.count), delivered \(variants.count)"), "\(once.stdout)")
-        let reports = try Self.reports(server)
-        #expect(reports.count == variants.count)
-        let forgedReport = reports.first { ($0["metadata"] as? [String: Any])?["pid"] as? String == "500" }
-        #expect((forgedReport?["reason"] as? String)?.hasPrefix("the core could not be read") == true, "\(forgedReport ?? [:])")
+        // Each crash is stored: walked reports where the reader could, records with its error elsewhere.
+        let raws = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String), as: UTF8.self) }
+        #expect(raws.count == variants.count)
+        let forgedRecord = try #require(raws.first { $0.contains("\"global_pid\":\"500\"") })
+        let object = try JSONSerialization.jsonObject(with: Data(forgedRecord.utf8)) as? [String: Any] ?? [:]
+        #expect((object["reason"] as? String)?.hasPrefix("the core could not be read") == true, "\(object)")
+        #expect(AgentTest.files(state + "/cores").filter { !$0.hasPrefix(".capture") }.isEmpty)
     }
 
     /// Specifiers that do not read are a usage error naming the one at fault.
