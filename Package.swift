@@ -137,13 +137,14 @@ let package = Package(
             dependencies: ["SymHTTP", "SymBundle", "CLibz", .product(name: "Logging", package: "swift-log")]
         ),
         // The collector daemon (`crashsym agent`): spools, durable queue, forwarding over SymHTTP.
+        // Neither SymClient (SymBundle, ZIPFoundation) nor swift-crypto: both link Foundation, about
+        // 9 MB of the daemon's resident memory; it uses FoundationEssentials only.
         .target(
             name: "SymAgent",
             dependencies: [
-                "SymBytes", "SymReport", "Symbolication", "SymHTTP", "SymClient", "CSyncfs",
+                "SymBytes", "SymReport", "SymCore", "Symbolication", "SymHTTP", "CSyncfs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The S3 client (libcurl, SigV4 by libcurl; no Foundation, no NIO): the shared object store.

@@ -1,5 +1,8 @@
-import Foundation
+import FoundationEssentials
 import SymReport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Settings of the collector agent, after precedence: flag > `CRASHSYM_*` environment > config
 /// file > default (STYLE.md 5). `resolve` builds it; the executable only gathers the flags.
@@ -317,8 +320,9 @@ public struct AgentConfiguration: Sendable {
                         case "environment": spool.environment = try string(name, member, in: place)
                         case "format":
                             let text = try string(name, member, in: place)
-                            guard let format = ReportFormat(rawValue: text) else {
-                                let known = ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")
+                            // Spools hold text reports; cores come through `agent capture`.
+                            guard let format = ReportFormat(rawValue: text), !format.isBinary else {
+                                let known = ReportFormat.allCases.filter { !$0.isBinary }.map(\.rawValue).joined(separator: ", ")
                                 throw Problem("\(path): \(place)unknown format \"\(text)\" (one of \(known))")
                             }
                             spool.format = format

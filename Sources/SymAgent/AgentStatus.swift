@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `crashsym agent status` shows: kept in `STATE/status.json` by the running agent, with the
 /// queue counted from the directory itself.
@@ -23,6 +26,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var queueBytes: UInt64 = 0
     /// Whether an agent holds the state directory's lock now (filled in when read).
     public var running: Bool?
+    /// The agent's id, which the server shows its drop counts under (made on the first start).
+    public var agentID: String?
 
     /// An empty status.
     public init() {}
@@ -31,7 +36,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case delivered, rejected, dropped, suppressed
         case suppressedBySignature = "suppressed_by_signature"
         case lastSuccess = "last_success", lastError = "last_error", lastErrorTime = "last_error_time"
-        case queueLength = "queue_length", queueBytes = "queue_bytes", running
+        case queueLength = "queue_length", queueBytes = "queue_bytes", running, agentID = "agent_id"
     }
 
     /// The status file of a state directory.
@@ -55,8 +60,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// The status of the agent using `stateDirectory`, read without disturbing it: the counters
     /// from its file, the queue counted now, and whether an agent runs (holds the lock).
     public static func read(stateDirectory: String) throws(AgentError) -> AgentStatus {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: stateDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var info = stat()
+        guard stat(stateDirectory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
             throw AgentError("\(stateDirectory): no agent state here (give the agent's --state-dir)")
         }
         var status = load(from: stateDirectory)
@@ -101,8 +106,16 @@ public struct AgentStatus: Codable, Sendable, Equatable {
 
     /// Now, as RFC 3339 UTC with milliseconds.
     static func timestamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var fields = tm()
+        var seconds = now.tv_sec
+        gmtime_r(&seconds, &fields)
+        func digits(_ value: Int32, _ count: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, count - text.count)) + text
+        }
+        return "\(digits(fields.tm_year + 1900, 4))-\(digits(fields.tm_mon + 1, 2))-\(digits(fields.tm_mday, 2))T"
+            + "\(digits(fields.tm_hour, 2)):\(digits(fields.tm_min, 2)):\(digits(fields.tm_sec, 2)).\(digits(Int32(now.tv_nsec / 1_000_000), 3))Z"
     }
 }

@@ -1,5 +1,6 @@
 import Logging
-import SymClient
+import SymBytes
+import SymHTTP
 import SymReport
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +9,9 @@ import Glibc
 /// The agent's one loop: notice complete files in the spools, move each into the durable queue,
 /// send the queue oldest first, back off on transient failures. One thread owns the queue and
 /// decides every step (take, send, remove); only the uploads themselves run on the
-/// `SenderPool`'s threads. Core files (`crashsym agent capture`, issue 16) will enter
-/// through a spool, as a report written there like any other crash file.
+/// `SenderPool`'s threads. Core files enter through the core spool (`STATE/cores`, where
+/// `crashsym agent capture` leaves them), which is watched like the others; each is replaced
+/// by its report when taken (`CoreSpool`).
 public final class Collector {
     /// What `--once` did.
     public struct Summary: Sendable, Equatable {
@@ -38,6 +40,8 @@ public final class Collector {
     /// Files seen but not complete yet, with when to look again.
     private var pending: [SpoolWatcher.Candidate: ContinuousClock.Instant] = [:]
     private var status: AgentStatus
+    /// The drop totals the submissions report to the server.
+    private let counts: DropCounts
     private var statusWritten = ContinuousClock.now
     private var statusDirty = false
     /// Consecutive transient failures, and when the next attempt may start.
@@ -57,6 +61,12 @@ public final class Collector {
     private var lastSuccessSeconds: Double?
     /// `--symbols` (nil: reports are sent as taken); one engine, so one cache, for every sender.
     private let symbolication: LocalSymbolication?
+    /// The configured spools, then the core spool (`CoreSpool`).
+    private let spools: [AgentConfiguration.Spool]
+    private let coreDirectory: String
+    /// The engine that walks and resolves cores: `--symbols`'s, else this host's binaries only.
+    private lazy var coreSymbolication = symbolication
+        ?? LocalSymbolication(searchPaths: [], cacheDirectory: configuration.stateDirectory + "/symbol-cache")
 
     /// Opens the state directory (taking its lock) and the spools; fails with a message saying
     /// what to fix.
@@ -71,13 +81,23 @@ public final class Collector {
         }
         symbolication = configuration.symbols.isEmpty ? nil
             : LocalSymbolication(searchPaths: configuration.symbols, cacheDirectory: configuration.stateDirectory + "/symbol-cache")
-        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication)
-        watcher = try SpoolWatcher(spools: configuration.spools.map(\.path), poll: configuration.poll, waker: waker)
+        status = AgentStatus.load(from: configuration.stateDirectory)
+        if status.agentID == nil {
+            status.agentID = DropCounts.newAgentID()
+            status.store(in: configuration.stateDirectory)
+        }
+        counts = DropCounts(agentID: status.agentID ?? "", dropped: status.dropped, suppressed: status.suppressed)
+        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication, counts: counts)
+        coreDirectory = CoreSpool.directory(in: configuration.stateDirectory)
+        if mkdir(coreDirectory, 0o700) != 0 && errno != EEXIST {
+            throw AgentError("\(coreDirectory): cannot create the core spool: \(String(cString: strerror(errno)))")
+        }
+        spools = configuration.spools + [AgentConfiguration.Spool(path: coreDirectory)]
+        watcher = try SpoolWatcher(spools: spools.map(\.path), poll: configuration.poll, waker: waker)
         retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
                             maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
         storms = configuration.maxReportsPerMinute > 0 ? StormLimiter(limit: configuration.maxReportsPerMinute) : nil
         order = queue.entries()
-        status = AgentStatus.load(from: configuration.stateDirectory)
         publishMetrics()
         if !order.isEmpty {
             logger.info("reports queued from an earlier run", metadata: ["crashsym.queue_length": "\(order.count)"])
@@ -100,7 +120,8 @@ public final class Collector {
     /// Runs until the waker is woken (SIGTERM): the uploads under way finish first, and whatever
     /// is queued stays queued. Reports are sent on `connections` threads at once.
     public func run() throws(AgentError) {
-        let pool = try SenderPool(configuration: configuration, count: configuration.connections, symbolication: symbolication)
+        let pool = try SenderPool(configuration: configuration, count: configuration.connections, symbolication: symbolication,
+                                  counts: counts)
         logger.info("agent started", metadata: [
             "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
             "crashsym.state_dir": "\(configuration.stateDirectory)", "crashsym.connections": "\(configuration.connections)",
@@ -171,8 +192,11 @@ public final class Collector {
 
     /// Decides about one file, and takes it when complete.
     private func consider(_ candidate: SpoolWatcher.Candidate, now: ContinuousClock.Instant) {
-        let spool = configuration.spools[candidate.spool]
-        switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: candidate.closed,
+        let spool = spools[candidate.spool]
+        // The core spool's files appear only whole (renamed in from hidden partial names): complete
+        // as soon as they are seen.
+        let complete = candidate.closed || candidate.spool == spools.count - 1
+        switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: complete,
                                    settle: configuration.settle, now: now) {
         case .ignore:
             pending[SpoolWatcher.Candidate(spool: candidate.spool, name: candidate.name, closed: false)] = nil
@@ -201,6 +225,16 @@ public final class Collector {
         var batch = ready
         ready.removeAll()
         readyPaths.removeAll()
+        // A core is queued as its report; one whose report cannot be written waits in the spool.
+        var cores: [String] = []
+        batch = batch.compactMap { file in
+            guard file.path.hasPrefix(coreDirectory + "/") && file.path.hasSuffix(".core") else { return file }
+            guard let report = reportOfCore(file.path) else { return nil }
+            cores.append(file.path)
+            var metadata = file.metadata
+            metadata.format = ReportFormat.crashsymJSON.rawValue
+            return (report, metadata)
+        }
         if let storms { batch = limitStorms(batch, storms) }
         let ids: [String?]
         do {
@@ -210,6 +244,8 @@ public final class Collector {
             noteError(error.description)
             return
         }
+        // Their reports are queued (or deleted by the storm limit): the cores are done with.
+        for core in cores { unlink(core) }
         for (id, file) in zip(ids, batch) {
             guard let id else { continue }
             order.append(id)
@@ -224,11 +260,30 @@ public final class Collector {
             order.removeAll { gone.contains($0) }
             status.dropped += dropped.count
             summary.dropped += dropped.count
+            counts.update(dropped: status.dropped, suppressed: status.suppressed)
             logger.warning("queue over its bound: oldest reports dropped", metadata: [
                 "crashsym.dropped": "\(dropped.count)", "crashsym.max_queue_bytes": "\(configuration.maxQueueBytes)",
             ])
             writeStatus(force: true)
         }
+    }
+
+    /// Writes the report of the core at `path` beside it under a hidden name (which the spools'
+    /// rule ignores) and returns that name; the core is removed once the report is queued, so a
+    /// stop in between takes the core again. Nil when the report cannot be written (the core
+    /// stays for the next attempt).
+    private func reportOfCore(_ path: String) -> String? {
+        let name = path.split(separator: "/").last.map(String.init) ?? "core"
+        let report = "\(coreDirectory)/.\(name).json"
+        let json = coreSymbolication.json(ofCore: path)
+        if let failed = FileIO.writeDurably(json, to: report, scratch: report + ".partial", exclusive: false, permissions: 0o600),
+           failed.step != .syncDirectory {
+            logger.error("cannot write the report of a core", metadata: ["crashsym.source": "\(path)", "crashsym.errno": "\(failed.code)"])
+            noteError("\(path): cannot write its report: \(String(cString: strerror(failed.code)))")
+            return nil
+        }
+        logger.info("core walked", metadata: ["crashsym.source": "\(path)", "crashsym.report_bytes": "\(json.count)"])
+        return report
     }
 
     /// The files of `batch` within the crash-storm limit; the others are deleted and counted.
@@ -241,6 +296,7 @@ public final class Collector {
             unlink(file.path)
             status.suppressed += 1
             summary.suppressed += 1
+            counts.update(dropped: status.dropped, suppressed: status.suppressed)
             status.suppressedBySignature[signature, default: 0] += 1
             if status.suppressedBySignature.count > 100,
                let least = status.suppressedBySignature.min(by: { $0.value < $1.value })?.key {

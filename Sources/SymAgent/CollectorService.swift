@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
+import SymBytes
 import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The agent as a `Service` (STYLE.md 4): the collector's loop runs on a thread of its own (it
 /// blocks in poll(2) and libcurl), and graceful shutdown (SIGTERM) wakes it; the upload under way
@@ -23,7 +27,7 @@ public struct CollectorService: Service {
         let configuration = configuration, logger = logger, waker = waker
         try await withGracefulShutdownHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let thread = Thread {
+                let started = ConcurrentWork.detach {
                     do {
                         let metrics = try configuration.metricsPort.map { port throws(AgentError) in try MetricsEndpoint(port: port) }
                         defer { metrics?.stop() }
@@ -38,8 +42,7 @@ public struct CollectorService: Service {
                         continuation.resume(throwing: error)
                     }
                 }
-                thread.name = "crashsym-agent"
-                thread.start()
+                if !started { continuation.resume(throwing: AgentError("cannot start the collector's thread")) }
             }
         } onGracefulShutdown: {
             waker.wake()

@@ -1,6 +1,4 @@
-import Crypto
 import SymBytes
-import SymClient
 import SymHTTP
 import SymReport
 #if canImport(Glibc)
@@ -28,11 +26,15 @@ public final class Forwarder {
     /// `--symbols`: each report symbolicated here and sent as crashsym JSON (nil: sent as taken).
     private let symbolication: LocalSymbolication?
 
+    /// The drop totals reported with each submission until acknowledged (nil: none).
+    private let counts: DropCounts?
+
     /// A forwarder; fails when libcurl cannot be loaded.
     public init(configuration: AgentConfiguration, host: HostMetadata = .current,
-                symbolication: LocalSymbolication? = nil) throws(AgentError) {
+                symbolication: LocalSymbolication? = nil, counts: DropCounts? = nil) throws(AgentError) {
         self.configuration = configuration
         self.symbolication = symbolication
+        self.counts = counts
         do {
             transfer = try CurlTransfer()
         } catch {
@@ -47,7 +49,7 @@ public final class Forwarder {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw AgentError("\(path): cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -56,9 +58,9 @@ public final class Forwarder {
                 throw AgentError("\(path): cannot read: \(String(cString: strerror(errno)))")
             }
             if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
         }
-        return "sha256:" + hexString(Array(hasher.finalize()))
+        return "sha256:" + hexString(hasher.finalize())
     }
 
     /// The URL a report with `metadata` is posted to, its settings as query parameters.
@@ -91,13 +93,15 @@ public final class Forwarder {
                 contentType = "application/json"
             }
         }
-        let request = HTTPRequest(url: url(for: metadata, format: format), body: body, contentType: contentType,
-                                  headers: ["Authorization: Bearer \(configuration.appKey)", "Idempotency-Key: \(key)",
-                                            "Accept: application/json"])
+        var headers = ["Authorization: Bearer \(configuration.appKey)", "Idempotency-Key: \(key)", "Accept: application/json"]
+        let reported = counts?.pending()
+        if let reported { headers.append("Crashsym-Agent-Counts: \(reported.header)") }
+        let request = HTTPRequest(url: url(for: metadata, format: format), body: body, contentType: contentType, headers: headers)
         let outcome = transfer.perform(request, userAgent: userAgent, timeout: configuration.requestTimeout,
                                        connectTimeout: .seconds(10), stallTimeout: .seconds(30))
         switch outcome {
         case .success(let response) where (200..<300).contains(response.status):
+            if let reported { counts?.acknowledge(dropped: reported.dropped, suppressed: reported.suppressed) }
             return .delivered(status: response.status)
         case .success(let response) where response.status == 408 || response.status == 429 || response.status >= 500
                                           || response.status < 400:
@@ -113,7 +117,7 @@ public final class Forwarder {
         case .failure(let failure) where failure.kind == .io:
             return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"unreadable\", \"message\": \(Self.jsonString(failure.message))}}".utf8))
         case .failure(let failure):
-            return .transient(reason: "\(ClientConfiguration.redacting(configuration.server)): \(failure.message)", retryAfter: nil)
+            return .transient(reason: "\(HTTPRequest.redacting(configuration.server)): \(failure.message)", retryAfter: nil)
         }
     }
 
@@ -132,7 +136,7 @@ public final class Forwarder {
     }
 
     /// `text` as a JSON string literal.
-    static func jsonString(_ text: String) -> String {
+    public static func jsonString(_ text: String) -> String {
         var result = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

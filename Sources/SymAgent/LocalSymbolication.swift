@@ -29,4 +29,10 @@ public final class LocalSymbolication: Sendable {
         }, emit: { _, outcome in result.withLock { $0 = outcome } })
         return result.withLock { $0 }
     }
+
+    /// The report of the core at `path` (`crashsym agent capture`'s), walked and symbolicated
+    /// here, as crashsym JSON (`CoreSpool.reportJSON`).
+    public func json(ofCore path: String) -> [UInt8] {
+        CoreSpool.reportJSON(ofCore: path, symbolicator: symbolicator)
+    }
 }

@@ -1,8 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import SymBytes
 
 /// `--metrics-port`: the agent's counters as Prometheus text on `http://127.0.0.1:PORT/metrics`.
 ///
@@ -65,9 +66,7 @@ public final class MetricsEndpoint: Sendable {
 
     /// Serves scrapes on a thread of its own until `stop()`.
     public func start() {
-        let thread = Thread { [self] in self.serve() }
-        thread.name = "crashsym-agent-metrics"
-        thread.start()
+        ConcurrentWork.detach { [self] in self.serve() }
     }
 
     /// Stops serving (the accept under way returns).

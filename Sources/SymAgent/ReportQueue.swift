@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import CSyncfs
 import SymBytes
 #if canImport(Glibc)

@@ -1,9 +1,10 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import SymBytes
 
 /// Sends queued reports on a few threads at once, each with its own libcurl handle: the server
 /// makes each crash durable before it answers (fsyncs, a commit), so one connection waits on the
@@ -38,17 +39,20 @@ final class SenderPool: Sendable {
     let count: Int
 
     /// Starts `count` sender threads for `configuration`, sharing `symbolication` (`--symbols`).
-    init(configuration: AgentConfiguration, count: Int, symbolication: LocalSymbolication? = nil) throws(AgentError) {
+    init(configuration: AgentConfiguration, count: Int, symbolication: LocalSymbolication? = nil,
+         counts: DropCounts? = nil) throws(AgentError) {
         self.count = count
         notifier = try Waker()
         for index in 0..<count {
             finished.enter()
-            let thread = Thread { [self] in
-                self.work(configuration: configuration, symbolication: symbolication)
+            let started = ConcurrentWork.detach { [self] in
+                self.work(configuration: configuration, symbolication: symbolication, counts: counts)
                 self.finished.leave()
             }
-            thread.name = "crashsym-agent-send-\(index)"
-            thread.start()
+            if !started {
+                finished.leave()
+                throw AgentError("cannot start sender thread \(index + 1) of \(count)")
+            }
         }
     }
 
@@ -85,8 +89,8 @@ final class SenderPool: Sendable {
         finished.wait()
     }
 
-    private func work(configuration: AgentConfiguration, symbolication: LocalSymbolication?) {
-        let forwarder = try? Forwarder(configuration: configuration, symbolication: symbolication)
+    private func work(configuration: AgentConfiguration, symbolication: LocalSymbolication?, counts: DropCounts?) {
+        let forwarder = try? Forwarder(configuration: configuration, symbolication: symbolication, counts: counts)
         while true {
             available.wait()
             let next: Job? = state.withLock { state in

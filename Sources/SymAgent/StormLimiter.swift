@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SymReport
 import Symbolication
 #if canImport(Glibc)

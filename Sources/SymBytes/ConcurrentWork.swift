@@ -42,6 +42,25 @@ public enum ConcurrentWork {
         for thread in threads { pthread_join(thread, nil) }
     }
 
+    /// Starts `body` on a detached thread of its own, for a long-running loop (a daemon's
+    /// collector, senders, a metrics listener); false when the thread cannot be created.
+    @discardableResult
+    public static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let context = Unmanaged.passRetained(Piece(body)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<Piece>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Piece>.fromOpaque(context).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
+    }
+
     /// A piece of work boxed for `pthread_create` (a closure is not a class, so it cannot cross as
     /// a pointer by itself).
     private final class Piece {

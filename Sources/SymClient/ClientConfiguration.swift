@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SymHTTP
 
 /// Settings of a `SymbolClient`. HTTPS certificates and proxies are left to libcurl, which reads
 /// `https_proxy`, `http_proxy`, `no_proxy` (and `CURL_CA_BUNDLE`) from the environment.
@@ -40,19 +41,8 @@ public struct ClientConfiguration: Sendable {
         self.sleep = sleep
     }
 
-    /// `url` with the password of its user information replaced by `***`
-    /// (`https://ci:secret@host/` → `https://ci:***@host/`), for every line that names a URL: a
-    /// password given in `--server` must not reach logs.
-    public static func redacting(_ url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
-        let authorityStart = scheme.upperBound
-        let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
-        let authority = url[authorityStart..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@") else { return url }
-        let userInfo = authority[..<at]
-        let user = userInfo.firstIndex(of: ":").map { userInfo[..<$0] + ":***" } ?? userInfo
-        return String(url[..<authorityStart]) + user + String(url[at...])
-    }
+    /// `url` with the password of its user information replaced by `***` (`HTTPRequest.redacting`).
+    public static func redacting(_ url: String) -> String { HTTPRequest.redacting(url) }
 
     /// Blocks the calling thread for `duration`.
     public static let threadSleep: @Sendable (Duration) -> Void = { duration in

@@ -184,6 +184,10 @@ public struct ReportFrame: Sendable, Equatable {
         /// A return address found by scanning the stack (the least certain).
         case scan
     }
+    /// What the sender's own symbolication resolved the frame to (the `"symbolized"` chain of a
+    /// crashsym JSON report, innermost first): used only for a module whose symbols the
+    /// symbolicator does not have (an agent's `--symbols` that never leave its host).
+    public var senderLocations: [SourceLocation] = []
 
     /// Creates a frame.
     public init(index: Int, address: UInt64? = nil, module: Int? = nil, moduleOffset: UInt64? = nil,

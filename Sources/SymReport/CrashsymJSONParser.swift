@@ -1,8 +1,9 @@
 import SymBytes
 
 /// Reads crashsym's own JSON crash report (docs/crash-report.md). The symbolicated JSON that
-/// `crashsym symbolicate --format json` prints is itself a valid input: its extra members
-/// (`status`, `symbolized`…) are ignored.
+/// `crashsym symbolicate --format json` prints is itself a valid input: a frame's `symbolized`
+/// chain is kept as the sender's (`ReportFrame.senderLocations`), its other output members
+/// (`status`, `reason`…) are ignored.
 enum CrashsymJSONParser {
     static func parse(_ text: String) throws(FormatError) -> CrashReport {
         try parse(value: try JSONValue.parse(text))
@@ -93,6 +94,7 @@ enum CrashsymJSONParser {
                         }
                     }
                 }
+                parsed.senderLocations = senderLocations(frame["symbolized"])
                 if parsed.address == nil && parsed.moduleOffset == nil {
                     parsed.problem = "stacks[\(s)].frames[\(f)] has neither \"address\" nor \"module_offset\""
                 }
@@ -101,5 +103,24 @@ enum CrashsymJSONParser {
             report.stacks.append(entry)
         }
         return report
+    }
+
+    /// The longest sender's chain kept for one frame (deeper inline chains are cut: a hostile
+    /// report must not make one frame cost more than a real one does).
+    static let maximumSenderLocations = 64
+
+    /// A frame's `"symbolized"` chain as the sender wrote it; elements without a function name
+    /// are skipped, and a value that is not an array gives none.
+    static func senderLocations(_ value: JSONValue?) -> [SourceLocation] {
+        guard let elements = value?.array, !elements.isEmpty else { return [] }
+        var locations: [SourceLocation] = []
+        for element in elements.prefix(maximumSenderLocations) {
+            guard let function = element["function"]?.string, !function.isEmpty else { continue }
+            locations.append(SourceLocation(
+                function: function, mangled: element["mangled"]?.string ?? function, file: element["file"]?.string ?? "",
+                line: element["line"]?.unsigned.flatMap { UInt32(exactly: $0) } ?? 0,
+                column: element["column"]?.unsigned.flatMap { UInt32(exactly: $0) } ?? 0))
+        }
+        return locations
     }
 }

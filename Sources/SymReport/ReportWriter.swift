@@ -212,6 +212,7 @@ public enum ReportWriter {
         json.string("reason", resolution.reason)
         // Only walked frames have the member: other reports' documents are unchanged.
         if let foundBy = frame.foundBy { json.string("found_by", foundBy.rawValue) }
+        if resolution.bySender { json.continueObject(with: #","symbolized_by":"sender""#) }
         if explain {
             json.beginArray("tried")
             for step in resolution.explanation { json.string(nil, step) }

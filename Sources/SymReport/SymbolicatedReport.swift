@@ -150,6 +150,9 @@ public struct FrameResolution: Sendable, Equatable {
     public var moduleFacts: ModuleFacts?
     /// The frames at the address with their renderings (nil: none), shared between frames.
     public var chain: LocationChain?
+    /// Whether `chain` is the sender's own symbolication (`ReportFrame.senderLocations`), kept
+    /// because the symbolicator has no symbols of the frame's module.
+    public var bySender = false
 
     /// Where the symbols came from (a `.csym` or ELF path), when found.
     public var source: String? {

@@ -106,6 +106,7 @@ public final class Symbolicator: Sendable {
                 } else {
                     resolution = resolve(frame, in: report, module: nil, biases: biases, exactly: exactly, trampoline: &trampoline)
                 }
+                if !frame.senderLocations.isEmpty { keepSenderLocations(of: frame, in: &resolution) }
                 trampoline = trampoline || frame.function.map(Self.signalTrampolines.contains) == true
                 if (exactly || trampoline) && frame.convention == .returnAddress { exact.append((s, f)) }
                 interrupted = trampoline
@@ -116,6 +117,21 @@ public final class Symbolicator: Sendable {
         var adjusted = report
         for (s, f) in exact { adjusted.stacks[s].frames[f].convention = .exact }
         return SymbolicatedReport(report: adjusted, frames: frames)
+    }
+
+    /// A frame the sender symbolicated (an agent's `--symbols`, whose debug files never leave its
+    /// host) keeps the sender's chain when this symbolicator has no symbols for its module; the
+    /// symbolicator's own tables win whenever it has them, even where they find no function.
+    private func keepSenderLocations(of frame: ReportFrame, in resolution: inout FrameResolution) {
+        switch resolution.status {
+        case .noSymbols, .buildIDMismatch, .corruptSymbols, .noModule:
+            resolution.status = .ok
+            resolution.reason = nil
+            resolution.chain = LocationChain(frame.senderLocations, renderings: renderings)
+            resolution.bySender = true
+        case .ok, .notInFunction, .malformed:
+            break
+        }
     }
 
     /// Functions the kernel returns through after a signal handler (glibc's `__restore_rt` on

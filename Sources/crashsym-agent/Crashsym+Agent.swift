@@ -1,14 +1,17 @@
 import ArgumentParser
 import CrashsymCommandLine
-import Foundation
+import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import SymAgent
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Crashsym {
     /// `crashsym agent`: the collector daemon (docs/agent.md), or one pass with `--once`;
-    /// `crashsym agent status` shows its queue. `capture` (the kernel's `core_pattern` helper) joins
-    /// `Status` once core files can be read.
+    /// `crashsym agent status` shows its queue; `crashsym agent capture` is the kernel's
+    /// `core_pattern` helper.
     struct Agent: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Collect crash files from spool directories and forward them to a crashsym server without losing any.",
@@ -53,7 +56,7 @@ extension Crashsym {
 
                 Documentation: docs/agent.md.
                 """,
-            subcommands: [Status.self]
+            subcommands: [Status.self, Capture.self]
         )
 
         @Option(help: ArgumentHelp("JSON config file (else $CRASHSYM_AGENT_CONFIG; none: flags and environment only).", valueName: "file"))
@@ -212,11 +215,83 @@ extension Crashsym {
         }
 
         static func json(_ summary: Collector.Summary) -> String {
-            var object: [String: Any] = ["taken": summary.taken, "delivered": summary.delivered, "rejected": summary.rejected,
-                                         "dropped": summary.dropped, "suppressed": summary.suppressed, "remaining": summary.remaining]
-            object["failure"] = summary.failure ?? NSNull()
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-            return String(decoding: data, as: UTF8.self) + "\n"
+            let failure = summary.failure.map(Forwarder.jsonString) ?? "null"
+            return "{\"delivered\":\(summary.delivered),\"dropped\":\(summary.dropped),\"failure\":\(failure),"
+                + "\"rejected\":\(summary.rejected),\"remaining\":\(summary.remaining),\"suppressed\":\(summary.suppressed),"
+                + "\"taken\":\(summary.taken)}\n"
+        }
+
+        /// `crashsym agent capture`: the kernel's `core_pattern` pipe helper (docs/agent.md, "Core dumps").
+        struct Capture: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Keep a core the kernel pipes in (core_pattern) in the agent's core spool.",
+                discussion: """
+                    Installed as the kernel's core pattern (as root; see docs/agent.md):
+                      echo '|/usr/bin/crashsym-agent agent capture --state-dir /var/lib/crashsym-agent %P %i %s %t %e' \
+                        > /proc/sys/kernel/core_pattern
+                    The kernel runs it with the core on standard input and the crash's process id (%P), thread id (%i), \
+                    signal (%s), time (%t) and executable name (%e) as arguments. The core is streamed (256 KiB at a time, \
+                    whatever its size) into STATE/cores under a hidden name, flushed to disk and renamed into place; the \
+                    running agent then walks every thread with the core reader, resolves the frames with this host's \
+                    binaries (and its --symbols), sends the report and removes the core. Run as root, it takes the \
+                    identity of the owner of STATE/cores (the agent's user) before writing.
+                    A core over --max-core-mb is cut there (its notes, first in the file, keep every thread's registers; \
+                    the report says core_truncated). Over --max-captures-per-minute cores, or when the core cannot be \
+                    written (a full disk), the core is not kept, and a small crashsym JSON report of the crash (process, \
+                    signal, why) is spooled instead, so the crash is still counted.
+                    Takes the agent's --config and --state-dir (after `capture`, before the specifiers).
+                    Exit status: 0 core or crash record kept, 1 nothing could be written, 2 usage.
+                    """)
+
+            @ParentCommand var agent: Agent
+
+            @Option(name: .customLong("max-core-mb"), help: ArgumentHelp("Bytes of a core kept at most, in MiB; the rest is not read (default 1024).", valueName: "MiB"))
+            var maxCoreMB: UInt64 = 1024
+
+            @Option(name: .customLong("max-captures-per-minute"),
+                    help: ArgumentHelp("Cores kept per minute at most, all programs together; past it only a record of each crash (default 10; 0: no limit).", valueName: "count"))
+            var maxCapturesPerMinute: Int = 10
+
+            // Whatever is not an option of `capture` or of `agent` (--config, --state-dir): the
+            // specifiers, in order (an executable name may start with a dash).
+            @Argument(parsing: .allUnrecognized,
+                      help: ArgumentHelp("The core_pattern specifiers %P %i %s %t %e (the name may hold spaces).", valueName: "specifiers"))
+            var specifiers: [String] = []
+
+            func validate() throws {
+                guard maxCoreMB > 0, maxCoreMB <= 1 << 20 else { throw ValidationError("--max-core-mb must be between 1 and 1048576") }
+                guard maxCapturesPerMinute >= 0 else { throw ValidationError("--max-captures-per-minute must be 0 or more") }
+                if case .failure(let error) = CoreCapture.Crash.parse(specifiers) { throw ValidationError(error.description) }
+            }
+
+            func run() throws {
+                let environment = ProcessInfo.processInfo.environment
+                let directory: String
+                let crash: CoreCapture.Crash
+                do {
+                    directory = try AgentConfiguration.resolveStateDirectory(
+                        flag: agent.stateDirectory, environment: environment,
+                        configFile: agent.config ?? environment["CRASHSYM_AGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 })
+                    crash = try CoreCapture.Crash.parse(specifiers).get()
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+                do {
+                    let cores = CoreSpool.directory(in: directory)
+                    try CoreCapture.dropPrivileges(toOwnerOf: [cores, directory])
+                    let outcome = try CoreCapture.capture(crash, from: 0, into: cores,
+                                                          limits: CoreCapture.Limits(maximumBytes: maxCoreMB << 20, perMinute: maxCapturesPerMinute))
+                    switch outcome {
+                    case .kept(let path, let bytes, let truncated):
+                        FileOutput.standardError("crashsym: core of pid \(crash.pid) kept: \(path) (\(bytes) bytes\(truncated ? ", cut at --max-core-mb" : ""))\n")
+                    case .dropped(let path, let reason):
+                        FileOutput.standardError("crashsym: core of pid \(crash.pid) not kept (\(reason)); crash recorded in \(path)\n")
+                    }
+                } catch {
+                    FileOutput.standardError("crashsym: \(error)\n")
+                    throw ExitCode.failure
+                }
+            }
         }
 
         /// `crashsym agent status`: queue length, last success, last error, drops.

@@ -23,6 +23,16 @@ import TestSupport
         for module in ["NIOCore", "NIOPosix", "Hummingbird", "GRDB", "SymServer", "Mustache"] {
             #expect(!Self.contains(agent, module: module), "crashsym-agent links \(module)")
         }
+        // Nor Foundation (about 9 MB resident: ICU data and its conformances), which SymClient's
+        // SymBundle (ZIPFoundation) and swift-crypto would bring: FoundationEssentials only.
+        for module in ["Foundation", "FoundationInternationalization", "ZIPFoundation", "Crypto", "SymBundle", "SymClient"] {
+            #expect(!Self.contains(agent, module: module), "crashsym-agent links \(module)")
+        }
+        let needed = try Tool.output("/usr/bin/readelf", ["-d", URL(fileURLWithPath: CLI.binary).deletingLastPathComponent()
+            .appendingPathComponent("crashsym-agent").path])
+        for library in ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"] {
+            #expect(!needed.contains("[\(library)]"), "crashsym-agent needs \(library)")
+        }
         #expect(!Self.contains(try Self.executable("crashsym"), module: "SymAgent"))
         #expect(!Self.contains(try Self.executable("crashsym-net"), module: "SymAgent"))
     }

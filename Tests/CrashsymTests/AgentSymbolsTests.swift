@@ -6,8 +6,9 @@ import TestSupport
 @Suite(.serialized) struct AgentSymbolsTests {
     /// A real AddressSanitizer report (symbolize=0) whose binaries are in Fixtures/reports/src
     /// reaches a server without symbols already symbolicated: the body stored is crashsym JSON
-    /// with the frames' functions and lines, read as crashsym-json. Without --symbols the same report arrives
-    /// as taken, unresolved.
+    /// with the frames' functions and lines, read as crashsym-json, and the crash the server shows
+    /// keeps them (marked as the sender's). Without --symbols the same report arrives as taken,
+    /// unresolved.
     @Test func aReportIsSymbolicatedOnTheHostBeforeItIsSent() throws {
         let server = try AgentTestServer()
         let (spool, state) = try AgentTests.directories(server)
@@ -28,10 +29,19 @@ import TestSupport
         #expect(names.starts(with: ["checksum", "fault_use_after_free", "run", "dispatch"]), "\(names)")
         let lines = first.flatMap { ($0["symbolized"] as? [[String: Any]] ?? []).compactMap { $0["line"] as? Int } }
         #expect(lines.starts(with: [12, 20, 7, 15]), "\(lines)")
-        #expect(try AgentTest.eventually { String(decoding: try server.get("/api/v1/apps/\(server.appID)/crashes/\(id)"), as: UTF8.self).contains("\"format\":\"crashsym-json\"") })
-        // Not asserted yet: that GET …/crashes/{id} shows these names. The server re-reads the JSON
-        // and ignores its "symbolized" members (SymReport's CrashsymJSONParser), so without symbols
-        // of its own it shows the frames unresolved (docs/agent.md, "Not done yet").
+        // The server has no symbols of its own for these modules: the crash it shows keeps the
+        // agent's functions, each frame marked as symbolicated by the sender.
+        var shown: [[String: Any]] = []
+        #expect(try AgentTest.eventually {
+            let object = try JSONSerialization.jsonObject(with: try server.get("/api/v1/apps/\(server.appID)/crashes/\(id)")) as? [String: Any]
+            guard let report = object?["report"] as? [String: Any], report["format"] as? String == "crashsym-json" else { return false }
+            shown = ((report["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]]) ?? []
+            return true
+        })
+        let shownNames = shown.flatMap { ($0["symbolized"] as? [[String: Any]] ?? []).compactMap { $0["function"] as? String } }
+        #expect(shownNames.starts(with: ["checksum", "fault_use_after_free", "run", "dispatch"]), "\(shownNames)")
+        #expect(shown.first?["status"] as? String == "ok")
+        #expect(shown.first?["symbolized_by"] as? String == "sender", "\(shown.first ?? [:])")
 
         // The same report without --symbols: sent as taken, nothing resolved by the server.
         let plain = try AgentTestServer()

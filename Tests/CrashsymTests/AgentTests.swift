@@ -182,6 +182,11 @@ import TestSupport
         #expect(up.stdout.contains("delivered 3"))
         let markers = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String).prefix(8), as: UTF8.self) }
         #expect(markers.sorted() == ["crash 1:", "crash 2:", "crash 3:"])
+        // The server learnt of the report dropped while it was down, once it was back.
+        let agents = try Self.agents(server)
+        #expect(agents.first?["dropped"] as? Int == 1, "\(agents)")
+        #expect(agents.first?["suppressed"] as? Int == 0)
+        #expect(agents.first?["host"] as? String != nil)
     }
 
     /// kill -9 of the agent while it sends 500 reports, then a restart: each report is on the
@@ -285,6 +290,47 @@ import TestSupport
         // The agent's class is the server's group: the same signature.
         let serverSignature = try #require(crashes.first { $0["format"] as? String == "sanitizer" }?["signature"] as? String)
         #expect(bySignature[serverSignature] == 7, "\(bySignature) vs \(serverSignature)")
+        // The counts reached the server with the submissions (Crashsym-Agent-Counts), under the
+        // agent's id from its status.
+        let agents = try Self.agents(server)
+        #expect(agents.count == 1)
+        #expect(agents.first?["agent_id"] as? String == object["agent_id"] as? String)
+        #expect((object["agent_id"] as? String)?.count == 16)
+        #expect(agents.first?["suppressed"] as? Int == 7)
+        #expect(agents.first?["dropped"] as? Int == 0)
+    }
+
+    /// A malformed `Crashsym-Agent-Counts` header costs no crash (the crash is stored, the counts
+    /// ignored), and a total never goes down (a retried or reordered submission).
+    @Test func agentCountsOnlyEverGrowAndAMalformedHeaderCostsNoCrash() throws {
+        let server = try AgentTestServer()
+        func post(_ marker: Int, _ header: String) throws -> Int32 {
+            let run = try Tool.run("/usr/bin/curl", [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "60", "-H", "Authorization: Bearer \(server.key)",
+                "-H", "Crashsym-Agent-Counts: \(header)", "--data-binary", AgentTest.glibcReport(marker),
+                server.base + "/api/v1/apps/\(server.appID)/crashes?host=h1",
+            ])
+            return Int32(run.text) ?? -1
+        }
+        for (index, header) in ["agent=xyz; dropped=1; suppressed=2", "agent=0123456789abcdef; dropped=-1; suppressed=0",
+                                "nonsense", "agent=0123456789abcdef; dropped=1"].enumerated() {
+            #expect(try post(index, header) == 201, "\(header)")
+        }
+        #expect(try Self.agents(server).isEmpty)
+        #expect(try post(10, "agent=0123456789abcdef; dropped=5; suppressed=2") == 201)
+        #expect(try post(11, "agent=0123456789abcdef; dropped=3; suppressed=9") == 201)
+        let agents = try Self.agents(server)
+        #expect(agents.count == 1)
+        #expect(agents.first?["dropped"] as? Int == 5)
+        #expect(agents.first?["suppressed"] as? Int == 9)
+        #expect(agents.first?["host"] as? String == "h1")
+        #expect(try server.crashes().count == 6)
+    }
+
+    /// The app's agents and their drop counts, as `GET …/agents` lists them.
+    static func agents(_ server: AgentTestServer) throws -> [[String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: try server.get("/api/v1/apps/\(server.appID)/agents")) as? [String: Any]
+        return object?["agents"] as? [[String: Any]] ?? []
     }
 
     /// A wrong key is a configuration to fix, not a verdict on the reports: they stay queued.

@@ -1,4 +1,5 @@
 import TestSupport
+import SymHTTP
 import Testing
 @testable import SymClient
 

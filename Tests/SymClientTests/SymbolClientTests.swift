@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import SymHTTP
 import Testing
 @testable import SymClient
 import SymBundle

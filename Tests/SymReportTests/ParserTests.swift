@@ -338,4 +338,25 @@ import Testing
         #expect(throws: FormatError.self) { try JSONValue.parse(text) }
         #expect(throws: FormatError.self) { try CrashReport.parse(text, format: .crashsymJSON) }
     }
+
+    /// A frame's `"symbolized"` chain is kept as the sender's; hostile chains are bounded and
+    /// never trap (not an array, elements without a function, huge lines, thousands of elements).
+    @Test func theSendersSymbolizedChainIsKeptAndBounded() throws {
+        let many = (0..<1000).map { #"{"function":"f\#($0)","line":\#($0)}"# }.joined(separator: ",")
+        let text = #"{"modules":[{"name":"m","build_id":"e3ae0ff073c26f50bba089c0323f76a4f9493774"}],"stacks":[{"frames":["#
+            + #"{"module_index":0,"module_offset":"0x10","symbolized":[{"function":"inner","mangled":"_Z5innerv","file":"/a.c","line":3,"column":4},{"function":"outer"}]},"#
+            + #"{"module_index":0,"module_offset":"0x20","symbolized":"not an array"},"#
+            + #"{"module_index":0,"module_offset":"0x30","symbolized":[{"line":5},{"function":""},{"function":"g","line":99999999999,"column":-1},7,null]},"#
+            + #"{"module_index":0,"module_offset":"0x40","symbolized":["# + many + "]}]}]}"
+        let report = try CrashReport.parse(text)
+        let frames = report.stacks[0].frames
+        #expect(frames[0].senderLocations == [
+            SourceLocation(function: "inner", mangled: "_Z5innerv", file: "/a.c", line: 3, column: 4),
+            SourceLocation(function: "outer", mangled: "outer", file: "", line: 0, column: 0),
+        ])
+        #expect(frames[1].senderLocations.isEmpty)
+        #expect(frames[2].senderLocations == [SourceLocation(function: "g", mangled: "g", file: "", line: 0, column: 0)])
+        #expect(frames[3].senderLocations.count == 64)
+        #expect(frames[3].senderLocations.last?.function == "f63")
+    }
 }

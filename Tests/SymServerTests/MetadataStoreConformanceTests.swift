@@ -221,6 +221,21 @@ struct MetadataStoreConformanceTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func agentCountsOnlyGrow(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            #expect(try await store.agentCounts(appID: app).isEmpty)
+            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h1", dropped: 3, suppressed: 5)
+            // A retried or reordered submission carries lower totals: they stay.
+            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h2", dropped: 1, suppressed: 9)
+            try await store.recordAgentCounts(appID: "other", agentID: "a1", host: "h9", dropped: 100, suppressed: 100)
+            let counts = try await store.agentCounts(appID: app)
+            #expect(counts.map(\.agentID) == ["a1"])
+            #expect(counts.first?.dropped == 3 && counts.first?.suppressed == 9 && counts.first?.host == "h2")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func minidumpsTheirClientDataAndAttachments(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
             let app = try await Self.app(store)

@@ -181,7 +181,61 @@ import Testing
         let symbolicator = Symbolicator(sources: ReportFixtures.isolatedSources())
         let fromJSON = symbolicator.symbolicate(json), fromText = symbolicator.symbolicate(asan)
         #expect(fromJSON.frames.map { $0.map(\.lookupAddress) } == fromText.frames.map { $0.map(\.lookupAddress) })
-        #expect(fromJSON.frames.map { $0.map(\.locations) } == fromText.frames.map { $0.map(\.locations) })
+        // Where the symbols here resolve a frame, they give what the text does; elsewhere (the
+        // host's libc) the JSON keeps the chain its writer resolved, marked as the sender's.
+        var kept = 0
+        for (s, frames) in fromText.frames.enumerated() {
+            for (f, text) in frames.enumerated() {
+                let fromSender = json.stacks[s].frames[f].senderLocations
+                if text.status == .ok {
+                    #expect(fromJSON.frames[s][f].locations == text.locations)
+                    #expect(!fromJSON.frames[s][f].bySender)
+                } else {
+                    #expect(fromJSON.frames[s][f].locations == fromSender)
+                    #expect(fromJSON.frames[s][f].bySender == !fromSender.isEmpty)
+                    if !fromSender.isEmpty { kept += 1 }
+                }
+            }
+        }
+        #expect(kept == 0 || fromJSON.unresolvedCount < fromText.unresolvedCount)
+    }
+
+    /// A report the sender symbolicated (an agent's `--symbols`) keeps the sender's frames for the
+    /// modules the symbolicator has no symbols for, marked as the sender's, and the symbolicator's
+    /// own tables win over the sender's chain wherever it has them.
+    @Test func theSendersFramesAreKeptOnlyWhereThereAreNoSymbols() throws {
+        let json = try CrashReport.parse(try ReportFixtures.text("crashsym-report.json"))
+        let truth = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(json)
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let alone = Symbolicator(sources: ReportFixtures.isolatedSources([empty])).symbolicate(json)
+        #expect(alone.frames[0][0].status == .ok)
+        #expect(alone.frames[0][0].bySender)
+        #expect(alone.frames[0][0].locations.map(\.function) == ["checksum", "fault_use_after_free"])
+        #expect(alone.frames[0][0].locations.map(\.line) == [12, 20])
+        #expect(ReportWriter.json(alone).contains(#""status":"ok","reason":null,"symbolized_by":"sender","symbolized":[{"function":"checksum""#))
+        // Frames the sender could not resolve stay unresolved, with the symbolicator's reason.
+        #expect(alone.frames[1][0].status == .noSymbols)
+        #expect(!alone.frames[1][0].bySender)
+
+        // A sender that lies: its chain is used only where the symbolicator has no table.
+        var forged = json
+        for s in forged.stacks.indices {
+            for f in forged.stacks[s].frames.indices {
+                forged.stacks[s].frames[f].senderLocations = [SourceLocation(function: "forged", mangled: "forged", file: "", line: 1, column: 0)]
+            }
+        }
+        let checked = Symbolicator(sources: ReportFixtures.isolatedSources()).symbolicate(forged)
+        var ownTables = 0
+        for (s, frames) in truth.frames.enumerated() {
+            for (f, own) in frames.enumerated() where own.status == .ok && !own.bySender {
+                #expect(checked.frames[s][f].locations == own.locations)
+                #expect(!checked.frames[s][f].bySender)
+                ownTables += 1
+            }
+        }
+        #expect(ownTables >= 6)
+        #expect(!ReportWriter.json(checked).contains(#""function":"forged","mangled":"forged","file":"/fixtures-reports"#))
     }
 
     @Test func aRebuiltModuleIsFlaggedNeverUsed() throws {

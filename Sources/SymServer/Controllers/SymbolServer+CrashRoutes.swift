@@ -44,6 +44,7 @@ extension SymbolServer {
         apps.get("groups/:groupId") { request, context in try await showGroup(request, context) }
         apps.patch("groups/:groupId") { request, context in try await updateGroup(request, context) }
         apps.get("grouping-rules") { request, context in try await groupingRules(request, context) }
+        apps.get("agents") { request, context in try await listAgents(request, context) }
         apps.put("grouping-rules") { request, context in try await setGroupingRules(request, context) }
         router.head("buildid/:buildId/debuginfo") { request, context in try await debugFileHead(request, context) }
         router.head("buildid/:buildId/executable") { request, context in try await debugFileHead(request, context) }
@@ -75,6 +76,10 @@ extension SymbolServer {
         defer { charge.release() }
         let body = try await reportBody(request, charge: charge)
         var receipt = try await crashes.ingest(appID: appID, body: body, submission: submission)
+        if let counts = Self.agentCounts(request) {
+            try await crashes.store.recordAgentCounts(appID: appID, agentID: counts.agentID, host: submission.host,
+                                                      dropped: counts.dropped, suppressed: counts.suppressed)
+        }
         receipt = try await crashes.waitForProcessing(appID: appID, receipt: receipt, seconds: wait)
         struct Answer: Encodable {
             var id: String
@@ -89,6 +94,31 @@ extension SymbolServer {
             }
         }
         return Self.json(Answer(id: receipt.id, state: receipt.state, groupID: receipt.groupID), status: .created)
+    }
+
+    /// The `Crashsym-Agent-Counts: agent=ID; dropped=N; suppressed=M` header of an agent's
+    /// submission (docs/http-api.md); nil when absent or malformed (the crash is stored all the
+    /// same: telemetry never costs a crash).
+    static func agentCounts(_ request: Request) -> (agentID: String, dropped: Int64, suppressed: Int64)? {
+        guard let header = request.headers[HTTPField.Name("Crashsym-Agent-Counts")!], header.utf8.count <= 200 else { return nil }
+        var fields: [String: Substring] = [:]
+        for part in header.split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { return nil }
+            fields[pair[0].trimmingCharacters(in: .whitespaces)] = pair[1].drop { $0 == " " }
+        }
+        guard let id = fields["agent"], (8...64).contains(id.utf8.count),
+              id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
+              let dropped = fields["dropped"].flatMap({ Int64($0) }), dropped >= 0,
+              let suppressed = fields["suppressed"].flatMap({ Int64($0) }), suppressed >= 0 else { return nil }
+        return (String(id), dropped, suppressed)
+    }
+
+    /// `GET …/agents`: what each agent of the app could not send (dropped, storm-suppressed).
+    func listAgents(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        struct Answer: Encodable { var agents: [CrashStore.AgentCounts] }
+        return Self.json(Answer(agents: try await crashes.store.agentCounts(appID: appID)))
     }
 
     /// `GET …/crashes`: newest first, one page after `cursor`.

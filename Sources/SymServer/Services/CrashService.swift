@@ -378,7 +378,9 @@ final class CrashService: Sendable {
         var missing: [(buildID: String, name: String)] = []
         var seen = Set<String>()  // a build-id once, however many paths name it
         for (s, stack) in result.report.stacks.enumerated() {
-            for (f, frame) in stack.frames.enumerated() where result.frames[s][f].status == .noSymbols {
+            // A frame the sender symbolicated still lacks the server's symbols: they are awaited,
+            // and the crash is processed again when they arrive.
+            for (f, frame) in stack.frames.enumerated() where result.frames[s][f].status == .noSymbols || result.frames[s][f].bySender {
                 guard let index = frame.module, index < result.report.modules.count,
                       let id = result.report.modules[index].buildID, seen.insert(id).inserted else { continue }
                 missing.append((id, result.report.modules[index].name))

@@ -64,6 +64,7 @@ public final class CrashStore: Sendable {
         registerDeliveryClaimMigration(&migrator)
         registerNameMigrations(&migrator)
         registerRegroupMigrations(&migrator)
+        registerAgentMigrations(&migrator)
     }
 
     // MARK: Types

@@ -67,6 +67,10 @@ public protocol MetadataStore: Sendable {
     /// Every object a row names (tables, debug files, raw crashes, attachments): what the object
     /// sweeper keeps. Read after the sweeper lists the store, so a row committed meanwhile is seen.
     func referencedObjects() async throws -> Set<String>
+    /// Raises the stored drop and storm totals of agent `agentID` in `appID` to these (never lowers them).
+    func recordAgentCounts(appID: String, agentID: String, host: String?, dropped: Int64, suppressed: Int64) async throws
+    /// The app's agents that reported totals, most recently reported first.
+    func agentCounts(appID: String) async throws -> [CrashStore.AgentCounts]
     /// The signature of crash `id` with every examined frame's role, as computed when it was last
     /// processed; nil when it has none.
     func grouping(appID: String, crashID id: String) async throws -> CrashSignature?

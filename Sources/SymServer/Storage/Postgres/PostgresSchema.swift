@@ -130,5 +130,13 @@ enum PostgresSchema {
             "ALTER TABLE crash ADD COLUMN grouping BYTEA",
             "CREATE TABLE regroup_run (app_id TEXT PRIMARY KEY, next_seq BIGINT NOT NULL, started_ms BIGINT NOT NULL)",
         ]),
+        ("v4-agent-counts", [
+            // What each agent could not send (CrashStore+Agents.swift).
+            """
+            CREATE TABLE agent_counts (
+                app_id TEXT NOT NULL, agent_id TEXT NOT NULL, host TEXT, dropped BIGINT NOT NULL,
+                suppressed BIGINT NOT NULL, reported_ms BIGINT NOT NULL, PRIMARY KEY (app_id, agent_id))
+            """,
+        ]),
     ]
 }
