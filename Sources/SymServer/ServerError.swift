@@ -32,7 +32,6 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
             case .unsupportedMediaType: .unsupportedMediaType
             case .unavailable: .serviceUnavailable
             case .internal: .internalServerError
-            case .unavailable: .serviceUnavailable
             }
         }
     }

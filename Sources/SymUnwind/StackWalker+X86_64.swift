@@ -50,36 +50,11 @@ public enum X86_64StackWalker {
     static func viaCFI(_ callee: StackFrame, input: WalkInput) -> StackFrame? {
         let address = callee.lookupAddress
         guard let module = input.module(at: address), let (entry, row) = module.row(at: address &- module.bias) else { return nil }
-        let registers = callee.registers
-        func register(_ number: UInt16) -> UInt64? { registers[number] }
-        let cfa: UInt64
-        switch row.cfa {
-        case .registerOffset(let number, let offset):
-            guard let base = registers[number] else { return nil }
-            cfa = base &+ UInt64(bitPattern: offset)
-        case .expression(let bytes):
-            guard let value = try? DWARFExpression.evaluate(bytes, register: register, memory: input.memory) else { return nil }
-            cfa = value
-        }
-        var caller: [UInt16: UInt64] = [:]
         // Callee-saved registers without a rule keep their value.
-        for number in calleeSaved { if let value = registers[number] { caller[number] = value } }
-        for rule in row.registers {
-            let value: UInt64?
-            switch rule.rule {
-            case .undefined: value = nil
-            case .sameValue: value = registers[rule.register]
-            case .offset(let offset): value = input.memory(cfa &+ UInt64(bitPattern: offset), 8)
-            case .valueOffset(let offset): value = cfa &+ UInt64(bitPattern: offset)
-            case .register(let other): value = registers[other]
-            case .expression(let bytes):
-                value = (try? DWARFExpression.evaluate(bytes, initial: [cfa], register: register, memory: input.memory))
-                    .flatMap { input.memory($0, 8) }
-            case .valueExpression(let bytes):
-                value = try? DWARFExpression.evaluate(bytes, initial: [cfa], register: register, memory: input.memory)
-            }
-            caller[rule.register] = value
+        guard let (cfa, rows) = StackWalkerRules.apply(row, to: callee.registers, calleeSaved: calleeSaved, input: input) else {
+            return nil
         }
+        var caller = rows
         guard let returnAddress = caller[entry.returnAddressRegister] else { return nil }  // undefined: the end
         caller[rip] = returnAddress
         if caller[rsp] == nil { caller[rsp] = cfa }
