@@ -23,19 +23,7 @@ public enum ConcurrentWork {
         var threads: [pthread_t] = []
         var leftOver: [() -> Void] = []
         for piece in pieces.dropFirst() {
-            let context = Unmanaged.passRetained(Piece(piece)).toOpaque()
-            var thread = pthread_t()
-            let status = pthread_create(&thread, nil, { context in
-                guard let context else { return nil }
-                Unmanaged<Piece>.fromOpaque(context).takeRetainedValue().run()
-                return nil
-            }, context)
-            if status == 0 {
-                threads.append(thread)
-            } else {
-                Unmanaged<Piece>.fromOpaque(context).release()
-                leftOver.append(piece)
-            }
+            if let thread = start(piece) { threads.append(thread) } else { leftOver.append(piece) }
         }
         pieces[0]()
         for piece in leftOver { piece() }
@@ -46,7 +34,14 @@ public enum ConcurrentWork {
     /// collector, senders, a metrics listener); false when the thread cannot be created.
     @discardableResult
     public static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
-        let context = Unmanaged.passRetained(Piece(body)).toOpaque()
+        guard let thread = start(body) else { return false }
+        pthread_detach(thread)
+        return true
+    }
+
+    /// Starts `piece` on a thread of its own; nil when the thread cannot be created.
+    private static func start(_ piece: @escaping () -> Void) -> pthread_t? {
+        let context = Unmanaged.passRetained(Piece(piece)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { context in
             guard let context else { return nil }
@@ -55,10 +50,9 @@ public enum ConcurrentWork {
         }, context)
         guard status == 0 else {
             Unmanaged<Piece>.fromOpaque(context).release()
-            return false
+            return nil
         }
-        pthread_detach(thread)
-        return true
+        return thread
     }
 
     /// A piece of work boxed for `pthread_create` (a closure is not a class, so it cannot cross as

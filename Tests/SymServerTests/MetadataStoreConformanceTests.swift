@@ -350,7 +350,7 @@ struct MetadataStoreConformanceTests {
             await #expect(throws: StoreError.notFound("no group nope")) { _ = try await store.group(appID: app, id: "nope") }
             // Grouping rules round-trip.
             #expect(try await store.groupingRules(appID: app) == nil)
-            try await store.setGroupingRules(appID: app, rules: "{\"a\":1}")
+            #expect(try await store.replaceGroupingRules(appID: app, rules: "{\"a\":1}", now: 1_000))
             #expect(try await store.groupingRules(appID: app) == "{\"a\":1}")
         }
     }

@@ -175,17 +175,6 @@ extension CrashStore {
 
     // MARK: Grouping rules
 
-    /// Stores the app's grouping rules (a JSON document, validated by the caller).
-    public func setGroupingRules(appID: String, rules: String) async throws {
-        let now = currentMilliseconds()
-        try await write { db in
-            try db.execute(sql: """
-                INSERT INTO grouping_rules (app_id, rules, updated_ms) VALUES (?, ?, ?)
-                ON CONFLICT (app_id) DO UPDATE SET rules = excluded.rules, updated_ms = excluded.updated_ms
-                """, arguments: [appID, rules, now])
-        }
-    }
-
     /// The app's grouping rules, nil when it has none of its own.
     public func groupingRules(appID: String) async throws -> String? {
         try await read { db in

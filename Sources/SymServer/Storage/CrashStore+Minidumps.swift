@@ -86,12 +86,7 @@ extension CrashStore {
 
     /// Those of `candidates` (objects) that neither a crash's attachment nor a crash's raw bytes use.
     public func unusedCrashObjects(_ candidates: [String]) async throws -> [String] {
-        try await read { db in
-            let used = try db.cachedStatement(sql: """
-                SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
-                """)
-            return try candidates.filter { try Bool.fetchOne(used, arguments: [$0]) != true }
-        }
+        try await read { db in try Self.unused(db, candidates) }
     }
 
     /// Forgets the attachments of deleted crashes (by a DELETE or retention); returns the
@@ -104,10 +99,15 @@ extension CrashStore {
                 """)
             guard !orphans.isEmpty else { return [] }
             try db.execute(sql: "DELETE FROM crash_attachment WHERE NOT EXISTS (SELECT 1 FROM crash c WHERE c.seq = crash_attachment.crash_seq)")
-            let used = try db.cachedStatement(sql: """
-                SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
-                """)
-            return try orphans.filter { try Bool.fetchOne(used, arguments: [$0]) != true }
+            return try Self.unused(db, orphans)
         }
+    }
+
+    /// Those of `candidates` that neither a crash's raw bytes nor an attachment use.
+    static func unused(_ db: Database, _ candidates: [String]) throws -> [String] {
+        let used = try db.cachedStatement(sql: """
+            SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
+            """)
+        return try candidates.filter { try Bool.fetchOne(used, arguments: [$0]) != true }
     }
 }

@@ -144,8 +144,6 @@ public protocol MetadataStore: Sendable {
     func group(appID: String, id: String) async throws -> CrashStore.GroupSummary
     /// Sets a group's state.
     func setGroupState(appID: String, id: String, state: CrashStore.GroupState) async throws -> CrashStore.GroupSummary
-    /// Stores the app's grouping rules (validated by the caller).
-    func setGroupingRules(appID: String, rules: String) async throws
     /// The app's grouping rules, nil when it has none of its own.
     func groupingRules(appID: String) async throws -> String?
 

@@ -556,14 +556,6 @@ extension PostgresMetadataStore {
         }
     }
 
-    public func setGroupingRules(appID: String, rules: String) async throws {
-        let now = currentMilliseconds()
-        _ = try await rows("""
-            INSERT INTO grouping_rules (app_id, rules, updated_ms) VALUES (\(appID), \(rules), \(now))
-            ON CONFLICT (app_id) DO UPDATE SET rules = excluded.rules, updated_ms = excluded.updated_ms
-            """)
-    }
-
     public func groupingRules(appID: String) async throws -> String? {
         try await rows("SELECT rules FROM grouping_rules WHERE app_id = \(appID)").first.map { try $0.decode(String.self) }
     }
