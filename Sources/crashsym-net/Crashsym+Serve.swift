@@ -206,11 +206,6 @@ extension Crashsym {
         /// Serves with the metadata in PostgreSQL (files in the object store of `--object-store`, else under `--data-dir`).
         private func serveShared(database: String, configuration: ServerConfiguration, crashConfiguration: CrashServiceConfiguration,
                                  webhooks: WebhookConfiguration, logger: Logger, registry: PrometheusCollectorRegistry) async throws {
-            guard PostgresMetadataStore.unimplemented.isEmpty else {
-                FileOutput.standardError("crashsym: --database: the PostgreSQL store lacks "
-                    + PostgresMetadataStore.unimplemented.joined(separator: ", ") + "; use the embedded store (--data-dir)\n")
-                throw ExitCode.failure
-            }
             let password = ProcessInfo.processInfo.environment["CRASHSYM_DATABASE_PASSWORD"]
             let store: PostgresMetadataStore
             do {

@@ -12,9 +12,6 @@ import SymBundle
 /// `SELECT … FOR UPDATE SKIP LOCKED` for a time that expires unless renewed, and
 /// `NOTIFY crashsym_jobs` in the transaction that queues work, which wakes idle workers of every
 /// node (`jobNotifications`).
-///
-/// `unimplemented` names the verbs this implementation does not have yet: they throw
-/// `StoreError.unavailable`, and `crashsym serve --database` refuses to start while any is left.
 public final class PostgresMetadataStore: MetadataStore {
     let client: PostgresClient
     let logger: Logger
@@ -80,9 +77,6 @@ public final class PostgresMetadataStore: MetadataStore {
             return try await body(store)
         }
     }
-
-    /// The verbs this implementation lacks (empty when complete).
-    public static let unimplemented: [String] = []
 
     // MARK: Plumbing
 
