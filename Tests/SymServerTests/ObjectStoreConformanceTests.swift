@@ -95,6 +95,9 @@ struct ObjectStoreConformanceTests {
     func listing(_ kind: Kind) async throws {
         let (store, directory) = try Self.makeStore(kind)
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Bounds taken around the work, not one instant: a parallel test run can leave this task
+        // suspended for minutes between putting and listing (CI saw 375 s).
+        let before = Int64(Date().timeIntervalSince1970)
         var expected: [String: UInt64] = [:]
         for seed in 0..<5 {
             let bytes = Self.bytes(100 + seed, seed: UInt8(seed))
@@ -102,17 +105,20 @@ struct ObjectStoreConformanceTests {
             expected[Self.sha256(bytes)] = UInt64(bytes.count)
         }
         var listed: [String: UInt64] = [:]
+        var modified: [Int64] = []
         var token: String?
-        let now = Int64(Date().timeIntervalSince1970)
         repeat {
             let page = try await store.list(after: token)
             for object in page.objects {
                 listed[object.sha256] = object.size
-                #expect(abs(object.modified - now) < 300)
+                modified.append(object.modified)
             }
             token = page.next
         } while token != nil
+        let after = Int64(Date().timeIntervalSince1970)
         #expect(listed == expected)
+        // Whole seconds on both sides (S3's Last-Modified has no fraction): a second of slack each way.
+        for time in modified { #expect(time >= before - 1 && time <= after + 1, "modified \(time) outside [\(before), \(after)]") }
     }
 
     @Test("the sweeper removes unreferenced objects past the grace period and keeps referenced ones", arguments: Kind.allCases)
