@@ -19,15 +19,53 @@ public struct AgentConfiguration: Sendable {
         public var format: ReportFormat?
         /// The environment (else the agent's).
         public var environment: String?
+        /// The key of its app, when that is not the agent's app (else the agent's key).
+        public var appKey: String?
 
         /// A spool directory.
         public init(path: String, appID: String? = nil, version: String? = nil, format: ReportFormat? = nil,
-                    environment: String? = nil) {
+                    environment: String? = nil, appKey: String? = nil) {
             self.path = path
             self.appID = appID
             self.version = version
             self.format = format
             self.environment = environment
+            self.appKey = appKey
+        }
+    }
+
+    /// The app of one program's crashes, whatever spool (or core) they come from: one agent
+    /// serves several apps. A report's program is its executable module
+    /// (`CrashReport.executableModule`).
+    public struct App: Sendable, Equatable {
+        /// An absolute path (`/usr/bin/foo`), or a file name (`foo`) that matches the program
+        /// wherever it lies.
+        public var executable: String
+        public var appID: String
+        /// The app's key (else the agent's).
+        public var appKey: String?
+        /// The version of its crashes (else the version the report states, else the one the
+        /// server knows for the executable's build-id).
+        public var version: String?
+        /// The environment (else the spool's, else the agent's).
+        public var environment: String?
+
+        /// A program's app.
+        public init(executable: String, appID: String, appKey: String? = nil, version: String? = nil, environment: String? = nil) {
+            self.executable = executable
+            self.appID = appID
+            self.appKey = appKey
+            self.version = version
+            self.environment = environment
+        }
+
+        /// Whether a report's executable at `path` is this program: an absolute path matches the
+        /// same path, or a path the report gives relative (`./foo`, as glibc prints it) with the
+        /// same file name; a file name matches any path ending in it.
+        public func matches(path: String) -> Bool {
+            guard executable.hasPrefix("/") else { return ReportModule.fileName(of: path) == executable }
+            if path.hasPrefix("/") { return path == executable }
+            return ReportModule.fileName(of: path) == ReportModule.fileName(of: executable)
         }
     }
 
@@ -68,6 +106,19 @@ public struct AgentConfiguration: Sendable {
     public var symbols: [String] = []
     /// `--metrics-port`: Prometheus text on 127.0.0.1 (nil: none; 0: a port the kernel picks).
     public var metricsPort: Int?
+    /// The app of each program (config file `apps`), first match wins; over the spool's app.
+    public var apps: [App] = []
+
+    /// The key to send a crash of `appID` with: its `apps` entry's or spool's key, else the agent's.
+    public func appKey(for appID: String) -> String {
+        apps.first { $0.appID == appID && $0.appKey != nil }?.appKey
+            ?? spools.first { $0.appID == appID && $0.appKey != nil }?.appKey ?? appKey
+    }
+
+    /// The `apps` entry of a report whose executable is at `path` (nil: none).
+    public func app(forExecutable path: String) -> App? {
+        apps.first { $0.matches(path: path) }
+    }
 
     /// A configuration; defaults for everything but the server, app and key.
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
@@ -126,9 +177,12 @@ public struct AgentConfiguration: Sendable {
 
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
-                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port"]
+                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port",
+                                  "apps"]
     /// The members of one entry of `spools`.
-    public static let spoolKeys = ["path", "app-id", "version", "format", "environment"]
+    public static let spoolKeys = ["path", "app-id", "app-key", "version", "format", "environment"]
+    /// The members of one entry of `apps`.
+    public static let appKeys = ["executable", "app-id", "app-key", "version", "environment"]
 
     /// Resolves flags, the environment (`CRASHSYM_SERVER`, `CRASHSYM_APP_ID`, `CRASHSYM_APP_KEY`,
     /// `CRASHSYM_STATE_DIR`, `CRASHSYM_VERSION`, `CRASHSYM_ENVIRONMENT`, `CRASHSYM_SPOOL`
@@ -156,7 +210,7 @@ public struct AgentConfiguration: Sendable {
         for spool in spools where spool.appID == nil && appID == nil {
             throw Problem("no app id for spool \(spool.path): give --app-id, CRASHSYM_APP_ID or \"app-id\" in the config file")
         }
-        for id in [appID] + spools.map(\.appID) {
+        for id in [appID] + spools.map(\.appID) + file.apps.map({ Optional($0.appID) }) {
             if let id, !isIdentifier(id) {
                 throw Problem("app id '\(id)' must be 1 to 128 characters of [A-Za-z0-9._-] (the id printed by `crashsym apps create`)")
             }
@@ -170,7 +224,7 @@ public struct AgentConfiguration: Sendable {
         }
         let version = flags.version ?? env("CRASHSYM_VERSION") ?? file.version
         let environmentName = flags.environment ?? env("CRASHSYM_ENVIRONMENT") ?? file.environment
-        for value in [environmentName] + spools.map(\.environment) {
+        for value in [environmentName] + spools.map(\.environment) + file.apps.map(\.environment) {
             if let value, !isPrintable(value) { throw Problem("environment '\(value)' must be 1 to 255 printable characters") }
         }
         let settle = flags.settleSeconds ?? file.settleSeconds ?? 2
@@ -188,6 +242,7 @@ public struct AgentConfiguration: Sendable {
             logLevel: flags.logLevel ?? file.logLevel ?? "info")
         configuration.symbols = flags.symbols.isEmpty ? file.symbols : flags.symbols
         configuration.metricsPort = flags.metricsPort ?? file.metricsPort
+        configuration.apps = file.apps
         if let port = configuration.metricsPort, !(0...65535).contains(port) {
             throw Problem("metrics-port must be between 0 and 65535")
         }
@@ -234,6 +289,7 @@ public struct AgentConfiguration: Sendable {
         var server, appID, appKey, stateDirectory, version, environment, host, logLevel: String?
         var spools: [Spool] = []
         var symbols: [String] = []
+        var apps: [App] = []
         var poll: Bool?
         var settleSeconds: Double?
         var maxQueueMB: Int?
@@ -316,6 +372,7 @@ public struct AgentConfiguration: Sendable {
                     for (name, member) in entry where name != "path" {
                         switch name {
                         case "app-id": spool.appID = try string(name, member, in: place)
+                        case "app-key": spool.appKey = try string(name, member, in: place)
                         case "version": spool.version = try string(name, member, in: place)
                         case "environment": spool.environment = try string(name, member, in: place)
                         case "format":
@@ -331,6 +388,30 @@ public struct AgentConfiguration: Sendable {
                         }
                     }
                     values.spools.append(spool)
+                }
+            case "apps":
+                guard let list = value.array else {
+                    throw Problem("\(path): \"apps\" must be a list of {\"executable\": …, \"app-id\": …, \"app-key\": …, \"version\": …, \"environment\": …}")
+                }
+                for (index, item) in list.enumerated() {
+                    let place = "apps[\(index)]: "
+                    guard case .object(let entry) = item else { throw Problem("\(path): \(place)expected an object") }
+                    guard let executable = item["executable"] else { throw Problem("\(path): \(place)\"executable\" is missing") }
+                    guard let id = item["app-id"] else { throw Problem("\(path): \(place)\"app-id\" is missing") }
+                    var app = App(executable: try string("executable", executable, in: place), appID: try string("app-id", id, in: place))
+                    guard !app.executable.isEmpty, !app.executable.hasSuffix("/") else {
+                        throw Problem("\(path): \(place)\"executable\" must be a program's absolute path or file name")
+                    }
+                    for (name, member) in entry where name != "executable" && name != "app-id" {
+                        switch name {
+                        case "app-key": app.appKey = try string(name, member, in: place)
+                        case "version": app.version = try string(name, member, in: place)
+                        case "environment": app.environment = try string(name, member, in: place)
+                        default:
+                            throw Problem("\(path): \(place)unknown setting \"\(name)\" (known: \(appKeys.joined(separator: ", ")))")
+                        }
+                    }
+                    values.apps.append(app)
                 }
             default:
                 throw Problem("\(path): unknown setting \"\(key)\" (known: \(fileKeys.joined(separator: ", ")))")

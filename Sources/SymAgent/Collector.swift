@@ -42,6 +42,8 @@ public final class Collector {
     private var status: AgentStatus
     /// The drop totals the submissions report to the server.
     private let counts: DropCounts
+    /// The versions the server knows for build-ids, shared by every sender.
+    private let versions = BuildVersions()
     private var statusWritten = ContinuousClock.now
     private var statusDirty = false
     /// Consecutive transient failures, and when the next attempt may start.
@@ -87,7 +89,7 @@ public final class Collector {
             status.store(in: configuration.stateDirectory)
         }
         counts = DropCounts(agentID: status.agentID ?? "", dropped: status.dropped, suppressed: status.suppressed)
-        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication, counts: counts)
+        forwarder = try Forwarder(configuration: configuration, symbolication: symbolication, counts: counts, versions: versions)
         coreDirectory = CoreSpool.directory(in: configuration.stateDirectory)
         if mkdir(coreDirectory, 0o700) != 0 && errno != EEXIST {
             throw AgentError("\(coreDirectory): cannot create the core spool: \(String(cString: strerror(errno)))")
@@ -121,7 +123,7 @@ public final class Collector {
     /// is queued stays queued. Reports are sent on `connections` threads at once.
     public func run() throws(AgentError) {
         let pool = try SenderPool(configuration: configuration, count: configuration.connections, symbolication: symbolication,
-                                  counts: counts)
+                                  counts: counts, versions: versions)
         logger.info("agent started", metadata: [
             "crashsym.spools": "\(configuration.spools.map(\.path))", "crashsym.mode": "\(configuration.poll ? "poll" : "inotify")",
             "crashsym.state_dir": "\(configuration.stateDirectory)", "crashsym.connections": "\(configuration.connections)",
@@ -324,6 +326,7 @@ public final class Collector {
             let metadata = queue.metadata(id) ?? ReportQueue.Metadata(
                 appID: configuration.appID, version: configuration.version, environment: configuration.environment, format: nil,
                 source: path)
+            counts.update(queue: order.count - head)  // what the server hears as this agent's queue
             return SenderPool.Job(id: id, path: path, metadata: metadata)
         }
         return nil

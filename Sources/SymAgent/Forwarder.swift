@@ -28,13 +28,17 @@ public final class Forwarder {
 
     /// The drop totals reported with each submission until acknowledged (nil: none).
     private let counts: DropCounts?
+    /// The versions the server knows for build-ids, shared by the senders.
+    private let versions: BuildVersions
 
     /// A forwarder; fails when libcurl cannot be loaded.
     public init(configuration: AgentConfiguration, host: HostMetadata = .current,
-                symbolication: LocalSymbolication? = nil, counts: DropCounts? = nil) throws(AgentError) {
+                symbolication: LocalSymbolication? = nil, counts: DropCounts? = nil,
+                versions: BuildVersions = BuildVersions()) throws(AgentError) {
         self.configuration = configuration
         self.symbolication = symbolication
         self.counts = counts
+        self.versions = versions
         do {
             transfer = try CurlTransfer()
         } catch {
@@ -75,13 +79,19 @@ public final class Forwarder {
         return "\(base)/api/v1/apps/\(Self.percentEncoded(metadata.appID))/crashes?\(encoded)"
     }
 
-    /// One attempt at sending the report at `path`.
-    public func send(path: String, metadata: ReportQueue.Metadata) -> Outcome {
+    /// One attempt at sending the report at `path`, to the app and with the version that
+    /// `route` decides.
+    public func send(path: String, metadata queued: ReportQueue.Metadata) -> Outcome {
         let key: String
         do {
             key = try Self.idempotencyKey(ofFile: path)
         } catch {
             return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"unreadable\", \"message\": \(Self.jsonString(error.description))}}".utf8))
+        }
+        let metadata: ReportQueue.Metadata
+        switch route(queued, path: path) {
+        case .send(let routed): metadata = routed
+        case .stop(let outcome): return outcome
         }
         // The Idempotency-Key stays the taken file's: symbolicating it again gives the same crash.
         var body = HTTPRequest.Body.file(path: path), format = metadata.format, contentType = "text/plain; charset=utf-8"
@@ -93,15 +103,17 @@ public final class Forwarder {
                 contentType = "application/json"
             }
         }
-        var headers = ["Authorization: Bearer \(configuration.appKey)", "Idempotency-Key: \(key)", "Accept: application/json"]
-        let reported = counts?.pending()
+        var headers = ["Authorization: Bearer \(configuration.appKey(for: metadata.appID))", "Idempotency-Key: \(key)",
+                       "Accept: application/json"]
+        let sent = ContinuousClock.now
+        let reported = counts?.pending(now: sent)
         if let reported { headers.append("Crashsym-Agent-Counts: \(reported.header)") }
         let request = HTTPRequest(url: url(for: metadata, format: format), body: body, contentType: contentType, headers: headers)
         let outcome = transfer.perform(request, userAgent: userAgent, timeout: configuration.requestTimeout,
                                        connectTimeout: .seconds(10), stallTimeout: .seconds(30))
         switch outcome {
         case .success(let response) where (200..<300).contains(response.status):
-            if let reported { counts?.acknowledge(dropped: reported.dropped, suppressed: reported.suppressed) }
+            if let reported { counts?.acknowledge(reported, sent: sent) }
             return .delivered(status: response.status)
         case .success(let response) where response.status == 408 || response.status == 429 || response.status >= 500
                                           || response.status < 400:
@@ -119,6 +131,103 @@ public final class Forwarder {
         case .failure(let failure):
             return .transient(reason: "\(HTTPRequest.redacting(configuration.server)): \(failure.message)", retryAfter: nil)
         }
+    }
+
+    /// Where a report goes, once its program is known.
+    enum Routing {
+        /// Send it with this metadata.
+        case send(ReportQueue.Metadata)
+        /// Do not send it now: this is the attempt's outcome.
+        case stop(Outcome)
+    }
+
+    /// The app, version and environment of the report at `path` (docs/agent.md, "Apps and
+    /// versions"): its program's `apps` entry when one matches (over the spool's app; the version
+    /// of another app's spool is not carried over), and, when neither the configuration nor the
+    /// report states a version, the newest version the server knows for the program's build-id.
+    /// The report is read only when the answer depends on it.
+    func route(_ queued: ReportQueue.Metadata, path: String) -> Routing {
+        var metadata = queued
+        guard !configuration.apps.isEmpty || metadata.version == nil else { return .send(metadata) }
+        guard let report = Self.report(path: path, format: metadata.format) else {
+            return metadata.appID.isEmpty ? .stop(Self.noApp(program: nil)) : .send(metadata)
+        }
+        let executable = report.executableModule
+        if let executable, let app = configuration.app(forExecutable: executable.path) {
+            if app.appID != metadata.appID {
+                metadata.appID = app.appID
+                metadata.version = app.version
+            } else {
+                metadata.version = app.version ?? metadata.version
+            }
+            metadata.environment = app.environment ?? metadata.environment
+        }
+        guard !metadata.appID.isEmpty else { return .stop(Self.noApp(program: executable?.path)) }
+        guard metadata.version == nil, report.statedVersion == nil, let buildID = executable?.buildID,
+              buildID.utf8.count <= 128, buildID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            return .send(metadata)
+        }
+        switch version(ofBuild: buildID, appID: metadata.appID) {
+        case .success(.version(let version)): metadata.version = version
+        case .success(.unknown): break
+        case .failure(let failure): return .stop(failure.outcome)
+        }
+        return .send(metadata)
+    }
+
+    /// The answer kept in `rejected/` for a report no app is configured for.
+    static func noApp(program: String?) -> Outcome {
+        let message = "no app for this report: its program \(program ?? "(not named by the report)") matches no \"apps\" entry, "
+            + "and the agent has no app-id (give app-id, or an \"apps\" entry for the program)"
+        return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"no-app\", \"message\": \(jsonString(message))}}".utf8))
+    }
+
+    /// Reports read to route them at most this long (a larger one is sent as it is routed by the
+    /// configuration alone).
+    static let maximumReportBytes = 16 << 20
+
+    /// The report in the file at `path`, parsed; nil when it is not one crashsym reads.
+    static func report(path: String, format: String?) -> CrashReport? {
+        guard let file = try? MappedFile(path: path), file.count <= maximumReportBytes else { return nil }
+        let text = withExtendedLifetime(file) { String(decoding: file.bytes, as: UTF8.self) }
+        return try? CrashReport.parse(text, format: format.flatMap(ReportFormat.init(rawValue:)))
+    }
+
+    /// The version the server knows for `buildID` of `appID` (`GET …/builds/{build-id}`),
+    /// remembered in `versions`; a failure worth retrying (the server down, the key refused)
+    /// stops the attempt as sending would.
+    func version(ofBuild buildID: String, appID: String) -> Result<BuildVersions.Answer, BuildLookupFailure> {
+        if let known = versions.answer(appID: appID, buildID: buildID) { return .success(known) }
+        var base = configuration.server
+        while base.hasSuffix("/") { base.removeLast() }
+        let request = HTTPRequest(.get, url: "\(base)/api/v1/apps/\(Self.percentEncoded(appID))/builds/\(buildID)",
+                                  headers: ["Authorization: Bearer \(configuration.appKey(for: appID))", "Accept: application/json"])
+        let answer: BuildVersions.Answer
+        switch transfer.perform(request, userAgent: userAgent, timeout: configuration.requestTimeout, connectTimeout: .seconds(10),
+                                stallTimeout: .seconds(30)) {
+        case .success(let response) where response.status == 200:
+            let newest = (try? JSONValue.parse(String(decoding: response.body, as: UTF8.self)))?["versions"]?.array?.first?["version"]?.string
+            answer = newest.map(BuildVersions.Answer.version) ?? .unknown
+        case .success(let response) where response.status == 401 || response.status == 403:
+            return .failure(BuildLookupFailure(outcome: .transient(
+                reason: "HTTP \(response.status): the server refused the app key for app \(appID) (check --app-id and --app-key)", retryAfter: nil)))
+        case .success(let response) where response.status == 408 || response.status == 429 || response.status >= 500:
+            return .failure(BuildLookupFailure(outcome: .transient(reason: "HTTP \(response.status) asking the version of build-id \(buildID)",
+                                                                   retryAfter: response.retryAfter)))
+        case .success:
+            // 404 (not uploaded, or a server without the route), or another refusal: no version.
+            answer = .unknown
+        case .failure(let failure):
+            return .failure(BuildLookupFailure(outcome: .transient(reason: "\(HTTPRequest.redacting(configuration.server)): \(failure.message)",
+                                                                   retryAfter: nil)))
+        }
+        versions.remember(answer, appID: appID, buildID: buildID)
+        return .success(answer)
+    }
+
+    /// A build-id lookup that failed in a way worth retrying: the attempt's outcome.
+    struct BuildLookupFailure: Error {
+        var outcome: Outcome
     }
 
     /// RFC 3986 unreserved characters stay, every other byte is `%XX`.

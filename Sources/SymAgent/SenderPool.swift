@@ -40,13 +40,13 @@ final class SenderPool: Sendable {
 
     /// Starts `count` sender threads for `configuration`, sharing `symbolication` (`--symbols`).
     init(configuration: AgentConfiguration, count: Int, symbolication: LocalSymbolication? = nil,
-         counts: DropCounts? = nil) throws(AgentError) {
+         counts: DropCounts? = nil, versions: BuildVersions = BuildVersions()) throws(AgentError) {
         self.count = count
         notifier = try Waker()
         for index in 0..<count {
             finished.enter()
             let started = ConcurrentWork.detach { [self] in
-                self.work(configuration: configuration, symbolication: symbolication, counts: counts)
+                self.work(configuration: configuration, symbolication: symbolication, counts: counts, versions: versions)
                 self.finished.leave()
             }
             if !started {
@@ -89,8 +89,9 @@ final class SenderPool: Sendable {
         finished.wait()
     }
 
-    private func work(configuration: AgentConfiguration, symbolication: LocalSymbolication?, counts: DropCounts?) {
-        let forwarder = try? Forwarder(configuration: configuration, symbolication: symbolication, counts: counts)
+    private func work(configuration: AgentConfiguration, symbolication: LocalSymbolication?, counts: DropCounts?,
+                      versions: BuildVersions) {
+        let forwarder = try? Forwarder(configuration: configuration, symbolication: symbolication, counts: counts, versions: versions)
         while true {
             available.wait()
             let next: Job? = state.withLock { state in

@@ -225,13 +225,43 @@ struct MetadataStoreConformanceTests {
         try await Self.withStore(backend) { store in
             let app = try await Self.app(store)
             #expect(try await store.agentCounts(appID: app).isEmpty)
-            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h1", dropped: 3, suppressed: 5)
+            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h1", dropped: 3, suppressed: 5, queue: 40)
             // A retried or reordered submission carries lower totals: they stay.
-            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h2", dropped: 1, suppressed: 9)
-            try await store.recordAgentCounts(appID: "other", agentID: "a1", host: "h9", dropped: 100, suppressed: 100)
-            let counts = try await store.agentCounts(appID: app)
+            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h2", dropped: 1, suppressed: 9, queue: 7)
+            try await store.recordAgentCounts(appID: "other", agentID: "a1", host: "h9", dropped: 100, suppressed: 100, queue: 1)
+            var counts = try await store.agentCounts(appID: app)
             #expect(counts.map(\.agentID) == ["a1"])
             #expect(counts.first?.dropped == 3 && counts.first?.suppressed == 9 && counts.first?.host == "h2")
+            // The queue is a length, not a total: the last one given stays, and none given keeps it.
+            #expect(counts.first?.queue == 7)
+            try await store.recordAgentCounts(appID: app, agentID: "a1", host: "h2", dropped: 3, suppressed: 9, queue: nil)
+            try await store.recordAgentCounts(appID: app, agentID: "a2", host: "h3", dropped: 0, suppressed: 0, queue: nil)
+            counts = try await store.agentCounts(appID: app)
+            #expect(counts.first { $0.agentID == "a1" }?.queue == 7)
+            #expect(counts.first { $0.agentID == "a2" }.map { $0.queue == nil && $0.dropped == 0 } == true)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func buildVersionsAreTheAppsOwn(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let other = try await Self.app(store, "other")
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"),
+                                       modules: [Self.module("aa", name: "prog"), Self.module("bb", name: "libx.so")])
+            // The same executable in a later version (unchanged binary), linked by `missing`.
+            _ = try await store.missing(appID: app, version: "1.1", package: "com.example", platform: "linux",
+                                        modules: [.init(buildID: "aa", name: "prog", arch: "x86_64")])
+            _ = try await store.commit(appID: other, manifest: Self.manifest(other, version: "9.0"), modules: [Self.module("cc", name: "theirs")])
+            let build = try #require(try await store.buildVersions(appID: app, buildID: "aa"))
+            #expect(build.buildID == "aa" && build.name == "prog" && build.arch == "x86_64")
+            #expect(build.versions.map(\.version) == ["1.1", "1.0"])
+            #expect(build.versions.first?.package == "com.example" && build.versions.first?.platform == "linux")
+            #expect(try await store.buildVersions(appID: app, buildID: "bb")?.versions.map(\.version) == ["1.0"])
+            // Another app's build-id is unknown to this app, and this app's to it.
+            #expect(try await store.buildVersions(appID: app, buildID: "cc") == nil)
+            #expect(try await store.buildVersions(appID: other, buildID: "aa") == nil)
+            #expect(try await store.buildVersions(appID: app, buildID: "dd") == nil)
         }
     }
 

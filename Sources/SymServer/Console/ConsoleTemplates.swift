@@ -89,6 +89,18 @@ enum ConsoleTemplates {
         </tbody></table></div>
         {{/hasGroups}}
         {{#next}}<p class="pager"><a rel="next" href="{{next}}">Next {{pageSize}} groups →</a></p>{{/next}}
+        <section aria-labelledby="agents-title"><h2 id="agents-title">Agents</h2>
+        {{^hasAgents}}<p>No <code>crashsym agent</code> has reported to this app yet (an agent reports with its first crash).</p>{{/hasAgents}}
+        {{#hasAgents}}
+        <p>Each host's <code>crashsym agent</code> as of its last report: reports waiting in its queue, reports it dropped over <code>--max-queue-mb</code> and reports its crash-storm limit deleted (<code>--max-reports-per-minute</code>), since its state directory was made.</p>
+        <div class="scroll"><table class="agents">
+        <thead><tr><th scope="col">Host</th><th scope="col">Last seen</th><th scope="col">Queue</th><th scope="col">Dropped</th><th scope="col">Storm-suppressed</th></tr></thead>
+        <tbody>
+        {{#agents}}<tr class="{{lossClass}}"><th scope="row">{{host}}<div class="sub mono">{{id}}</div></th><td><time datetime="{{reported}}">{{reportedShort}}</time></td><td class="num">{{queue}}</td><td class="num loss">{{dropped}}</td><td class="num">{{suppressed}}</td></tr>{{/agents}}
+        </tbody></table></div>
+        {{#moreAgents}}<p class="hint">and {{moreAgents}} more (<code>GET /api/v1/apps/{{app.id}}/agents</code> lists them all).</p>{{/moreAgents}}
+        {{/hasAgents}}
+        </section>
         """
 
     static let group = """
@@ -275,6 +287,7 @@ enum ConsoleTemplates {
         tr.unresolved td{color:var(--warn)}
         tr.role-signature td{font-weight:600}
         .sym.have{color:var(--ok)}.sym.missing{color:var(--bad)}
+        .agents{min-width:32rem}tr.lossy td.loss{color:var(--bad);font-weight:600}
         .cols{display:flex;flex-wrap:wrap;gap:2rem}
         .chart{max-width:100%;height:auto}
         .chart text{fill:var(--muted);font-size:11px}

@@ -15,6 +15,8 @@ extension SymbolServer {
     static let signInCookie = "crashsym_signin"
     static let groupPageSize = 50
     static let chartDays = 30
+    /// Agents listed on an app's page at most (the most recently reporting).
+    static let agentRows = 50
 
     func addConsoleRoutes(to router: Router<BasicRequestContext>) {
         router.get("/") { request, _ in
@@ -224,6 +226,7 @@ extension SymbolServer {
             nextURL = "/apps/\(app.id)?" + (items.percentEncodedQuery ?? "")
         }
         let stateChoice = parameter("state") ?? "open"
+        let agents = try await crashes.store.agentCounts(appID: app.id)
         let data: [String: Any] = [
             "app": ["id": app.id, "name": app.name], "days": Self.chartDays,
             "chart": ConsoleChart.dailyByVersion(counts, firstDay: firstDay, days: Self.chartDays),
@@ -243,6 +246,14 @@ extension SymbolServer {
                 ]
             },
             "hasGroups": !page.groups.isEmpty, "next": nextURL as Any, "pageSize": Self.groupPageSize,
+            "agents": agents.prefix(Self.agentRows).map { agent -> [String: Any] in
+                [
+                    "id": agent.agentID, "host": agent.host ?? "–", "reported": agent.reported, "reportedShort": Self.short(agent.reported),
+                    "queue": agent.queue.map(String.init) ?? "–", "dropped": agent.dropped, "suppressed": agent.suppressed,
+                    "lossClass": agent.dropped > 0 ? "lossy" : "",
+                ]
+            },
+            "hasAgents": !agents.isEmpty, "moreAgents": agents.count > Self.agentRows ? agents.count - Self.agentRows : 0,
         ]
         return renderer.page("groups", title: app.name, data: data, session: session,
                              crumbs: [("Apps", "/apps"), (app.name, "/apps/\(app.id)")])

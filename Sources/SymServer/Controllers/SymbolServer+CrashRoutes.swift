@@ -45,6 +45,7 @@ extension SymbolServer {
         apps.patch("groups/:groupId") { request, context in try await updateGroup(request, context) }
         apps.get("grouping-rules") { request, context in try await groupingRules(request, context) }
         apps.get("agents") { request, context in try await listAgents(request, context) }
+        apps.get("builds/:buildId") { request, context in try await buildVersions(request, context) }
         apps.put("grouping-rules") { request, context in try await setGroupingRules(request, context) }
         router.head("buildid/:buildId/debuginfo") { request, context in try await debugFileHead(request, context) }
         router.head("buildid/:buildId/executable") { request, context in try await debugFileHead(request, context) }
@@ -78,7 +79,7 @@ extension SymbolServer {
         var receipt = try await crashes.ingest(appID: appID, body: body, submission: submission)
         if let counts = Self.agentCounts(request) {
             try await crashes.store.recordAgentCounts(appID: appID, agentID: counts.agentID, host: submission.host,
-                                                      dropped: counts.dropped, suppressed: counts.suppressed)
+                                                      dropped: counts.dropped, suppressed: counts.suppressed, queue: counts.queue)
         }
         receipt = try await crashes.waitForProcessing(appID: appID, receipt: receipt, seconds: wait)
         struct Answer: Encodable {
@@ -96,10 +97,10 @@ extension SymbolServer {
         return Self.json(Answer(id: receipt.id, state: receipt.state, groupID: receipt.groupID), status: .created)
     }
 
-    /// The `Crashsym-Agent-Counts: agent=ID; dropped=N; suppressed=M` header of an agent's
-    /// submission (docs/http-api.md); nil when absent or malformed (the crash is stored all the
-    /// same: telemetry never costs a crash).
-    static func agentCounts(_ request: Request) -> (agentID: String, dropped: Int64, suppressed: Int64)? {
+    /// The `Crashsym-Agent-Counts: agent=ID; dropped=N; suppressed=M[; queue=Q]` header of an
+    /// agent's submission (docs/http-api.md); nil when absent or malformed (the crash is stored
+    /// all the same: telemetry never costs a crash).
+    static func agentCounts(_ request: Request) -> (agentID: String, dropped: Int64, suppressed: Int64, queue: Int64?)? {
         guard let header = request.headers[HTTPField.Name("Crashsym-Agent-Counts")!], header.utf8.count <= 200 else { return nil }
         var fields: [String: Substring] = [:]
         for part in header.split(separator: ";") {
@@ -111,7 +112,24 @@ extension SymbolServer {
               id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               let dropped = fields["dropped"].flatMap({ Int64($0) }), dropped >= 0,
               let suppressed = fields["suppressed"].flatMap({ Int64($0) }), suppressed >= 0 else { return nil }
-        return (String(id), dropped, suppressed)
+        var queue: Int64?
+        if let text = fields["queue"] {
+            guard let value = Int64(text), value >= 0 else { return nil }
+            queue = value
+        }
+        return (String(id), dropped, suppressed, queue)
+    }
+
+    /// `GET …/builds/{build-id}`: the module the app uploaded with this build-id and the versions
+    /// that hold it, newest first (the agent's version of a crash whose report states none).
+    func buildVersions(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        let id = try context.parameters.require("buildId").lowercased()
+        guard BundleManifest.isBuildID(id) else { throw ServerError(.badRequest, "invalid build-id") }
+        guard let build = try await crashes.store.buildVersions(appID: appID, buildID: id) else {
+            throw ServerError(.notFound, "no module with build-id \(id) was uploaded for this app")
+        }
+        return Self.json(build)
     }
 
     /// `GET …/agents`: what each agent of the app could not send (dropped, storm-suppressed).

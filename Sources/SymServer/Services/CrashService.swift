@@ -283,7 +283,7 @@ final class CrashService: Sendable {
         }
         // As the crash records it (`finish` keeps 128 characters): names are matched, and their
         // misses recorded, under the same version.
-        let reportVersion = (report.metadata("version") ?? report.metadata("app_version")).map { String($0.prefix(128)) }
+        let reportVersion = report.statedVersion
         let parsed = Parsed(input: input, content: .report(report), reportVersion: reportVersion,
                             version: input.versionGiven ? input.version : reportVersion ?? input.version,
                             wanted: StoreSymbolication.Wanted(report))

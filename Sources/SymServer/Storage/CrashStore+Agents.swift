@@ -16,6 +16,12 @@ extension CrashStore {
                     PRIMARY KEY (app_id, agent_id)) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("agent-counts-queue") { db in
+            // The agent's queue length as of its last report (nil: an agent that did not say).
+            try db.execute(sql: "ALTER TABLE agent_counts ADD COLUMN queue INTEGER")
+            // `buildVersions`: the versions of one build-id without reading every version's modules.
+            try db.execute(sql: "CREATE INDEX version_module_by_build_id ON version_module(app_id, build_id)")
+        }
     }
 
     /// One agent's totals, as the API shows them.
@@ -28,24 +34,28 @@ extension CrashStore {
         public var dropped: Int64
         /// Reports deleted by its crash-storm limit (`--max-reports-per-minute`).
         public var suppressed: Int64
-        /// When it last reported these totals (RFC 3339).
+        /// Reports waiting in its queue when it last reported (nil: it did not say).
+        public var queue: Int64?
+        /// When it last reported (RFC 3339): its last submission that carried the header.
         public var reported: String
 
         enum CodingKeys: String, CodingKey {
-            case agentID = "agent_id", host, dropped, suppressed, reported
+            case agentID = "agent_id", host, dropped, suppressed, queue, reported
         }
     }
 
-    /// Raises the stored totals of `agentID` in `appID` to these (never lowers them).
-    public func recordAgentCounts(appID: String, agentID: String, host: String?, dropped: Int64, suppressed: Int64) async throws {
+    /// Raises the stored totals of `agentID` in `appID` to these (never lowers them), and notes
+    /// its queue length when given.
+    public func recordAgentCounts(appID: String, agentID: String, host: String?, dropped: Int64, suppressed: Int64,
+                                  queue: Int64?) async throws {
         let now = currentMilliseconds()
         try await write { db in
             try db.execute(sql: """
-                INSERT INTO agent_counts (app_id, agent_id, host, dropped, suppressed, reported_ms) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO agent_counts (app_id, agent_id, host, dropped, suppressed, queue, reported_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (app_id, agent_id) DO UPDATE SET host = excluded.host,
                     dropped = MAX(dropped, excluded.dropped), suppressed = MAX(suppressed, excluded.suppressed),
-                    reported_ms = excluded.reported_ms
-                """, arguments: [appID, agentID, host, dropped, suppressed, now])
+                    queue = COALESCE(excluded.queue, queue), reported_ms = excluded.reported_ms
+                """, arguments: [appID, agentID, host, dropped, suppressed, queue, now])
         }
     }
 
@@ -53,11 +63,11 @@ extension CrashStore {
     public func agentCounts(appID: String) async throws -> [AgentCounts] {
         try await read { db in
             try Row.fetchAll(db, sql: """
-                SELECT agent_id, host, dropped, suppressed, reported_ms FROM agent_counts WHERE app_id = ?
+                SELECT agent_id, host, dropped, suppressed, queue, reported_ms FROM agent_counts WHERE app_id = ?
                 ORDER BY reported_ms DESC, agent_id LIMIT 1000
                 """, arguments: [appID]).map { row in
                 AgentCounts(agentID: row["agent_id"], host: row["host"], dropped: row["dropped"], suppressed: row["suppressed"],
-                            reported: formatMilliseconds(row["reported_ms"]))
+                            queue: row["queue"], reported: formatMilliseconds(row["reported_ms"]))
             }
         }
     }

@@ -38,6 +38,9 @@ public protocol MetadataStore: Sendable {
     func versions(appID: String) async throws -> [SymbolStore.VersionSummary]
     /// The modules of a version, nil when the version is unknown.
     func modules(appID: String, version: String) async throws -> [SymbolStore.ModuleSummary]?
+    /// The module the app uploaded with `buildID` and the versions that hold it, newest first;
+    /// nil when the app has no module with it (another app's modules are never looked at).
+    func buildVersions(appID: String, buildID: String) async throws -> SymbolStore.BuildVersions?
     /// The SHA-256 of an uploaded debug file with this build-id (any app), for debuginfod.
     func debugFileObject(buildID: String) async throws -> String?
     /// A table of the app: the object holding it and its size.
@@ -67,8 +70,9 @@ public protocol MetadataStore: Sendable {
     /// Every object a row names (tables, debug files, raw crashes, attachments): what the object
     /// sweeper keeps. Read after the sweeper lists the store, so a row committed meanwhile is seen.
     func referencedObjects() async throws -> Set<String>
-    /// Raises the stored drop and storm totals of agent `agentID` in `appID` to these (never lowers them).
-    func recordAgentCounts(appID: String, agentID: String, host: String?, dropped: Int64, suppressed: Int64) async throws
+    /// Raises the stored drop and storm totals of agent `agentID` in `appID` to these (never lowers
+    /// them) and notes its queue length when given (nil keeps the last one).
+    func recordAgentCounts(appID: String, agentID: String, host: String?, dropped: Int64, suppressed: Int64, queue: Int64?) async throws
     /// The app's agents that reported totals, most recently reported first.
     func agentCounts(appID: String) async throws -> [CrashStore.AgentCounts]
     /// The signature of crash `id` with every examined frame's role, as computed when it was last

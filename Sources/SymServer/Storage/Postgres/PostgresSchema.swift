@@ -138,5 +138,11 @@ enum PostgresSchema {
                 suppressed BIGINT NOT NULL, reported_ms BIGINT NOT NULL, PRIMARY KEY (app_id, agent_id))
             """,
         ]),
+        ("agent-counts-queue", [
+            // The agent's queue length as of its last report; the versions of one build-id
+            // (CrashStore+Agents.swift, CrashStore+Builds.swift).
+            "ALTER TABLE agent_counts ADD COLUMN queue BIGINT",
+            "CREATE INDEX version_module_by_build_id ON version_module(app_id, build_id)",
+        ]),
     ]
 }
