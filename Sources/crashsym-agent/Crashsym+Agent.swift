@@ -36,13 +36,18 @@ extension Crashsym {
                 whose debug files never leave them; a file crashsym cannot read as a report is sent as taken.
 
                 Each crash is sent with host=<host name>, version and environment (when known) as query \
-                parameters, and the OS and kernel (uname) in the User-Agent.
+                parameters, and the OS and kernel (uname) in the User-Agent. Its app: the config file's "apps" \
+                entry for its program (the report's executable, by absolute path or file name), else its spool's \
+                app-id, else --app-id. Its version: that entry's, the spool's or --version, else the version the \
+                report states, else the newest version the server knows for the executable's build-id \
+                (GET /api/v1/apps/{app}/builds/{build-id}, asked once per build-id and remembered).
 
                 Settings: a flag wins over the environment (CRASHSYM_SERVER, CRASHSYM_APP_ID, CRASHSYM_APP_KEY, \
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "app-key", "version", "format", "environment"}], \
+                "apps": [{"executable", "app-id", "app-key", "version", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
                 Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
