@@ -79,6 +79,20 @@ import Testing
         #expect(parsed.executableModule?.path ?? "" == executable)
     }
 
+    /// The same rule over the committed report fixtures, each produced by a real crashing program.
+    @Test(arguments: [
+        ("swift-backtrace.json", "/tmp/crashsym-reports/crash-swift"),
+        ("crashsym-report.json", "/tmp/crashsym-reports/prog-asan"),
+        ("glibc-backtrace.txt", "/tmp/crashsym-reports/prog"),
+        ("asan-use-after-free.txt", "/tmp/crashsym-reports/prog-asan"),
+    ])
+    func theExecutableOfRealReports(fixture: String, executable: String) throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/reports/" + fixture).path
+        let report = try CrashReport.parse(try String(contentsOfFile: path, encoding: .utf8))
+        #expect(report.executableModule?.path == executable)
+    }
+
     @Test func theStatedVersionIsTheReports() throws {
         let stated = try CrashReport.parse(#"{"metadata": {"app_version": "4.2"}, "stacks": [{"frames": [{"address": "0x10"}]}]}"#)
         #expect(stated.statedVersion == "4.2")
