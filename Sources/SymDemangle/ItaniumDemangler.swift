@@ -19,7 +19,16 @@ enum ItaniumDemangler {
         // Names libiberty refuses: LLVM 21's reading of them, or nil where LLVM refuses too.
         guard !bytes.contains(0) else { return nil }
         let name = bytes.starts(with: "__Z".utf8) ? Array(bytes.dropFirst()) : bytes
-        return demangleAsLLVM(name, parameters: parameters)
+        let answer = name.withUnsafeBufferPointer { ItaniumParser.demangleWithSuffix($0, parameters: parameters) }
+        guard let answer else { return nil }
+        // A name libiberty reads but for a clone suffix it refuses (`.llvm.1A.cold`, a bare
+        // `.`) stays as it was before: not demangled, rather than in LLVM's ` (.suffix)` spelling
+        // beside libiberty's `[clone .suffix]` for every other clone.
+        if let suffix = answer.cloneSuffixStart,
+           demangleWithLibiberty(Array(name[..<suffix]), parameters: parameters) != nil {
+            return nil
+        }
+        return String(decoding: answer.output, as: UTF8.self)
     }
 
     /// `name` through crashsym's own demangler, spelled as LLVM 21's `itaniumDemangle` spells it;
@@ -30,7 +39,7 @@ enum ItaniumDemangler {
     }
 
     /// libiberty's answer, with the `.llvm.<HEX>` rule; nil when it refuses the name.
-    private static func demangleWithLibiberty(_ bytes: [UInt8], parameters: Bool) -> String? {
+    static func demangleWithLibiberty(_ bytes: [UInt8], parameters: Bool = true) -> String? {
         // The demangler reads a C string: an embedded NUL would silently truncate the name.
         guard !bytes.contains(0) else { return nil }
         // Mach-O adds one underscore to every C-level name; the ABI name starts at `_Z`.

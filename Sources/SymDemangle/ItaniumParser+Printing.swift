@@ -37,13 +37,14 @@ extension ItaniumParser {
         output.append(contentsOf: digits.reversed())
     }
 
+    /// An opening parenthesis (or bracket); inside template arguments it hides a `>` from them.
     mutating func printOpen(_ byte: UInt8 = UInt8(ascii: "(")) {
-        gtIsGt &+= 1
+        if insideTemplateArgs { parenDepthInTemplateArgs &+= 1 }
         append(byte)
     }
 
     mutating func printClose(_ byte: UInt8 = UInt8(ascii: ")")) {
-        gtIsGt &-= 1
+        if insideTemplateArgs { parenDepthInTemplateArgs &-= 1 }
         append(byte)
     }
 
@@ -439,12 +440,12 @@ extension ItaniumParser {
             printLeft(type)
             if !hasRHSComponent(type) { append(" ") }
         case .templateTemplateParamDecl(_, let parameters, _):
-            let saved = gtIsGt
-            gtIsGt = 0
+            let saved = insideTemplateArgs
+            insideTemplateArgs = true
             append("template<")
             printWithComma(parameters)
             append("> typename ")
-            gtIsGt = saved
+            insideTemplateArgs = saved
         case .templateParamPackDecl(let parameter):
             printLeft(parameter)
             append("...")
@@ -457,12 +458,12 @@ extension ItaniumParser {
         case .parameterPackExpansion(let child):
             printExpansion(child)
         case .templateArgs(let arguments, _):
-            let saved = gtIsGt
-            gtIsGt = 0
+            let saved = insideTemplateArgs
+            insideTemplateArgs = true
             append("<")
             printWithComma(arguments)
             append(">")
-            gtIsGt = saved
+            insideTemplateArgs = saved
         case .forwardTemplateReference(_, let target):
             if printing[Int(id)] || target == .none { return }
             printing[Int(id)] = true
@@ -506,7 +507,9 @@ extension ItaniumParser {
             printClose(UInt8(ascii: "]"))
         case .binaryExpr(let lhs, let infix, let rhs, let p):
             let isGreater = textEquals(infix, ">") || textEquals(infix, ">>")
-            let parenAll = gtIsGt == 0 && isGreater
+            // LLVM 21 parenthesises `>` and `>>` everywhere but inside parentheses within
+            // template arguments.
+            let parenAll = parenDepthInTemplateArgs == 0 && isGreater
             if parenAll { printOpen() }
             let isAssign = p == .assign
             printAsOperand(lhs, isAssign ? .orIf : p, strictlyWorse: !isAssign)
@@ -555,12 +558,12 @@ extension ItaniumParser {
             printClose()
         case .castExpr(let kind, let to, let from, _):
             append(kind)
-            let saved = gtIsGt
-            gtIsGt = 0
+            let saved = insideTemplateArgs
+            insideTemplateArgs = true
             append("<")
             printLeft(to)
             append(">")
-            gtIsGt = saved
+            insideTemplateArgs = saved
             printOpen()
             printAsOperand(from)
             printClose()
@@ -854,12 +857,12 @@ extension ItaniumParser {
 
     mutating func printClosureDeclarator(_ closure: ItaniumClosure) {
         if closure.templateParameters.count != 0 {
-            let saved = gtIsGt
-            gtIsGt = 0
+            let saved = insideTemplateArgs
+            insideTemplateArgs = true
             append("<")
             printWithComma(closure.templateParameters)
             append(">")
-            gtIsGt = saved
+            insideTemplateArgs = saved
         }
         if closure.requires1 != .none {
             append(" requires ")

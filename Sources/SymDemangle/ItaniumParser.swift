@@ -11,8 +11,9 @@
 struct ItaniumParser {
     /// The deepest parse or print recursion allowed; real names stay far below it.
     static let maximumDepth = 192
-    /// The most output bytes a name may print to.
-    static let maximumOutput = 1 << 20
+    /// The most output bytes a name may print to (`Demangler`'s promise: at most a million bytes
+    /// more than the name).
+    static let maximumOutput = 1_000_000
     /// The most node visits printing may take.
     static let maximumVisits = 1 << 22
 
@@ -45,7 +46,8 @@ struct ItaniumParser {
     var output: [UInt8] = []
     var currentPackIndex = UInt32.max
     var currentPackMax = UInt32.max
-    var gtIsGt: UInt32 = 1
+    var insideTemplateArgs = false
+    var parenDepthInTemplateArgs: UInt32 = 0
     var visits = 0
 
     /// Holds what LLVM's `NameState` holds for the name of an encoding.
@@ -69,6 +71,13 @@ struct ItaniumParser {
     /// `itaniumDemangle(name, parameters)` does; `nil` where it returns null or where a budget
     /// runs out.
     static func demangle(_ name: UnsafeBufferPointer<UInt8>, parameters: Bool = true) -> [UInt8]? {
+        demangleWithSuffix(name, parameters: parameters)?.output
+    }
+
+    /// `demangle(_:parameters:)`, with where a trailing clone suffix (`.cold`, `.llvm.1`, which
+    /// LLVM prints as ` (.cold)`) starts in `name`, if the name has one.
+    static func demangleWithSuffix(_ name: UnsafeBufferPointer<UInt8>, parameters: Bool = true)
+        -> (output: [UInt8], cloneSuffixStart: Int?)? {
         guard !name.isEmpty else { return nil }
         var parser = ItaniumParser(name)
         let root = parser.parse(parameters: parameters)
@@ -76,7 +85,9 @@ struct ItaniumParser {
         parser.output.reserveCapacity(name.count * 2)
         parser.print(root)
         guard !parser.failed else { return nil }
-        return parser.output
+        var suffixStart: Int?
+        if case .dotSuffix(_, .input(let start, _)) = parser.nodes[Int(root)] { suffixStart = Int(start) }
+        return (parser.output, suffixStart)
     }
 
     /// `demangle(_:parameters:)` for an array of bytes.
