@@ -15,16 +15,26 @@ extension ItaniumParser {
     }
 
     mutating func append(_ text: StaticString) {
-        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        appendBytes(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     mutating func append(_ text: ItaniumText) {
         switch text {
         case .literal(let literal): append(literal)
         case .input(let start, let count):
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: input[Int(start)..<Int(start + count)]))
+            appendBytes(UnsafeBufferPointer(rebasing: input[Int(start)..<Int(start + count)]))
         }
         if output.count > Self.maximumOutput { failed = true }
+    }
+
+    /// Appends `bytes`; short runs (most of what a name prints) byte by byte, which beats the
+    /// generic bulk append.
+    @inline(__always) mutating func appendBytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.count <= 16 {
+            for byte in bytes { output.append(byte) }
+        } else {
+            output.append(contentsOf: bytes)
+        }
     }
 
     mutating func append(number: UInt32) {
@@ -94,8 +104,8 @@ extension ItaniumParser {
     }
 
     mutating func hasRHSComponent(_ id: ItaniumNodeID) -> Bool {
-        let cache = caches[Int(id)].rhsComponent
-        if cache != .unknown { return cache == .yes }
+        let cache = caches[Int(id)].rhsComponent.rawValue
+        if cache != ItaniumCache.unknown.rawValue { return cache == ItaniumCache.yes.rawValue }
         guard visit() else { return false }
         depth += 1
         defer { depth -= 1 }
@@ -117,8 +127,8 @@ extension ItaniumParser {
     }
 
     mutating func hasArray(_ id: ItaniumNodeID) -> Bool {
-        let cache = caches[Int(id)].array
-        if cache != .unknown { return cache == .yes }
+        let cache = caches[Int(id)].array.rawValue
+        if cache != ItaniumCache.unknown.rawValue { return cache == ItaniumCache.yes.rawValue }
         guard visit() else { return false }
         depth += 1
         defer { depth -= 1 }
@@ -138,8 +148,8 @@ extension ItaniumParser {
     }
 
     mutating func hasFunction(_ id: ItaniumNodeID) -> Bool {
-        let cache = caches[Int(id)].function
-        if cache != .unknown { return cache == .yes }
+        let cache = caches[Int(id)].function.rawValue
+        if cache != ItaniumCache.unknown.rawValue { return cache == ItaniumCache.yes.rawValue }
         guard visit() else { return false }
         depth += 1
         defer { depth -= 1 }
@@ -220,7 +230,7 @@ extension ItaniumParser {
     /// `print`: the left part, then the right part when the node may have one.
     mutating func print(_ id: ItaniumNodeID) {
         printLeft(id)
-        if caches[Int(id)].rhsComponent != .no { printRight(id) }
+        if caches[Int(id)].rhsComponent.rawValue != ItaniumCache.no.rawValue { printRight(id) }
     }
 
     mutating func printAsOperand(_ id: ItaniumNodeID, _ limit: ItaniumPrecedence = .default, strictlyWorse: Bool = false) {

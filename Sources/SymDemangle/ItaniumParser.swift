@@ -80,6 +80,11 @@ struct ItaniumParser {
         -> (output: [UInt8], cloneSuffixStart: Int?)? {
         guard !name.isEmpty else { return nil }
         var parser = ItaniumParser(name)
+        // A node per byte of input at most, in practice far fewer: one allocation each.
+        parser.nodes.reserveCapacity(name.count / 2 + 8)
+        parser.caches.reserveCapacity(name.count / 2 + 8)
+        parser.printing.reserveCapacity(name.count / 2 + 8)
+        parser.lists.reserveCapacity(name.count / 2 + 8)
         let root = parser.parse(parameters: parameters)
         guard root != .none, !parser.failed else { return nil }
         parser.output.reserveCapacity(name.count * 2)
@@ -307,13 +312,14 @@ struct ItaniumParser {
         guard enter() else { return .none }
         defer { depth -= 1 }
         // The template parameters of an encoding are unrelated to those of the enclosing context.
-        let savedParams = templateParams
-        let savedOuter = parameterLists[0]
-        templateParams.removeAll(keepingCapacity: true)
-        parameterLists[0].removeAll(keepingCapacity: true)
+        // (Swapped out, not copied: no allocation for the usual empty lists.)
+        var savedParams: [Int] = []
+        var savedOuter: [ItaniumNodeID] = []
+        swap(&savedParams, &templateParams)
+        swap(&savedOuter, &parameterLists[0])
         defer {
-            templateParams = savedParams
-            parameterLists[0] = savedOuter
+            swap(&savedParams, &templateParams)
+            swap(&savedOuter, &parameterLists[0])
         }
 
         if look() == UInt8(ascii: "G") || look() == UInt8(ascii: "T") { return parseSpecialName() }
@@ -512,13 +518,13 @@ struct ItaniumParser {
             return make(.localName(encoding: encoding, entity: makeName("string literal")))
         }
         // The template parameters of the inner name are unrelated to those of the enclosing context.
-        let savedParams = templateParams
-        let savedOuter = parameterLists[0]
-        templateParams.removeAll(keepingCapacity: true)
-        parameterLists[0].removeAll(keepingCapacity: true)
+        var savedParams: [Int] = []
+        var savedOuter: [ItaniumNodeID] = []
+        swap(&savedParams, &templateParams)
+        swap(&savedOuter, &parameterLists[0])
         defer {
-            templateParams = savedParams
-            parameterLists[0] = savedOuter
+            swap(&savedParams, &templateParams)
+            swap(&savedOuter, &parameterLists[0])
         }
         if consumeIf(UInt8(ascii: "d")) {
             _ = parseNumber(allowNegative: true)
@@ -673,7 +679,8 @@ struct ItaniumParser {
         guard let length = parsePositiveInteger(), length != 0, UInt64(numLeft) >= length else { return .none }
         let start = first
         first += Int(length)
-        if first - start >= 10 && input[start..<(start + 10)].elementsEqual("_GLOBAL__N".utf8) {
+        if input[start] == UInt8(ascii: "_") && first - start >= 10
+            && input[start..<(start + 10)].elementsEqual("_GLOBAL__N".utf8) {
             return makeName("(anonymous namespace)")
         }
         return make(.name(inputText(from: start, to: first)))
