@@ -6,7 +6,9 @@
 #   rust-legacy.txt  sample.rs with -C symbol-mangling-version=legacy (our crate; std ships v0)
 #   rust-v0.txt      sample.rs, consts.rs and dyn-const.rs with -C symbol-mangling-version=v0 (with std)
 #   cxx.txt          sample.cpp with g++ -O2 (clone suffixes) and clang++ -O1
-#   cxx-current.txt  current.cpp with the toolchain's clang++ -std=c++23 (bfloat16, _Float16, C++20/23)
+#   cxx-current.txt  current.cpp with the toolchain's clang++ -std=c++23 (bfloat16, _Float16, C++20/23),
+#                    the names c++filt reads (those only LLVM 21 reads are in cxx-llvm21.tsv, made by
+#                    scripts/build-demangle-vectors with LLVM's answers)
 #   swift.txt        sample.swift with swiftc -Onone and -O (generic specialisations)
 #   swift-sugar.txt  sugar.swift with swiftc -Onone (arrays, dictionaries, optionals in signatures)
 #
@@ -40,7 +42,8 @@ names "$work/sample-gcc" "$work/sample-gcc.o" "$work/sample-clang.o" | grep -E '
     LC_ALL=C sort -u > "$here/cxx.txt"
 
 "$toolchain/clang++" -std=c++23 -O1 -c "$here/current.cpp" -o "$work/current.o"
-names "$work/current.o" | grep -E '^_Z' | LC_ALL=C sort -u > "$here/cxx-current.txt"
+names "$work/current.o" | grep -E '^_Z' | LC_ALL=C sort -u > "$work/current.txt"
+c++filt < "$work/current.txt" | paste "$work/current.txt" - | awk -F'\t' '$1 != $2 { print $1 }' > "$here/cxx-current.txt"
 
 "$toolchain/swiftc" -Onone -parse-as-library -c "$here/sample.swift" -o "$work/sample-onone.o"
 "$toolchain/swiftc" -O -parse-as-library -c "$here/sample.swift" -o "$work/sample-o.o"

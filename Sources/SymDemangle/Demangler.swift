@@ -1,6 +1,7 @@
 /// Turns mangled C++, Swift and Rust symbol names into the names a programmer wrote.
 ///
-/// C++ goes through GNU libiberty's demangler (the installed `c++filt`'s) and Swift through the
+/// C++ goes through GNU libiberty's demangler (the installed `c++filt`'s; what it refuses, through
+/// crashsym's own, which prints as LLVM 21 does) and Swift through the
 /// Swift runtime's `swift_demangle`, with `swift-demangle`'s type sugar added (`SwiftTypeSugar`), so
 /// both read exactly as the toolchains' own tools print them. Rust (legacy and v0) is decoded here
 /// and printed the way `rustc-demangle` prints with `{:#}`: without hashes or crate disambiguators.
@@ -135,6 +136,30 @@ public struct Demangler: Sendable, Hashable {
     public static func demangleItanium(_ name: [UInt8]) -> String? {
         guard name.count <= maximumNameLength else { return nil }
         return ItaniumDemangler.demangle(name)
+    }
+
+    /// An Itanium C++ name through crashsym's own demangler alone, spelled exactly as LLVM 21's
+    /// `ItaniumDemangle` (`llvm-nm -C`, `llvm-cxxfilt`) spells it; `nil` where LLVM fails too.
+    /// `demangle(_:)` uses it for the names libiberty refuses.
+    /// Like `llvm::demangle`, it takes one to four underscores before the `Z` (Mach-O's and
+    /// blocks' spellings), tries once more without the first underscore, and keeps a leading `.`.
+    public static func demangleItaniumAsLLVM(_ name: String, parameters: Bool = true) -> String? {
+        var bytes = Array(name.utf8)
+        guard bytes.count <= maximumNameLength else { return nil }
+        func isItaniumEncoding(_ bytes: ArraySlice<UInt8>) -> Bool {
+            let underscores = bytes.prefix { $0 == UInt8(ascii: "_") }.count
+            return underscores > 0 && underscores <= 4 && bytes.dropFirst(underscores).first == UInt8(ascii: "Z")
+        }
+        if bytes.first == UInt8(ascii: ".") {
+            bytes.removeFirst()
+            guard isItaniumEncoding(bytes[...]) else { return nil }
+            return ItaniumDemangler.demangleAsLLVM(bytes, parameters: parameters).map { "." + $0 }
+        }
+        if isItaniumEncoding(bytes[...]), let answer = ItaniumDemangler.demangleAsLLVM(bytes, parameters: parameters) {
+            return answer
+        }
+        guard bytes.first == UInt8(ascii: "_"), isItaniumEncoding(bytes.dropFirst()) else { return nil }
+        return ItaniumDemangler.demangleAsLLVM(Array(bytes.dropFirst()), parameters: parameters)
     }
 
     /// The demangled form of `name`, or `name` itself when it cannot be demangled.

@@ -9,11 +9,37 @@ import Darwin
 /// C++ names through GNU libiberty's demangler (`cplus_demangle_v3`, linked statically from
 /// libiberty-dev): the same code as the installed `c++filt` (binutils 2.40), so output matches it
 /// byte for byte, and newer than the C++ runtime's `__cxa_demangle` (GCC 12), which reads `DF16b`
-/// as `bool _Accum` and leaves `_FloatN` names mangled. See "Demangling" in README.md for why this
-/// demangler and what it does not cover yet.
+/// as `bool _Accum` and leaves `_FloatN` names mangled. What libiberty refuses (C++20/23 names:
+/// `Tk`, `Q`, `NH`…) goes to crashsym's own demangler (`ItaniumParser`), which prints as LLVM 21
+/// does. See "How each language is demangled" in README.md for why this order.
 enum ItaniumDemangler {
     /// Demangles an Itanium name (`_Z…`, or `__Z…` as Mach-O spells it); `nil` when invalid.
     static func demangle(_ bytes: [UInt8], parameters: Bool = true) -> String? {
+        if let answer = demangleWithLibiberty(bytes, parameters: parameters) { return answer }
+        // Names libiberty refuses: LLVM 21's reading of them, or nil where LLVM refuses too.
+        guard !bytes.contains(0) else { return nil }
+        let name = bytes.starts(with: "__Z".utf8) ? Array(bytes.dropFirst()) : bytes
+        let answer = name.withUnsafeBufferPointer { ItaniumParser.demangleWithSuffix($0, parameters: parameters) }
+        guard let answer else { return nil }
+        // A name libiberty reads but for a clone suffix it refuses (`.llvm.1A.cold`, a bare
+        // `.`) stays as it was before: not demangled, rather than in LLVM's ` (.suffix)` spelling
+        // beside libiberty's `[clone .suffix]` for every other clone.
+        if let suffix = answer.cloneSuffixStart,
+           demangleWithLibiberty(Array(name[..<suffix]), parameters: parameters) != nil {
+            return nil
+        }
+        return String(decoding: answer.output, as: UTF8.self)
+    }
+
+    /// `name` through crashsym's own demangler, spelled as LLVM 21's `itaniumDemangle` spells it;
+    /// nil where LLVM returns null (or a hostile name exhausts a budget).
+    static func demangleAsLLVM(_ name: [UInt8], parameters: Bool = true) -> String? {
+        guard let output = ItaniumParser.demangle(name, parameters: parameters) else { return nil }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// libiberty's answer, with the `.llvm.<HEX>` rule; nil when it refuses the name.
+    static func demangleWithLibiberty(_ bytes: [UInt8], parameters: Bool = true) -> String? {
         // The demangler reads a C string: an embedded NUL would silently truncate the name.
         guard !bytes.contains(0) else { return nil }
         // Mach-O adds one underscore to every C-level name; the ABI name starts at `_Z`.
