@@ -53,8 +53,15 @@ extension Crashsym {
         @Flag(help: "Replace rows of the database that have the source's keys but other data (default: refuse).")
         var overwrite = false
 
+        @Option(name: .customLong("batch-rows"), help: "Rows copied per transaction (default 400).")
+        var batchRows = 400
+
         @Option(help: "Output format of the summary: text or json.")
         var format: OutputFormat = .text
+
+        func validate() throws {
+            guard batchRows >= 1 && batchRows <= 2000 else { throw ValidationError("--batch-rows is 1 to 2000") }
+        }
 
         func run() async throws {
             let configuration: ServerConfiguration
@@ -82,7 +89,9 @@ extension Crashsym {
                 FileOutput.standardError("crashsym: \(error)\n")
                 throw ExitCode.failure
             }
-            let options = EmbeddedStoreMigration.Options(dryRun: dryRun, overwrite: overwrite)
+            var chosen = EmbeddedStoreMigration.Options(dryRun: dryRun, overwrite: overwrite)
+            chosen.batchRows = batchRows
+            let options = chosen
             let source = fromDataDirectory
             let terminal = isatty(2) == 1
             let summary: EmbeddedStoreMigration.Summary
