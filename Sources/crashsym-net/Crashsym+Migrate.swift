@@ -53,7 +53,7 @@ extension Crashsym {
         @Flag(help: "Replace rows of the database that have the source's keys but other data (default: refuse).")
         var overwrite = false
 
-        @Option(name: .customLong("batch-rows"), help: "Rows copied per transaction (default 400).")
+        @Option(name: .customLong("batch-rows"), help: "Rows copied per transaction.")
         var batchRows = 400
 
         @Option(help: "Output format of the summary: text or json.")

@@ -125,6 +125,13 @@ public struct EmbeddedStoreMigration: Sendable {
         var differing: [(table: String, key: String)] = []
         for table in tables {
             var count = TableCount(table: table.name)
+            // An empty target table (a fresh database) lacks every row: nothing to compare.
+            if try await target.rows(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(Self.quoted(table.name)) LIMIT 1")).isEmpty {
+                count.rows = table.rows
+                count.inserted = table.rows
+                summary.tables.append(count)
+                continue
+            }
             try await forEachBatch(table, snapshot) { batch, done in
                 let found = try await targetRows(table, keys: batch.map(table.key))
                 for row in batch {
