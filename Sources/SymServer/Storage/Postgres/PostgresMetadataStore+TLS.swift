@@ -72,10 +72,18 @@ extension PostgresMetadataStore.Location {
         return configuration
     }
 
-    /// The pool's TLS setting (the configuration was checked by `readQuery`).
+    /// The pool's TLS setting. The configuration was checked by `readQuery`; should `sslrootcert`
+    /// have become unreadable since, it fails closed (TLS that trusts no one, never a plain
+    /// connection), and `migrate()`'s own connection says why.
     var clientTLS: PostgresClient.Configuration.TLS {
-        guard let configuration = try? tlsConfiguration() else { return .disable }
-        return sslMode == .prefer ? .prefer(configuration) : .require(configuration)
+        do {
+            guard let configuration = try tlsConfiguration() else { return .disable }
+            return sslMode == .prefer ? .prefer(configuration) : .require(configuration)
+        } catch {
+            var trustingNoOne = TLSConfiguration.makeClientConfiguration()
+            trustingNoOne.trustRoots = .certificates([])
+            return .require(trustingNoOne)
+        }
     }
 
     /// The TLS setting of a single connection (`migrate`'s).
