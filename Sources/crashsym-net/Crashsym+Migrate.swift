@@ -76,6 +76,11 @@ extension Crashsym {
             guard let database = configuration.database else {
                 throw ValidationError("--database postgres://… is required: the database to migrate into")
             }
+            do {
+                _ = try PostgresMetadataStore.Location(url: database)
+            } catch {
+                throw ValidationError((error as? StoreError)?.message ?? "\(error)")
+            }
             guard access(fromDataDirectory + "/metadata.sqlite", F_OK) == 0 else {
                 FileOutput.standardError("crashsym: \(fromDataDirectory) holds no crashsym store (no metadata.sqlite): check --from-data-dir\n")
                 throw ExitCode.failure

@@ -193,4 +193,18 @@ struct MigrateTests {
             print("migrate: \(kills) kills (\(partialKills) among the rows); the rerun finished in \(summary["milliseconds"] ?? "?") ms")
         }
     }
+
+    @Test("migrate: usage errors and a directory without a store are one clear line, with exit 2 and 1")
+    func usageErrors() throws {
+        let directory = try Binary.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let noDatabase = try Binary.crashsym(["migrate", "--from-data-dir", directory])
+        #expect(noDatabase.status == 2 && noDatabase.stderr.contains("--database postgres://… is required"), "\(noDatabase.stderr)")
+        let badURL = try Binary.crashsym(["migrate", "--from-data-dir", directory, "--database", "postgres://u@h/db?sslmode=maybe"])
+        #expect(badURL.status == 2 && badURL.stderr.contains("sslmode=maybe is not one of"), "\(badURL.stderr)")
+        let noStore = try Binary.crashsym(["migrate", "--from-data-dir", directory, "--database", "postgres://u@127.0.0.1:1/db"])
+        #expect(noStore.status == 1 && noStore.stderr.contains("holds no crashsym store"), "\(noStore.stderr)")
+        let batch = try Binary.crashsym(["migrate", "--from-data-dir", directory, "--database", "postgres://u@h/db", "--batch-rows", "0"])
+        #expect(batch.status == 2 && batch.stderr.contains("--batch-rows"), "\(batch.stderr)")
+    }
 }
