@@ -186,6 +186,8 @@ struct MigrateTests {
                     "\(summary)")
             for (table, count) in expected { #expect(try sql("SELECT count(*) FROM \(table)") == String(count), "\(table)") }
             #expect(try sql("SELECT count(DISTINCT id) FROM crash") == "150")
+            // The next crash number is past the copied ones.
+            #expect(try sql("SELECT nextval('crash_seq_seq') > (SELECT max(seq) FROM crash)") == "t")
 
             let third = try Self.migrate(embedded, cluster.url(), objects, ["--format", "json"])
             #expect(third.status == 0 && Self.summary(third)["changed"] as? Bool == false, "\(third.stdout)")

@@ -158,7 +158,7 @@ public struct EmbeddedStoreMigration: Sendable {
         // Objects, then rows.
         summary.objects = try await copyObjects(sourceObjects, progress: progress)
         guard !options.dryRun else {
-            summary.seconds = (ContinuousClock.now - start).seconds
+            summary.seconds = Self.seconds(since: start)
             return summary
         }
         let rowWork = summary.tables.contains { $0.inserted + $0.different > 0 }
@@ -171,15 +171,17 @@ public struct EmbeddedStoreMigration: Sendable {
                 written.different += counts.replaced
                 progress(Progress(phase: "copy \(table.name)", done: done, total: table.rows))
             }
-            if table.identity != nil { try await resetIdentity(table) }
             summary.tables[index].inserted = written.inserted
             summary.tables[index].different = written.different
             summary.tables[index].identical = summary.tables[index].rows - written.inserted - written.different
         }
+        // Every time, not only after copying the table: a run killed between its last crash row and
+        // this step copies no crash row when run again.
+        for table in tables where table.identity != nil { try await resetIdentity(table) }
         // A run that found everything in place writes nothing, not even the ledger (unless it
         // closes an interrupted run).
         if rowWork || resuming { try await markFinished(sourceID) }
-        summary.seconds = (ContinuousClock.now - start).seconds
+        summary.seconds = Self.seconds(since: start)
         return summary
     }
 
@@ -442,13 +444,24 @@ public struct EmbeddedStoreMigration: Sendable {
         }
     }
 
-    /// Moves the identity sequence past the copied numbers, so the next crash gets a new one.
+    /// Moves the identity sequence past the copied numbers, so the next crash gets a new one;
+    /// leaves it when it is past them already (a rerun writes nothing).
     private func resetIdentity(_ table: Table) async throws {
         guard let column = table.identity else { return }
-        let name = Self.quoted(table.name), quotedColumn = Self.quoted(column)
-        _ = try await target.rows(PostgresQuery(unsafeSQL: """
-            SELECT setval(pg_get_serial_sequence('\(name)', '\(column)'), (SELECT COALESCE(max(\(quotedColumn)), 0) + 1 FROM \(name)), false)
-            """))
+        let name = Self.quoted(table.name)
+        guard let sequence = try await target.rows(PostgresQuery(unsafeSQL: "SELECT pg_get_serial_sequence('\(name)', '\(column)')"))
+            .first?.decode(String?.self) else { return }
+        guard let (last, called) = try await target.rows(PostgresQuery(unsafeSQL: "SELECT last_value, is_called FROM \(sequence)"))
+            .first?.decode((Int64, Bool).self) else { return }
+        let highest = try await target.rows(PostgresQuery(unsafeSQL: "SELECT COALESCE(max(\(Self.quoted(column))), 0)::bigint FROM \(name)"))
+            .first?.decode(Int64.self) ?? 0
+        guard highest >= (called ? last + 1 : last) else { return }
+        _ = try await target.rows(PostgresQuery(unsafeSQL: "SELECT setval('\(sequence)', \(highest + 1), false)"))
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     static func quoted(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
@@ -545,8 +558,4 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
     public var message: String
     init(_ message: String) { self.message = message }
     public var description: String { message }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
