@@ -14,7 +14,7 @@ struct ServerLocationOptions: ParsableArguments {
     @Option(help: ArgumentHelp("JSON config file whose keys are the option names, e.g. {\"port\": 8080} (env CRASHSYM_CONFIG).", valueName: "file"))
     var config: String?
 
-    @Option(help: ArgumentHelp("Metadata in PostgreSQL instead of SQLite, shared by several servers: postgres://user@host[:port]/database; the password from the URL or CRASHSYM_DATABASE_PASSWORD (env CRASHSYM_DATABASE).", valueName: "url"))
+    @Option(help: ArgumentHelp("Metadata in PostgreSQL instead of SQLite, shared by several servers: postgres://user@host[:port]/database[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=ca.pem]; the password from the URL or CRASHSYM_DATABASE_PASSWORD (env CRASHSYM_DATABASE).", valueName: "url"))
     var database: String?
 
     @Option(name: .customLong("object-store"), help: ArgumentHelp("Where symbol files and raw crashes live: s3://bucket/prefix?endpoint=http://host:port&region=us-east-1 for an S3-compatible store shared by several nodes (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN; env CRASHSYM_OBJECT_STORE); default: the directory under --data-dir. See docs/storage.md.", valueName: "url"))

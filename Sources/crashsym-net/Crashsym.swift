@@ -11,7 +11,7 @@ struct Crashsym: AsyncParsableCommand {
         discussion: """
             Run through `crashsym upload|serve|apps|users`. Exit status: 0 success, 1 failure, 2 usage error.
             """,
-        subcommands: [Upload.self, UploadMinidump.self, Serve.self, Apps.self, Users.self]
+        subcommands: [Upload.self, UploadMinidump.self, Serve.self, Apps.self, Users.self, Migrate.self]
     )
 
     static func main() async {

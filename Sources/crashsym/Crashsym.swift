@@ -15,7 +15,7 @@ struct Crashsym: ParsableCommand {
             Exit status: 0 success, 1 failure (some input could not be processed), 2 usage error.
             """,
         subcommands: [Dump.self, Lookup.self, Symbolicate.self, Addr2line.self, LLVMSymbolizer.self, Demangle.self,
-                      NetworkCommand.Upload.self, NetworkCommand.UploadMinidump.self, NetworkCommand.Serve.self, NetworkCommand.Apps.self, NetworkCommand.Users.self, NetworkCommand.Agent.self]
+                      NetworkCommand.Upload.self, NetworkCommand.UploadMinidump.self, NetworkCommand.Serve.self, NetworkCommand.Apps.self, NetworkCommand.Users.self, NetworkCommand.Migrate.self, NetworkCommand.Agent.self]
     )
 
     /// Runs the tool with crashsym's exit codes: usage errors exit 2 (ArgumentParser uses 64).

@@ -16,7 +16,7 @@ enum NetworkCommand {
     /// The subcommands `crashsym-net` (or, for `agent`, `crashsym-agent`) answers.
     /// (An array, not a `Set`: building a `Set<String>` costs the runtime a conformance lookup, a
     /// scan of every record in the binary, at the start of every crashsym process.)
-    static let names = ["upload", "upload-minidump", "serve", "apps", "users", "agent"]
+    static let names = ["upload", "upload-minidump", "serve", "apps", "users", "migrate", "agent"]
 
     /// The executable that answers `command`.
     static func executable(for command: String) -> String {
@@ -92,6 +92,14 @@ enum NetworkCommand {
             commandName: "users", abstract: "Manage the web console's accounts and which apps they see.")
         @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
         func run() throws { NetworkCommand.handOver(["users"] + arguments) }
+    }
+
+    /// See `Upload`.
+    struct Migrate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "migrate", abstract: "Move an embedded store (SQLite and files under a data directory) into PostgreSQL and an S3 store.")
+        @Argument(parsing: .captureForPassthrough) var arguments: [String] = []
+        func run() throws { NetworkCommand.handOver(["migrate"] + arguments) }
     }
 
     /// See `Upload`.

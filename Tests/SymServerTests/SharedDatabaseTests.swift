@@ -3,8 +3,8 @@ import Synchronization
 import Testing
 
 /// `crashsym serve --database postgres://…` over real HTTP, on a throw-away PostgreSQL 15: the
-/// same answers as the embedded store, and several nodes sharing the work of one database.
-/// (Files stay in a shared `--data-dir` until the S3 object store replaces it.)
+/// same answers as the embedded store, and several nodes sharing the work of one database (and,
+/// in `twoNodesAndAKill`, one SeaweedFS bucket).
 struct SharedDatabaseTests {
     static let asan = CrashFixtures.reports + "/asan-use-after-free.txt"
     static let ubsan = CrashFixtures.reports + "/ubsan-overflow.txt"
@@ -46,63 +46,78 @@ struct SharedDatabaseTests {
         }
     }
 
-    /// Two nodes on one database: symbols uploaded through A serve B; node A, stopped (SIGSTOP)
-    /// while it holds leased jobs, is killed (-9), and B, with crashes ingested through it too,
-    /// processes A's jobs once their lease has ended; every crash is processed and counted once.
-    @Test("two nodes share one PostgreSQL; a node killed with leased jobs loses none of them")
+    /// Two nodes sharing one PostgreSQL and one SeaweedFS bucket, each with a data directory of
+    /// its own (nothing shared on disk): symbols uploaded through A serve B; 1,000 crashes
+    /// ingested through both; node A, stopped (SIGSTOP) while it alone holds leased jobs, is
+    /// killed (-9), and B processes A's jobs once their lease has ended; every crash is processed
+    /// and counted once.
+    @Test("two nodes share PostgreSQL and S3; 1,000 crashes over both; a node killed with leased jobs loses none of them")
     func twoNodesAndAKill() async throws {
         try await PostgresCluster.with { cluster in
+            let weed = try SeaweedFS.shared.get()
+            let objects = weed.url(bucket: SeaweedFS.bucket, prefix: "t-" + UUID().uuidString.lowercased().prefix(20) + "/")
             let leaseSeconds = 3
-            let options = ["--job-lease-seconds", String(leaseSeconds), "--crash-workers", "2"]
-            let a = try TestServer(arguments: options, database: cluster.url())
+            let options = ["--job-lease-seconds", String(leaseSeconds), "--crash-workers", "2", "--object-store", objects]
+            let a = try TestServer(arguments: options, database: cluster.url(), environment: weed.environment)
+            let b = try TestServer(arguments: options, database: cluster.url(), app: (a.appID, a.key), environment: weed.environment)
+            #expect(a.dataDirectory != b.dataDirectory)
             let tables = a.scratch + "/tables"
             try FileManager.default.createDirectory(atPath: tables, withIntermediateDirectories: true)
             try CrashFixtures.upload(try CrashFixtures.tables(into: tables, programs: ["prog-asan", "libfault-asan.so"]), to: a, version: "1.0")
+            // B has never seen the table: it fetches it from the bucket.
+            let viaB = try b.post("symbolicate", file: Self.asan, query: "version=1.0")
+            #expect(viaB.status == 200 && viaB.text.contains("fault_use_after_free"))
             func sql(_ query: String) throws -> String {
                 try cluster.psql(query).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             }
-            func ingest(_ server: TestServer, _ count: Int) -> Int {
-                let client = server.client
+            func ingest(_ servers: [TestServer], _ count: Int) -> Int {
+                let clients = servers.map(\.client)
                 let failures = Atomic<Int>(0)
                 DispatchQueue.concurrentPerform(iterations: count) { index in
+                    let client = clients[index % clients.count]
                     let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
                                                      extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + (index % 3 == 0 ? Self.ubsan : Self.asan)])
                     if answer?.status != 201 { failures.add(1, ordering: .relaxed) }
                 }
                 return failures.load(ordering: .relaxed)
             }
-            // Stop A in the middle of its work: until it is frozen holding leases (it is the only node).
-            let pid = try #require(a.process?.processIdentifier)
-            var total = 0
+            let total = 1_000
+            // Most of them through both nodes, processed by both.
+            #expect(ingest([a, b], 700) == 0)
+            var ingested = 700
+            #expect(try CrashFixtures.eventually(within: 300) { try sql("SELECT count(*) FROM crash_job") == "0" })
+            #expect(try sql("SELECT count(*) FROM crash WHERE state = 'done'") == "700")
+            // B idle and frozen (it holds no lease); A alone, frozen in the middle of its work while it holds leases.
+            let pidA = try #require(a.process?.processIdentifier), pidB = try #require(b.process?.processIdentifier)
+            kill(pidB, SIGSTOP)
             var held: [String] = []
             var leaseEnd: Int64 = 0
-            for _ in 0..<20 where held.isEmpty {
-                #expect(ingest(a, 60) == 0)
-                total += 60
-                kill(pid, SIGSTOP)
+            for _ in 0..<4 where held.isEmpty {
+                #expect(ingest([a], 60) == 0)
+                ingested += 60
+                kill(pidA, SIGSTOP)
                 let stoppedAt = Int64(Date().timeIntervalSince1970 * 1000)
                 held = try sql("SELECT crash_seq FROM crash_job WHERE lease_until_ms > \(stoppedAt) ORDER BY crash_seq")
                     .split(separator: "\n").map(String.init)
-                if held.isEmpty { kill(pid, SIGCONT) } else {
+                if held.isEmpty { kill(pidA, SIGCONT) } else {
                     leaseEnd = Int64(try sql("SELECT min(lease_until_ms) FROM crash_job WHERE crash_seq IN (\(held.joined(separator: ",")))")) ?? 0
                 }
             }
             try #require(!held.isEmpty, "node A never held a lease")
             a.crash()
-            let b = try TestServer(arguments: options, database: cluster.url(), dataDirectory: a.dataDirectory, app: (a.appID, a.key))
-            let viaB = try b.post("symbolicate", file: Self.asan, query: "version=1.0")
-            #expect(viaB.status == 200 && viaB.text.contains("fault_use_after_free"))
-            #expect(ingest(b, 60) == 0)
-            total += 60
-            #expect(try CrashFixtures.eventually(within: 90) { try sql("SELECT count(*) FROM crash WHERE state = 'done'") == String(total) })
+            kill(pidB, SIGCONT)
+            #expect(ingest([b], total - ingested) == 0)
+            #expect(try CrashFixtures.eventually(within: 300) { try sql("SELECT count(*) FROM crash WHERE state = 'done'") == String(total) })
             #expect(try sql("SELECT count(*) FROM crash_job") == "0")
             // A's jobs were done by B, after their lease ended.
             let late = try sql("SELECT count(*) FROM crash WHERE seq IN (\(held.joined(separator: ","))) AND symbolicated_ms >= \(leaseEnd)")
             #expect(late == String(held.count), "\(held.count) jobs held by A, \(late) processed after the lease")
-            // Each crash counted once in its group.
+            // Each crash counted once in its group; B serves A's crashes' raw bytes from the bucket.
             #expect(try sql("SELECT sum(count) FROM crash_group") == String(total))
             let groups = try b.get("groups").json["groups"] as? [[String: Any]] ?? []
             #expect(groups.compactMap { $0["count"] as? Int }.reduce(0, +) == total && groups.count == 2)
+            let first = try sql("SELECT id FROM crash ORDER BY seq LIMIT 1")
+            #expect(try b.get("crashes/\(first)/raw").status == 200)
             print("node A killed holding \(held.count) leased jobs; B processed them after the lease; \(total) crashes in all")
         }
     }

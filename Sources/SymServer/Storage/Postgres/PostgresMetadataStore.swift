@@ -19,13 +19,18 @@ public final class PostgresMetadataStore: MetadataStore {
     /// Wakes idle workers when a node queued jobs.
     let notifications: PostgresJobNotifications
 
-    /// Where to connect, read from a `postgres://user[:password]@host[:port]/database` URL.
+    /// Where to connect, read from a `postgres://user[:password]@host[:port]/database[?sslmode=…&sslrootcert=…]`
+    /// URL (TLS: PostgresMetadataStore+TLS.swift).
     public struct Location: Sendable, Equatable {
         public var host: String
         public var port: Int
         public var user: String
         public var password: String?
         public var database: String
+        /// TLS to the server, libpq's `sslmode` (default `prefer`).
+        public var sslMode: SSLMode = .prefer
+        /// PEM file of the certificate authorities to trust (`sslrootcert=`); nil: the system's.
+        public var sslRootCertificate: String?
 
         /// Parses `url`; the password comes from the URL, else from `password` (the caller passes
         /// `CRASHSYM_DATABASE_PASSWORD`). Errors say what is wrong in one line.
@@ -41,13 +46,16 @@ public final class PostgresMetadataStore: MetadataStore {
             self.user = user
             self.password = components.password ?? password
             self.database = database
+            try readQuery(components.queryItems ?? [], url: url)
         }
     }
 
     /// A store over `location`; call `run()` (it keeps the connections) and then `migrate()`.
+    /// `location`'s `sslrootcert` is read by `Location.init` (a missing or bad file fails there).
     public init(location: Location, logger: Logger) {
         var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.user,
-                                                         password: location.password, database: location.database, tls: .disable)
+                                                         password: location.password, database: location.database,
+                                                         tls: location.clientTLS)
         configuration.options.maximumConnections = 16
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
@@ -170,15 +178,16 @@ public final class PostgresMetadataStore: MetadataStore {
     /// that cannot be reached, a refused login or a missing database is a `StoreError` at once,
     /// with PostgreSQL's reason.
     public func migrate() async throws {
-        var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
-                                                             password: location.password, database: location.database, tls: .disable)
-        configuration.options.connectTimeout = .seconds(10)
         let connection: PostgresConnection
         do {
+            var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
+                                                                 password: location.password, database: location.database,
+                                                                 tls: try location.connectionTLS())
+            configuration.options.connectTimeout = .seconds(10)
             connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
         } catch {
             throw StoreError.unavailable("cannot connect to PostgreSQL at \(location.host):\(location.port) as \(location.user) "
-                + "(database \(location.database)): \(Self.storeError(error).message)")
+                + "(database \(location.database), sslmode=\(location.sslMode.rawValue)): \(location.connectionFailure(error))")
         }
         do {
             // A session lock, released when the connection closes even if a migration fails.
