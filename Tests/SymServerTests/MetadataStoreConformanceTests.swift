@@ -403,6 +403,27 @@ struct MetadataStoreConformanceTests {
         }
     }
 
+    @Test(arguments: Backend.allCases)
+    func oldSignInFailuresAreForgottenAndLockoutsKept(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let window = CrashStore.signInFailureWindowMilliseconds
+            #expect(try await store.signIn(name: "ghost", password: "wrong", now: 1_000) == .refused)
+            // The last failure comes at the end of the window: the lockout outlasts the window.
+            var outcome = CrashStore.SignInOutcome.refused
+            for _ in 1..<CrashStore.signInFailureLimit { outcome = try await store.signIn(name: "mallory", password: "wrong", now: 2_000) }
+            #expect(outcome == .refused)
+            let lockedUntil = 2_000 + window - 1 + CrashStore.lockoutMilliseconds
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: 2_000 + window - 1) == .locked(untilMilliseconds: lockedUntil))
+            #expect(try await store.forgetSignInFailures(now: 1_000 + window - 1) == 0)
+            // ghost's window is over; mallory's too, but not the lockout.
+            #expect(try await store.forgetSignInFailures(now: 2_000 + window) == 1)
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: 2_000 + window + 1) == .locked(untilMilliseconds: lockedUntil))
+            #expect(try await store.forgetSignInFailures(now: lockedUntil) == 1)
+            #expect(try await store.forgetSignInFailures(now: lockedUntil) == 0)
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: lockedUntil + 1) == .refused)
+        }
+    }
+
     // MARK: Webhooks
 
     @Test(arguments: Backend.allCases)

@@ -176,6 +176,9 @@ public protocol MetadataStore: Sendable {
     func session(token: String, now: Int64) async throws -> CrashStore.ConsoleSession?
     /// Ends the session of a cookie's token.
     func signOut(token: String) async throws
+    /// Forgets the failed sign-ins whose window and lockout have both ended at `now` (the next
+    /// attempt would count from one anyway); returns how many names were forgotten.
+    func forgetSignInFailures(now: Int64) async throws -> Int
     /// The apps a person may see, oldest first.
     func visibleApps(_ session: CrashStore.ConsoleSession) async throws -> [SymbolStore.App]
     /// The app `appID` when the person may see it; nil otherwise.
