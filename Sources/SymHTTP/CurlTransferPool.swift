@@ -14,7 +14,8 @@ import Synchronization
 /// connection is reused only for the addresses it was checked for. Any number of threads may
 /// share a pool; each request has a handle of its own for its duration.
 public final class CurlTransferPool: @unchecked Sendable {
-    /// Most idle handles kept (each holds up to libcurl's five connections); more are freed.
+    /// Most idle handles kept (each holds up to libcurl's five connections); more are freed, and
+    /// with 0 every request has a handle (and connection) of its own.
     public let capacity: Int
     private let lock = Mutex(())
     private var idle: [(key: String, transfer: CurlTransfer)] = []
@@ -35,6 +36,7 @@ public final class CurlTransferPool: @unchecked Sendable {
         if let reused { transfer = reused } else { transfer = try CurlTransfer() }
         let result = body(transfer)
         lock.withLock { _ in
+            guard capacity > 0 else { return }
             // The least recently used handle goes first.
             if idle.count >= capacity { idle.removeFirst() }
             idle.append((key, transfer))
