@@ -13,6 +13,9 @@ struct SignInFailureSweeper: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
+                // Nothing is urgent at start-up, when the other services open the store.
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { break }
                 do {
                     let forgotten = try await store.forgetSignInFailures(now: currentMilliseconds())
                     if forgotten > 0 { logger.debug("console: old sign-in failures forgotten", metadata: ["crashsym.names": "\(forgotten)"]) }
@@ -21,7 +24,6 @@ struct SignInFailureSweeper: Service {
                 } catch {
                     logger.warning("console: cannot forget old sign-in failures; the next pass retries", metadata: ["error": "\(error)"])
                 }
-                try? await Task.sleep(for: interval)
             }
         }
     }

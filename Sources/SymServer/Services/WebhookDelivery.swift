@@ -42,6 +42,8 @@ struct WebhookDeliveryService: Service {
         pool.start()
         do {
             try await store.releaseDeliveryClaims()
+        } catch is CancellationError {
+            // The server stops while starting (its port is busy): nothing to say.
         } catch {
             logger.error("webhooks: cannot free the claims of the previous run", metadata: ["error": "\(error)"])
         }

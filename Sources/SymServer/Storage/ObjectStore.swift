@@ -48,10 +48,10 @@ public protocol ObjectStore: Sendable {
     func localFile(sha256: String) throws -> String
 
     /// Removes the object, unless it was written after `cutoff` (seconds since 1970; nil: at
-    /// any age), and says whether it is gone (a missing one is). The check and the removal are
-    /// one step against a concurrent put, which either refreshes the object first (kept) or
-    /// writes it again after. Blocks; called only by `removeUnused`, under the metadata store's
-    /// lock.
+    /// any age), and says whether it is gone (a missing one is). A concurrent put either
+    /// refreshes the object before the check (kept) or writes it again after the removal; S3,
+    /// which has no conditional delete, leaves one round trip between the two. Blocks; called
+    /// only by `removeUnused`, under the metadata store's lock.
     func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool
 
     /// One page of the stored objects, with their age, for the sweeper; pass the page's
