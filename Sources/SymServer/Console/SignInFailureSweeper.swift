@@ -11,20 +11,9 @@ struct SignInFailureSweeper: Service {
     var interval: Duration = .milliseconds(CrashStore.signInFailureWindowMilliseconds)
 
     func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                // Nothing is urgent at start-up, when the other services open the store.
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
-                do {
-                    let forgotten = try await store.forgetSignInFailures(now: currentMilliseconds())
-                    if forgotten > 0 { logger.debug("console: old sign-in failures forgotten", metadata: ["crashsym.names": "\(forgotten)"]) }
-                } catch is CancellationError {
-                    return
-                } catch {
-                    logger.warning("console: cannot forget old sign-in failures; the next pass retries", metadata: ["error": "\(error)"])
-                }
-            }
+        await runPeriodically(every: interval, logger: logger, failure: "console: cannot forget old sign-in failures") {
+            let forgotten = try await store.forgetSignInFailures(now: currentMilliseconds())
+            if forgotten > 0 { logger.debug("console: old sign-in failures forgotten", metadata: ["crashsym.names": "\(forgotten)"]) }
         }
     }
 }

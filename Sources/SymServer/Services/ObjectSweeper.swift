@@ -21,19 +21,9 @@ struct ObjectSweeper: Service {
     var interval: Duration { .seconds(min(3600, max(1, graceSeconds / 4))) }
 
     func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
-                do {
-                    let removed = try await sweep(now: Int64(time(nil)))
-                    if removed > 0 { logger.info("object sweeper: unreferenced objects removed", metadata: ["crashsym.objects": "\(removed)"]) }
-                } catch is CancellationError {
-                    break
-                } catch {
-                    logger.warning("object sweep failed; the next pass retries", metadata: ["error": "\(error)"])
-                }
-            }
+        await runPeriodically(every: interval, logger: logger, failure: "object sweep failed") {
+            let removed = try await sweep(now: Int64(time(nil)))
+            if removed > 0 { logger.info("object sweeper: unreferenced objects removed", metadata: ["crashsym.objects": "\(removed)"]) }
         }
     }
 
