@@ -60,6 +60,21 @@ public struct ByteReader {
         return littleEndian ? UInt64(littleEndian: v) : UInt64(bigEndian: v)
     }
 
+    /// Reads an unsigned value of `size` bytes (1 to 8) widened to 64 bits: a memory read of
+    /// the width a stack walker asks for.
+    @inlinable
+    public func unsigned(at offset: Int, size: Int) throws(FormatError) -> UInt64 {
+        guard size >= 1, size <= 8 else {
+            throw FormatError(.invalidValue, "a \(size)-byte value: 1 to 8 bytes are read at once", offset: baseOffset &+ UInt64(max(0, offset)))
+        }
+        try check(offset, size)
+        var value: UInt64 = 0
+        for index in 0..<size {
+            value |= UInt64(bytes[offset + (littleEndian ? index : size - 1 - index)]) << (8 * UInt64(index))
+        }
+        return value
+    }
+
     /// Reads a 32- or 64-bit unsigned value widened to 64 bits.
     @inlinable
     public func word(at offset: Int, is64Bit: Bool) throws(FormatError) -> UInt64 {

@@ -169,12 +169,8 @@ public struct CoreFile: Sendable {
         let offset = address - segment.address
         guard offset <= UInt64(segment.fileSize), UInt64(size) <= UInt64(segment.fileSize) - offset else { return nil }
         let start = segment.fileOffset + Int(offset)
-        return try? storage.withBytes { bytes throws(FormatError) -> UInt64? in
-            guard start + size <= bytes.count else { return nil }
-            var value: UInt64 = 0
-            for index in 0..<size { value |= UInt64(bytes[start + index]) << (8 * UInt64(index)) }
-            return value
-        }
+        // The segment was clipped to the file when read; the reader checks again for an array.
+        return try? storage.withBytes { bytes throws(FormatError) in try ByteReader(bytes).unsigned(at: start, size: size) }
     }
 }
 

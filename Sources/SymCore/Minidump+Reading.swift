@@ -291,11 +291,7 @@ extension Minidump {
     /// holds them (the thread stacks and the memory lists).
     public func read(_ address: UInt64, size count: Int) -> UInt64? {
         guard count >= 1, count <= 8, let location = fileLocation(of: address, count: count) else { return nil }
-        return try? storage.withBytes { (bytes) throws(FormatError) -> UInt64 in
-            var value: UInt64 = 0
-            for index in 0..<count { value |= UInt64(bytes[location + index]) << (8 * UInt64(index)) }
-            return value
-        }
+        return try? storage.withBytes { (bytes) throws(FormatError) in try ByteReader(bytes).unsigned(at: location, size: count) }
     }
 
     /// The file offset of `count` bytes at `address`, when one range holds all of them.

@@ -90,6 +90,9 @@ public struct HTTPResponse: Sendable {
     public var retryAfter: Duration?
     /// The answer's header fields, names in lower case (only when the request `keepsHeaders`).
     public var headers: [String: String] = [:]
+    /// Connections libcurl opened for this attempt (0: it reused one left open by an earlier
+    /// request on the same handle, `CurlTransferPool`).
+    public var connectionsOpened = 0
 }
 
 /// How one attempt failed before a whole HTTP answer arrived.
@@ -300,9 +303,12 @@ public final class CurlTransfer {
         _ = crashsym_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         var retryAfter: curl_off_t = 0
         _ = crashsym_curl_getinfo_off_t(handle, CURLINFO_RETRY_AFTER, &retryAfter)
+        var connects = 0
+        _ = crashsym_curl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
         return .success(HTTPResponse(status: status, body: context.response, bodySize: context.received,
                                      truncated: context.truncated,
-                                     retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil, headers: context.headers))
+                                     retryAfter: retryAfter > 0 ? .seconds(Int64(retryAfter)) : nil, headers: context.headers,
+                                     connectionsOpened: connects))
     }
 
     /// Classifies a libcurl error: connection-level failures are worth another attempt.

@@ -26,8 +26,9 @@ public struct S3Listing: Sendable {
 /// failures, 5xx and 429 answers. No Foundation and no NIO: call it from a thread that may block.
 ///
 /// Keys are relative to the location's prefix and must be made of unreserved characters and
-/// slashes (content-addressed keys are); each call uses its own libcurl handle, so one client is
-/// shared by any number of threads.
+/// slashes (content-addressed keys are); each call has a libcurl handle of its own for its
+/// duration, taken from the client's pool (`CurlTransferPool`) so that calls reuse the
+/// connections earlier ones opened, and one client is shared by any number of threads.
 public struct S3Client: Sendable {
     /// Bucket, prefix, endpoint and region.
     public let location: S3Location
@@ -44,6 +45,9 @@ public struct S3Client: Sendable {
     public var stallTimeout: Duration = .seconds(30)
     /// Whole-request limit (large objects over slow links).
     public var timeout: Duration = .seconds(6 * 3600)
+
+    /// Idle handles, with their open connections to the endpoint; shared by copies of the client.
+    let transfers = CurlTransferPool()
 
     static let userAgent = "crashsym-s3"
     /// Answers kept in memory (XML listings, error documents) are cut here.
@@ -266,14 +270,15 @@ public struct S3Client: Sendable {
         var delay = firstBackoff
         var attempt = 1
         while true {
-            let transfer: CurlTransfer
+            let outcome: Result<HTTPResponse, TransferFailure>
             do {
-                transfer = try CurlTransfer()
+                outcome = try transfers.withTransfer(key: location.endpoint) { transfer in
+                    transfer.perform(request, userAgent: Self.userAgent, timeout: timeout, connectTimeout: connectTimeout,
+                                     stallTimeout: stallTimeout, sink: sink())
+                }
             } catch {
                 throw S3Error(.configuration, error.message)
             }
-            let outcome = transfer.perform(request, userAgent: Self.userAgent, timeout: timeout, connectTimeout: connectTimeout,
-                                           stallTimeout: stallTimeout, sink: sink())
             switch outcome {
             case .success(let response) where (response.status >= 500 || response.status == 429) && attempt < attempts:
                 if let after = response.retryAfter, after < .seconds(10) { delay = max(delay, after) }

@@ -65,24 +65,6 @@ public struct ServerConfiguration: Sendable, Equatable {
     ] + ObjectStorageConfiguration.settingNames + CrashServiceConfiguration.settingNames + WebhookConfiguration.settingNames
 
     /// The environment variable of a setting.
-    /// The value of each of `names` from flags, else `CRASHSYM_…` variables, else the config file
-    /// (`configFile`, else `CRASHSYM_CONFIG`): what each part's `resolve` reads its settings
-    /// through. Unknown keys and unreadable files are reported by `resolve` (here they read as
-    /// absent).
-    static func settings(_ names: [String], flags: [String: String], environment: [String: String],
-                         configFile: String?) -> (String) -> String? {
-        var file: [String: String] = [:]
-        if let path = configFile ?? environment["CRASHSYM_CONFIG"],
-           let data = FileManager.default.contents(atPath: path),
-           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            for name in names {
-                if let text = object[name] as? String { file[name] = text }
-                if let number = object[name] as? NSNumber { file[name] = number.stringValue }
-            }
-        }
-        return { [file] name in flags[name] ?? environment[environmentName(name)] ?? file[name] }
-    }
-
     public static func environmentName(_ setting: String) -> String {
         "CRASHSYM_" + setting.uppercased().replacingOccurrences(of: "-", with: "_")
     }
@@ -91,13 +73,12 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// environment and the config file (`configFile`, else `CRASHSYM_CONFIG`).
     public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
                                configFile: String? = nil) throws -> ServerConfiguration {
-        var file: [String: String] = [:]
-        if let path = configFile ?? environment["CRASHSYM_CONFIG"] {
-            file = try readConfigFile(path)
-        }
-        func value(_ name: String) -> String? {
-            flags[name] ?? environment[environmentName(name)] ?? file[name]
-        }
+        try resolve(ServerSettings(flags: flags, environment: environment, configFile: configFile))
+    }
+
+    /// Resolves the configuration from settings gathered once (`ServerSettings`).
+    public static func resolve(_ settings: ServerSettings) throws -> ServerConfiguration {
+        let value = settings.value
         func number<N: FixedWidthInteger>(_ name: String, _ fallback: N, minimum: N = 0) throws -> N {
             guard let text = value(name) else { return fallback }
             guard let parsed = N(text.trimmingCharacters(in: .whitespaces)), parsed >= minimum else {
@@ -133,28 +114,6 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         configuration.objectStorage = try ObjectStorageConfiguration.resolve(value)
         return configuration
-    }
-
-    /// A flat JSON object whose values are strings, numbers or booleans.
-    private static func readConfigFile(_ path: String) throws -> [String: String] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError("cannot read the config file \(path)")
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw ConfigurationError("\(path): not a JSON object")
-        }
-        var settings: [String: String] = [:]
-        for (key, value) in object {
-            guard settingNames.contains(key) else {
-                throw ConfigurationError("\(path): unknown setting \"\(key)\" (known: \(settingNames.joined(separator: ", ")))")
-            }
-            switch value {
-            case let text as String: settings[key] = text
-            case let number as NSNumber: settings[key] = number.stringValue
-            default: throw ConfigurationError("\(path): \(key) must be a string or a number")
-            }
-        }
-        return settings
     }
 }
 

@@ -163,10 +163,7 @@ extension SymbolServer {
                 throw ServerError(.timeout, "the body took longer than \(configuration.requestTimeout) s")
             }
             let failure = buffer.withUnsafeReadableBytes { FileIO.writeAll(fd, $0) }
-            if failure != 0 {
-                errno = failure
-                throw DirectoryObjectStore.posixError("write \(path)")
-            }
+            guard failure == 0 else { throw DirectoryObjectStore.posixError("write \(path)", failure) }
         }
         return total
     }

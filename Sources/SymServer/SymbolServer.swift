@@ -98,7 +98,8 @@ public struct SymbolServer: Sendable {
                        WebhookDeliveryService(store: crashes.store, configuration: webhooks, logger: logger,
                                               signal: crashes.webhookSignal),
                        ObjectSweeper(objects: objects, crashes: crashes.store,
-                                     graceSeconds: Int64(configuration.objectStorage.graceHours * 3600), logger: logger)],
+                                     graceSeconds: Int64(configuration.objectStorage.graceHours * 3600), logger: logger),
+                       SignInFailureSweeper(store: crashes.store, logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

@@ -21,12 +21,17 @@ struct ServerLocationOptions: ParsableArguments {
     var objectStore: String?
 
     /// The server configuration these options (with the environment and config file) select.
-    func configuration(_ flags: [String: String] = [:]) throws -> ServerConfiguration {
+    func configuration() throws -> ServerConfiguration {
+        try ServerConfiguration.resolve(settings())
+    }
+
+    /// These options and `flags` with the environment and the config file, which is read here, once.
+    func settings(_ flags: [String: String] = [:]) throws -> ServerSettings {
         var flags = flags
         flags["data-dir"] = dataDirectory ?? flags["data-dir"]
         flags["database"] = database ?? flags["database"]
         flags["object-store"] = objectStore ?? flags["object-store"]
-        return try ServerConfiguration.resolve(flags: flags, configFile: config)
+        return try ServerSettings(flags: flags, configFile: config)
     }
 }
 
@@ -155,9 +160,10 @@ extension Crashsym {
             let crashConfiguration: CrashServiceConfiguration
             let webhooks: WebhookConfiguration
             do {
-                configuration = try location.configuration(flags)
-                crashConfiguration = try CrashServiceConfiguration.resolve(flags: flags, configFile: location.config)
-                webhooks = try WebhookConfiguration.resolve(flags: flags, configFile: location.config)
+                let settings = try location.settings(flags)
+                configuration = try ServerConfiguration.resolve(settings)
+                crashConfiguration = try CrashServiceConfiguration.resolve(settings)
+                webhooks = try WebhookConfiguration.resolve(settings)
             } catch {
                 throw ValidationError("\(error)")
             }

@@ -110,6 +110,14 @@ import TestSupport
         #expect(core.modules.map(\.path) == ["/bin/app", "/lib/libc.so.6"])
         #expect(core.modules[0].end == 0x5555_0000_3000)
         #expect(core.read(Self.stackBase + 0x188, size: 8) == 0x5555_0000_1111)
+        // Narrower reads take the low bytes (little-endian); 1 to 8 bytes only.
+        #expect(core.read(Self.stackBase + 0x188, size: 1) == 0x11)
+        #expect(core.read(Self.stackBase + 0x188, size: 2) == 0x1111)
+        #expect(core.read(Self.stackBase + 0x188, size: 6) == 0x5555_0000_1111)
+        #expect(core.read(Self.stackBase + 0x18c, size: 4) == 0x5555)
+        #expect(core.read(Self.stackBase + 0x188, size: 0) == nil)
+        #expect(core.read(Self.stackBase + 0x188, size: 9) == nil)
+        #expect(core.read(Self.stackBase + 4088, size: 8) != nil)
         // Held in memory (memsz) but not in the file (filesz): absent, not zero.
         #expect(core.read(Self.stackBase + 4096, size: 8) == nil)
         #expect(core.read(Self.stackBase + 4092, size: 8) == nil)

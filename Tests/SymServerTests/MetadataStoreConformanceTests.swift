@@ -3,6 +3,7 @@ import Logging
 import SymBundle
 import Symbolication
 @testable import SymServer
+import Synchronization
 import Testing
 
 /// The behaviour every `MetadataStore` must have, run against each implementation: SQLite (the
@@ -287,7 +288,16 @@ struct MetadataStoreConformanceTests {
             #expect(try await store.minidumpDetails(appID: app, id: plain.id) == nil)
             #expect(try await store.minidumpDetails(appID: "other", id: first.id) == nil)
             #expect(try await store.collectOrphanAttachments().isEmpty)
-            #expect(try await store.unusedCrashObjects(["att-log", "d2", "r9", "nobody's"]) == ["nobody's"])
+            _ = try await store.commit(appID: app, manifest: Self.manifest(app, version: "1.0"),
+                                       modules: [Self.module("m1", name: "libm1.so", debug: "dbg-m1")])
+            // Only objects no row names reach the remover; it may still keep one (a fresh put).
+            let asked = Mutex<[String]>([])
+            let removed = try await store.removeUnusedObjects(["att-log", "d2", "r9", "t-m1", "dbg-m1", "nobody's", "fresh"]) { name in
+                asked.withLock { $0.append(name) }
+                return name != "fresh"
+            }
+            #expect(asked.withLock { $0 } == ["nobody's", "fresh"])
+            #expect(removed == ["nobody's"])
             // Deleting the first crash frees its own attachment; the shared one stays in use.
             #expect(try await store.deleteCrash(appID: app, id: first.id) == "d1")
             #expect(try await store.minidumpDetails(appID: app, id: first.id) == nil)
@@ -430,6 +440,27 @@ struct MetadataStoreConformanceTests {
             #expect(try await store.signIn(name: "bob", password: password, now: 3_001) == .locked(untilMilliseconds: 3_000 + CrashStore.lockoutMilliseconds))
             let fresh = try await store.resetPassword(name: "bob")
             if case .signedIn = try await store.signIn(name: "bob", password: fresh, now: 3_002) {} else { Issue.record("reset did not lift the lock") }
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func oldSignInFailuresAreForgottenAndLockoutsKept(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let window = CrashStore.signInFailureWindowMilliseconds
+            #expect(try await store.signIn(name: "ghost", password: "wrong", now: 1_000) == .refused)
+            // The last failure comes at the end of the window: the lockout outlasts the window.
+            var outcome = CrashStore.SignInOutcome.refused
+            for _ in 1..<CrashStore.signInFailureLimit { outcome = try await store.signIn(name: "mallory", password: "wrong", now: 2_000) }
+            #expect(outcome == .refused)
+            let lockedUntil = 2_000 + window - 1 + CrashStore.lockoutMilliseconds
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: 2_000 + window - 1) == .locked(untilMilliseconds: lockedUntil))
+            #expect(try await store.forgetSignInFailures(now: 1_000 + window - 1) == 0)
+            // ghost's window is over; mallory's too, but not the lockout.
+            #expect(try await store.forgetSignInFailures(now: 2_000 + window) == 1)
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: 2_000 + window + 1) == .locked(untilMilliseconds: lockedUntil))
+            #expect(try await store.forgetSignInFailures(now: lockedUntil) == 1)
+            #expect(try await store.forgetSignInFailures(now: lockedUntil) == 0)
+            #expect(try await store.signIn(name: "mallory", password: "wrong", now: lockedUntil + 1) == .refused)
         }
     }
 

@@ -86,9 +86,24 @@ struct ObjectStoreConformanceTests {
         }
         await #expect(throws: StoreError.self) { _ = try await store.file(sha256: missing) }
         await #expect(throws: StoreError.self) { _ = try await store.read(sha256: "../../etc/passwd") }
-        try await store.remove(sha256: sha)
-        try await store.remove(sha256: sha)
+        #expect(try store.remove(sha256: sha, unlessWrittenAfter: nil))
+        #expect(try store.remove(sha256: sha, unlessWrittenAfter: nil))
         #expect(try await store.contains(sha256: sha) == false)
+    }
+
+    @Test("a removal with a cutoff keeps an object written after it and removes an older one", arguments: Kind.allCases)
+    func removeWithCutoff(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bytes = Self.bytes(300, seed: 9)
+        let sha = Self.sha256(bytes)
+        let before = Int64(Date().timeIntervalSince1970)
+        try await store.put(bytes: bytes, sha256: sha)
+        #expect(try store.remove(sha256: sha, unlessWrittenAfter: before - 3600) == false)
+        #expect(try await store.read(sha256: sha) == bytes)
+        #expect(try store.remove(sha256: sha, unlessWrittenAfter: Int64(Date().timeIntervalSince1970) + 3600))
+        #expect(try await store.contains(sha256: sha) == false)
+        #expect(try store.remove(sha256: sha, unlessWrittenAfter: before))
     }
 
     @Test("the listing pages through every object with its size and a recent time", arguments: Kind.allCases)

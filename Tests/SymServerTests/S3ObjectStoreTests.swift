@@ -38,6 +38,16 @@ struct S3ObjectStoreTests {
         }
     }
 
+    @Test("a client's requests reuse the connection the previous one opened")
+    func connectionReuse() throws {
+        let client = try SeaweedFS.shared.get().newPrefix()
+        try client.put(bytes: Array("kept alive".utf8), key: "reuse")
+        for _ in 0..<3 {
+            let answer = try client.send(.head, client.url("reuse"))
+            #expect(answer.status == 200 && answer.connectionsOpened == 0)
+        }
+    }
+
     @Test("a file larger than a part goes up in parts and comes back identical, whole and by range")
     func multipart() throws {
         let weed = try SeaweedFS.shared.get()

@@ -61,6 +61,21 @@ struct WebhookTests {
         #expect(Set(deliveries.compactMap { $0["id"] as? String }) == Set(requests.compactMap(\.delivery)))
     }
 
+    @Test("deliveries to one receiver reuse its connection")
+    func connectionReuse() throws {
+        let server = try TestServer(arguments: ["--spike-min", "1000"])
+        let receiver = try WebhookReceiver(directory: server.scratch)
+        _ = try server.addWebhook(receiver.url("/ok"))
+        try server.submitCrash(in: "parse_header")
+        #expect(try CrashFixtures.eventually(within: 10) { receiver.requests().count == 1 })
+        try server.submitCrash(in: "load_config")
+        #expect(try CrashFixtures.eventually(within: 10) { receiver.requests().count == 2 })
+        let requests = receiver.requests()
+        #expect(requests.map(\.event) == ["group.new", "group.new"])
+        #expect(requests[0].clientPort != 0 && requests[0].clientPort == requests.last?.clientPort,
+                "ports \(requests.map(\.clientPort))")
+    }
+
     @Test("resolve, the same version again: nothing; a newer version: one group.regression")
     func regression() throws {
         let server = try TestServer()

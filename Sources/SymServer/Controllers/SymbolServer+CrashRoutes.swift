@@ -199,11 +199,10 @@ extension SymbolServer {
     /// `DELETE …/crashes/{id}`.
     func deleteCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        if let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context)) {
-            // An object left behind (the store is down) is the sweeper's.
-            try? await objects.remove(sha256: object)
-        }
-        for attachment in try await crashes.store.collectOrphanAttachments() { try? await objects.remove(sha256: attachment) }
+        let object = try await crashes.store.deleteCrash(appID: appID, id: try Self.crashID(context))
+        let unused = (object.map { [$0] } ?? []) + (try await crashes.store.collectOrphanAttachments())
+        // An object left behind (the store is down) is the sweeper's.
+        _ = try? await objects.removeUnused(unused, in: crashes.store)
         return Response(status: .noContent)
     }
 

@@ -119,12 +119,12 @@ struct RetentionService: Service {
             while true {
                 let (deleted, objects) = try await service.store.expireCrashes(receivedBefore: cutoff, limit: 500)
                 // One left behind (the object store is down) is the sweeper's.
-                for sha256 in objects { try? await service.objects.remove(sha256: sha256) }
+                _ = try? await service.objects.removeUnused(objects, in: service.store)
                 if deleted > 0 { service.logger.info("retention: crashes deleted", metadata: ["crashsym.crashes": "\(deleted)"]) }
                 if deleted < 500 { break }
             }
             // Files attached to minidump crashes that are gone now.
-            for sha256 in try await service.store.collectOrphanAttachments() { try? await service.objects.remove(sha256: sha256) }
+            _ = try? await service.objects.removeUnused(try await service.store.collectOrphanAttachments(), in: service.store)
         } catch is CancellationError {
             // Shutting down (or the server never started): the next start sweeps again.
         } catch {

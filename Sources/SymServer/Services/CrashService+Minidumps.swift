@@ -48,12 +48,13 @@ extension CrashService {
                                                              contentType: attachment.contentType, size: attachment.bytes.count,
                                                              sha256: digest))
         }
-        // The objects this request adds: a duplicate (or a failure) must not leave them behind.
-        var added: [String] = []
-        for file in files where !added.contains(file.sha256) {
-            guard try await !objects.contains(sha256: file.sha256) else { continue }
+        // Every file is put, present or not: the put refreshes an object that a removal in
+        // flight would take. Those absent before are this request's: a duplicate (or a failure)
+        // must not leave them behind.
+        var added: [String] = [], seen = Set<String>()
+        for file in files where seen.insert(file.sha256).inserted {
+            if try await !objects.contains(sha256: file.sha256) { added.append(file.sha256) }
             try await objects.put(bytes: file.bytes, sha256: file.sha256)
-            added.append(file.sha256)
         }
         let receipt: CrashStore.Receipt
         do {
@@ -71,16 +72,16 @@ extension CrashService {
             // The first crash keeps its own attachments; what this request wrote is nobody's.
             try await removeUnused(added)
         } else {
+            for file in files { try await objects.confirm(bytes: file.bytes, sha256: file.sha256) }
             minidumpsAccepted.increment()
             doorbell.ring()
         }
         return receipt
     }
 
-    /// Removes those of `objects` that no crash uses (neither as raw bytes nor as an attachment).
+    /// Removes those of `added` that no row names.
     private func removeUnused(_ added: [String]) async throws {
-        guard !added.isEmpty else { return }
-        for sha256 in try await store.unusedCrashObjects(added) { try? await objects.remove(sha256: sha256) }
+        try await objects.removeUnused(added, in: store)
     }
 
     /// Reads a minidump crash on the calling (thread-pool) thread, then goes on as `begin` does;

@@ -73,6 +73,7 @@ final class CrashService: Sendable {
             appID: appID, version: submission.version, host: submission.host, environment: submission.environment,
             inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
             idempotencyKey: submission.idempotencyKey, receivedMilliseconds: currentMilliseconds()))
+        try await objects.confirm(bytes: body, sha256: sha256)
         if !receipt.replayed {
             acceptedCounter.increment()
             doorbell.ring()

@@ -50,7 +50,12 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     /// the config file (`configFile`, else `CRASHSYM_CONFIG`).
     public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
                                configFile: String? = nil) throws -> CrashServiceConfiguration {
-        let value = ServerConfiguration.settings(settingNames, flags: flags, environment: environment, configFile: configFile)
+        try resolve(ServerSettings(flags: flags, environment: environment, configFile: configFile))
+    }
+
+    /// Resolves the settings from those gathered once for the server (`ServerSettings`).
+    public static func resolve(_ settings: ServerSettings) throws -> CrashServiceConfiguration {
+        let value = settings.value
         func integer(_ name: String, _ fallback: Int, minimum: Int) throws -> Int {
             guard let text = value(name) else { return fallback }
             guard let parsed = Int(text.trimmingCharacters(in: .whitespaces)), parsed >= minimum else {

@@ -6,9 +6,10 @@ import Glibc
 
 /// Removes objects that no row names and that are older than the grace period: what a crash
 /// between an object's put and its row's commit leaves (DESIGN.md "Durability rule"), on either
-/// object store. Objects are listed first and the referenced names read after, so a row
-/// committed during the pass keeps its object; the grace period covers uploads still between
-/// the two steps (a put refreshes an existing object's time).
+/// object store. Objects are listed first and the referenced names read after, to pick the
+/// candidates; each is then checked again and removed under the metadata store's lock, only if
+/// still not written since the cutoff (`ObjectStore.removeUnused`): the grace period covers
+/// uploads between their put (which refreshes an existing object's time) and their commit.
 struct ObjectSweeper: Service {
     let objects: any ObjectStore
     let crashes: any MetadataStore
@@ -20,19 +21,9 @@ struct ObjectSweeper: Service {
     var interval: Duration { .seconds(min(3600, max(1, graceSeconds / 4))) }
 
     func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { break }
-                do {
-                    let removed = try await sweep(now: Int64(time(nil)))
-                    if removed > 0 { logger.info("object sweeper: unreferenced objects removed", metadata: ["crashsym.objects": "\(removed)"]) }
-                } catch is CancellationError {
-                    break
-                } catch {
-                    logger.warning("object sweep failed; the next pass retries", metadata: ["error": "\(error)"])
-                }
-            }
+        await runPeriodically(every: interval, logger: logger, failure: "object sweep failed") {
+            let removed = try await sweep(now: Int64(time(nil)))
+            if removed > 0 { logger.info("object sweeper: unreferenced objects removed", metadata: ["crashsym.objects": "\(removed)"]) }
         }
     }
 
@@ -47,11 +38,7 @@ struct ObjectSweeper: Service {
         } while token != nil
         guard !candidates.isEmpty else { return 0 }
         let referenced = try await crashes.referencedObjects()
-        var removed = 0
-        for sha256 in candidates where !referenced.contains(sha256) {
-            try await objects.remove(sha256: sha256)
-            removed += 1
-        }
-        return removed
+        return try await objects.removeUnused(candidates.filter { !referenced.contains($0) }, in: crashes,
+                                              unlessWrittenAfter: now - graceSeconds)
     }
 }

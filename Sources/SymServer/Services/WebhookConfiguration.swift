@@ -43,7 +43,12 @@ public struct WebhookConfiguration: Sendable, Equatable {
     /// the config file (`configFile`, else `CRASHSYM_CONFIG`).
     public static func resolve(flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
                                configFile: String? = nil) throws -> WebhookConfiguration {
-        let value = ServerConfiguration.settings(settingNames, flags: flags, environment: environment, configFile: configFile)
+        try resolve(ServerSettings(flags: flags, environment: environment, configFile: configFile))
+    }
+
+    /// Resolves the settings from those gathered once for the server (`ServerSettings`).
+    public static func resolve(_ settings: ServerSettings) throws -> WebhookConfiguration {
+        let value = settings.value
         func number(_ name: String, _ fallback: Double, minimum: Double) throws -> Double {
             guard let text = value(name) else { return fallback }
             guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)), parsed.isFinite, parsed >= minimum else {

@@ -25,6 +25,9 @@ struct WebhookDeliveryService: Service {
     let signal: WebhookSignal
     /// How often the outbox is read when nothing rings `signal` (retries coming due).
     var poll: Duration = .milliseconds(500)
+    /// Idle handles with their open connections, kept per pinned address set: a delivery reuses
+    /// a connection only to the addresses it checked itself.
+    let transfers = CurlTransferPool()
 
     /// How long ended deliveries stay listed (30 days), and how often older ones are deleted.
     static let keptMilliseconds: Int64 = 30 * 86_400_000
@@ -39,6 +42,8 @@ struct WebhookDeliveryService: Service {
         pool.start()
         do {
             try await store.releaseDeliveryClaims()
+        } catch is CancellationError {
+            // The server stops while starting (its port is busy): nothing to say.
         } catch {
             logger.error("webhooks: cannot free the claims of the previous run", metadata: ["error": "\(error)"])
         }
@@ -137,6 +142,7 @@ struct WebhookDeliveryService: Service {
                 // resolve elsewhere than when the webhook was added. libcurl then connects to the
                 // addresses checked, not to what a second lookup would answer.
                 var pinned = request
+                var key = delivery.url
                 if let host {
                     switch WebhookAddress.vet(host: host, allowPrivate: allowPrivate) {
                     case .refused(let reason):
@@ -145,16 +151,17 @@ struct WebhookDeliveryService: Service {
                         return (.failure(TransferFailure(kind: .connection, message: "\(host) does not resolve", retryable: true)), nil)
                     case .allowed(let addresses):
                         pinned.pinnedAddresses = [WebhookAddress.pin(host: host, port: port, addresses: addresses)]
+                        key = pinned.pinnedAddresses[0]
                     }
                 }
-                let transfer: CurlTransfer
                 do throws(TransferFailure) {
-                    transfer = try CurlTransfer()
+                    return (try transfers.withTransfer(key: key) { transfer in
+                        transfer.perform(pinned, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
+                                         stallTimeout: timeout, sink: .memory(limit: 64 << 10))
+                    }, nil)
                 } catch {
                     return (.failure(error), nil)
                 }
-                return (transfer.perform(pinned, userAgent: "crashsym-webhooks/1", timeout: timeout, connectTimeout: connectTimeout,
-                                         stallTimeout: timeout, sink: .memory(limit: 64 << 10)), nil)
             }
         } catch {
             return  // shutting down: the row is still pending, the next start sends it

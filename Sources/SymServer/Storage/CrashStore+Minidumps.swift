@@ -84,11 +84,6 @@ extension CrashStore {
         }
     }
 
-    /// Those of `candidates` (objects) that neither a crash's attachment nor a crash's raw bytes use.
-    public func unusedCrashObjects(_ candidates: [String]) async throws -> [String] {
-        try await read { db in try Self.unused(db, candidates) }
-    }
-
     /// Forgets the attachments of deleted crashes (by a DELETE or retention); returns the
     /// objects that neither another crash's attachment nor a crash's raw bytes use, for the
     /// caller to remove after the commit.
@@ -103,10 +98,12 @@ extension CrashStore {
         }
     }
 
-    /// Those of `candidates` that neither a crash's raw bytes nor an attachment use.
+    /// Those of `candidates` that no row names: neither a crash's raw bytes nor an attachment,
+    /// nor a module's table or debug file.
     static func unused(_ db: Database, _ candidates: [String]) throws -> [String] {
         let used = try db.cachedStatement(sql: """
             SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
+                OR EXISTS (SELECT 1 FROM module WHERE symbols_sha256 = ?1 OR debug_sha256 = ?1)
             """)
         return try candidates.filter { try Bool.fetchOne(used, arguments: [$0]) != true }
     }

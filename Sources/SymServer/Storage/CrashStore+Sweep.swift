@@ -17,4 +17,16 @@ extension CrashStore {
             return referenced
         }
     }
+
+    /// Each check and removal is a write transaction of its own: SQLite's one writer is the lock
+    /// that keeps a row naming the object from committing in between (GRDB runs the closure on
+    /// its writer queue, where `remove` may block).
+    public func removeUnusedObjects(_ candidates: [String], using remove: @escaping @Sendable (String) throws -> Bool) async throws -> [String] {
+        var removed: [String] = []
+        for sha256 in candidates {
+            let gone = try await write { db in try Self.unused(db, [sha256]).isEmpty ? false : remove(sha256) }
+            if gone { removed.append(sha256) }
+        }
+        return removed
+    }
 }

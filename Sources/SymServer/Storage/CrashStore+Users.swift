@@ -211,6 +211,16 @@ extension CrashStore {
         }
     }
 
+    /// Forgets failures whose window and lockout are over: rows of names tried once (or by a
+    /// guesser walking through names) would otherwise stay for ever.
+    public func forgetSignInFailures(now: Int64) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM console_signin_failure WHERE window_start_ms <= ? AND locked_until_ms <= ?",
+                           arguments: [now - Self.signInFailureWindowMilliseconds, now])
+            return db.changesCount
+        }
+    }
+
     /// The apps a person may see (every app for an admin), oldest first.
     public func visibleApps(_ session: ConsoleSession) async throws -> [SymbolStore.App] {
         try await read { db in

@@ -126,11 +126,29 @@ public struct DirectoryObjectStore: ObjectStore {
         return path(sha256: sha256)
     }
 
-    public func remove(sha256: String) async throws {
-        guard isSHA256(sha256) else { return }
-        if unlink(path(sha256: sha256)) != 0 && errno != ENOENT {
-            throw Self.posixError("unlink \(path(sha256: sha256))")
+    /// With a cutoff the object is first renamed aside (atomic), so that its time is read from a
+    /// file no put can touch any more: a put before the rename refreshed it (it goes back), a
+    /// put after it finds no object and renames its own file into place.
+    public func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool {
+        guard isSHA256(sha256) else { return true }
+        let path = path(sha256: sha256)
+        guard let cutoff else {
+            guard unlink(path) == 0 || errno == ENOENT else { throw Self.posixError("unlink \(path)") }
+            return true
         }
+        let aside = scratchDirectory + "/remove-" + sha256 + "-" + CrashStore.randomHex(bytes: 6)
+        guard rename(path, aside) == 0 else {
+            if errno == ENOENT { return true }
+            throw Self.posixError("rename \(path) to \(aside)")
+        }
+        var status = stat()
+        if stat(aside, &status) == 0 && Int64(status.st_mtim.tv_sec) > cutoff {
+            // Written after the cutoff: back into place (a put meanwhile wrote the same bytes).
+            guard rename(aside, path) == 0 else { throw Self.posixError("rename \(aside) to \(path)") }
+            return false
+        }
+        unlink(aside)
+        return true
     }
 
     /// A page per fan-out directory (`objects/sha256/ab`); the token is the next one's name.
@@ -157,12 +175,13 @@ public struct DirectoryObjectStore: ObjectStore {
 
     /// Moves the file at `source` into the store durably; when the object is already there the
     /// source is removed instead, and the object's time refreshed (the sweeper's grace period
-    /// starts again, so a row committed after this put never names a swept object).
+    /// starts again, so a row committed after this put never names a swept object). The refresh
+    /// is the test of presence: an object renamed aside by `remove` meanwhile is not refreshed,
+    /// and the source takes its place.
     func insert(fileAt source: String, sha256: String) throws {
         let destination = path(sha256: sha256)
         let directory = String(destination[..<destination.lastIndex(of: "/")!])
-        if access(destination, F_OK) == 0 {
-            _ = utimensat(AT_FDCWD, destination, nil, 0)
+        if utimensat(AT_FDCWD, destination, nil, 0) == 0 {
             try? FileManager.default.removeItem(atPath: source)
             return
         }

@@ -65,8 +65,13 @@ public protocol MetadataStore: Sendable {
     /// Forgets the attachments of deleted crashes; returns the objects no crash uses any more,
     /// for the caller to remove after the commit.
     func collectOrphanAttachments() async throws -> [String]
-    /// Those of `candidates` (object SHA-256s) that no crash uses, as raw bytes or as an attachment.
-    func unusedCrashObjects(_ candidates: [String]) async throws -> [String]
+    /// Removes with `remove` each of `candidates` (object SHA-256s) that no row names (table,
+    /// debug file, raw crash, attachment), checking and removing under the store's write lock so
+    /// that no row naming it commits in between; returns those `remove` said are gone. A writer
+    /// that committed its row after such a removal finds the object missing and puts it again
+    /// (`ObjectStore.confirm`). The one way objects leave the store: call it through
+    /// `ObjectStore.removeUnused`.
+    func removeUnusedObjects(_ candidates: [String], using remove: @escaping @Sendable (String) throws -> Bool) async throws -> [String]
     /// Every object a row names (tables, debug files, raw crashes, attachments): what the object
     /// sweeper keeps. Read after the sweeper lists the store, so a row committed meanwhile is seen.
     func referencedObjects() async throws -> Set<String>
@@ -180,6 +185,9 @@ public protocol MetadataStore: Sendable {
     func session(token: String, now: Int64) async throws -> CrashStore.ConsoleSession?
     /// Ends the session of a cookie's token.
     func signOut(token: String) async throws
+    /// Forgets the failed sign-ins whose window and lockout have both ended at `now` (the next
+    /// attempt would count from one anyway); returns how many names were forgotten.
+    func forgetSignInFailures(now: Int64) async throws -> Int
     /// The apps a person may see, oldest first.
     func visibleApps(_ session: CrashStore.ConsoleSession) async throws -> [SymbolStore.App]
     /// The app `appID` when the person may see it; nil otherwise.

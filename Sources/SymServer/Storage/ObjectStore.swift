@@ -4,8 +4,12 @@
 /// nodes (`S3ObjectStore`). Routes and services see only this protocol (DESIGN.md "Storage").
 ///
 /// Durability rule: an object is put (durably) before the row naming it is committed; an object
-/// no row names is removed by `ObjectSweeper` once it is older than a grace period. Every
-/// method throws `StoreError`: `.notFound` for a missing object, `.unavailable` when the store
+/// no row names is removed by `ObjectSweeper` once it is older than a grace period, or at once
+/// by the path that dropped the last row naming it. Removal and upload of the same bytes race:
+/// a remover checks for rows and removes under the metadata store's lock
+/// (`removeUnused`), so a row either is seen or commits after the removal, and a writer
+/// confirms its objects after its commit (`confirm`), putting back one removed meanwhile.
+/// Every method throws `StoreError`: `.notFound` for a missing object, `.unavailable` when the store
 /// cannot be reached or written now (the API answers 503 with Retry-After), `.corrupt` when it
 /// gives back other bytes than were put.
 public protocol ObjectStore: Sendable {
@@ -43,9 +47,12 @@ public protocol ObjectStore: Sendable {
     /// thread-pool thread (the engine's symbol lookup runs there).
     func localFile(sha256: String) throws -> String
 
-    /// Removes the object; a missing one is not an error. Only the sweeper and paths that just
-    /// dropped the last row naming it call this.
-    func remove(sha256: String) async throws
+    /// Removes the object, unless it was written after `cutoff` (seconds since 1970; nil: at
+    /// any age), and says whether it is gone (a missing one is). A concurrent put either
+    /// refreshes the object before the check (kept) or writes it again after the removal; S3,
+    /// which has no conditional delete, leaves one round trip between the two. Blocks; called
+    /// only by `removeUnused`, under the metadata store's lock.
+    func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool
 
     /// One page of the stored objects, with their age, for the sweeper; pass the page's
     /// `next` to get the following one (nil: that was the last).
@@ -59,6 +66,24 @@ extension ObjectStore {
     /// The whole object, at most `limit` bytes.
     public func read(sha256: String, limit: Int = 64 << 20) async throws -> [UInt8] {
         try await read(sha256: sha256, range: nil, limit: limit)
+    }
+
+    /// Removes those of `candidates` that no row of `metadata` names (and, with `cutoff`, that
+    /// were not written after it), each checked and removed under the metadata store's lock
+    /// (`MetadataStore.removeUnusedObjects`); returns how many went.
+    @discardableResult
+    public func removeUnused(_ candidates: [String], in metadata: any MetadataStore, unlessWrittenAfter cutoff: Int64? = nil) async throws -> Int {
+        guard !candidates.isEmpty else { return 0 }
+        return try await metadata.removeUnusedObjects(candidates) { sha256 in
+            try remove(sha256: sha256, unlessWrittenAfter: cutoff)
+        }.count
+    }
+
+    /// Once the row naming an object has committed: puts `bytes` again when the object is gone
+    /// (removed by a remover that looked for rows just before the commit), so that a committed
+    /// row never names a missing object.
+    public func confirm(bytes: [UInt8], sha256: String) async throws {
+        if try await !contains(sha256: sha256) { try await put(bytes: bytes, sha256: sha256) }
     }
 }
 

@@ -86,10 +86,22 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func remove(sha256: String) async throws {
-        guard isSHA256(sha256) else { return }
-        cache.remove(sha256: sha256)
-        try await run { try client.delete(Self.key(sha256)) }
+    /// With a cutoff, the object's time is read from a listing of its key just before the
+    /// DELETE. S3 has no conditional delete, so a put landing between the two is lost unless
+    /// its writer confirms after its commit (`confirm`; crash uploads do).
+    public func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool {
+        guard isSHA256(sha256) else { return true }
+        let key = Self.key(sha256)
+        return try Self.translate {
+            if let cutoff {
+                let listed = try client.list(prefix: key).objects.first { $0.key == key }
+                guard let listed else { return true }
+                guard listed.modified <= cutoff else { return false }
+            }
+            cache.remove(sha256: sha256)
+            try client.delete(key)
+            return true
+        }
     }
 
     public func list(after token: String?) async throws -> ObjectPage {

@@ -48,6 +48,8 @@ final class WebhookReceiver {
         var body: String
         var signatureValid: Bool?
         var inflight: Int
+        /// The sender's port: one port, one connection.
+        var clientPort: Int
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
         var delivery: String? { headers["x-crashsym-delivery"] }
         var event: String? { headers["x-crashsym-event"] }
@@ -60,7 +62,7 @@ final class WebhookReceiver {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             return Request(path: object["path"] as? String ?? "", headers: object["headers"] as? [String: String] ?? [:],
                            body: object["body"] as? String ?? "", signatureValid: object["signature_valid"] as? Bool,
-                           inflight: object["inflight"] as? Int ?? 0)
+                           inflight: object["inflight"] as? Int ?? 0, clientPort: object["client_port"] as? Int ?? 0)
         }
     }
 }

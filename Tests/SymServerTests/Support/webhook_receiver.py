@@ -10,7 +10,8 @@ Python's hmac as an oracle independent of the server), then answers by path:
   /fail/N/CODE        CODE for the first N requests to this path, then 200
   /hang-once          the first request is recorded, then gets no answer for 120 s; later ones 200
   /slow/MS            200 after MS milliseconds
-Each record also says how many requests were in flight when it arrived (itself included).
+Each record also says how many requests were in flight when it arrived (itself included), and
+the client's port (the same for requests over one kept-alive connection).
 """
 import argparse, hashlib, hmac, json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
             seen[self.path] = count
             record = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                       "body": body.decode("utf-8", "replace"), "signature_valid": valid, "time": time.time(), "nth": count,
-                      "inflight": inflight[0]}
+                      "inflight": inflight[0], "client_port": self.client_address[1]}
             with open(args.log, "a") as log:
                 log.write(json.dumps(record) + "\n")
         try:

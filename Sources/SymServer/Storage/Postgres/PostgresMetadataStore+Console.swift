@@ -272,6 +272,14 @@ extension PostgresMetadataStore {
         _ = try await rows("DELETE FROM console_session WHERE token_sha256 = \(CrashStore.sessionKey(token))")
     }
 
+    public func forgetSignInFailures(now: Int64) async throws -> Int {
+        try await rows("""
+            DELETE FROM console_signin_failure
+            WHERE window_start_ms <= \(now - CrashStore.signInFailureWindowMilliseconds) AND locked_until_ms <= \(now)
+            RETURNING name
+            """).count
+    }
+
     public func visibleApps(_ session: CrashStore.ConsoleSession) async throws -> [SymbolStore.App] {
         let query: PostgresQuery = session.admin
             ? "SELECT id, name, created FROM app ORDER BY created, id COLLATE \"C\""

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// Crashes, jobs and groups on PostgreSQL (the SQLite twin: CrashStore.swift, CrashStore+Groups.swift).
@@ -95,16 +96,31 @@ extension PostgresMetadataStore {
             """).map { try $0.decode(String.self) })
     }
 
-    public func unusedCrashObjects(_ candidates: [String]) async throws -> [String] {
-        try await transaction { db in try await Self.unused(db, candidates) }
+    /// Each check and removal is a transaction that first takes SHARE locks on the tables whose
+    /// rows name objects: an insert or update of them (ROW EXCLUSIVE) waits until the removal is
+    /// done, on every node, and the lock waits for those already running to commit.
+    public func removeUnusedObjects(_ candidates: [String], using remove: @escaping @Sendable (String) throws -> Bool) async throws -> [String] {
+        var removed: [String] = []
+        for sha256 in candidates {
+            let gone = try await transaction { db in
+                try await db.rows("LOCK TABLE module, crash, crash_attachment IN SHARE MODE")
+                guard try await !Self.unused(db, [sha256]).isEmpty else { return false }
+                return try await NIOThreadPool.singleton.runIfActive { try remove(sha256) }
+            }
+            if gone { removed.append(sha256) }
+        }
+        return removed
     }
 
-    /// Those of `candidates` that neither a crash's raw bytes nor an attachment use.
+    /// Those of `candidates` that no row names: neither a crash's raw bytes nor an attachment,
+    /// nor a module's table or debug file.
     static func unused(_ db: Transaction, _ candidates: [String]) async throws -> [String] {
         guard !candidates.isEmpty else { return [] }
         let used = Set(try await db.rows("""
             SELECT sha256 FROM crash_attachment WHERE sha256 = ANY(\(candidates))
             UNION SELECT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(candidates))
+            UNION SELECT symbols_sha256 FROM module WHERE symbols_sha256 = ANY(\(candidates))
+            UNION SELECT debug_sha256 FROM module WHERE debug_sha256 = ANY(\(candidates))
             """).map { try $0.decode(String.self) })
         return candidates.filter { !used.contains($0) }
     }
