@@ -86,8 +86,9 @@ struct FunctionEntries: Sendable {
 
     /// The address `offset` bytes into the function `name`: the start of the one run of that name
     /// that reaches `start + offset` (a return address may be one past the run: a call that ends
-    /// the function), nil when no run or several do.
-    func address(of name: [UInt8], offset: UInt64, _ layout: TableLayout,
+    /// the function) and, with a `pageOffset`, whose address has those low 12 bits; nil when no
+    /// run or several do.
+    func address(of name: [UInt8], offset: UInt64, pageOffset: UInt64?, _ layout: TableLayout,
                  _ bytes: UnsafeRawBufferPointer) throws(FormatError) -> UInt64? {
         let hash = Self.hash(name)
         var low = 0
@@ -101,7 +102,8 @@ struct FunctionEntries: Sendable {
         while index < runs.count && runs[index].hash == hash {
             let run = runs[index]
             index += 1
-            guard offset <= run.end - run.start, try Self.bytes(ofNameAt: run.name, layout, bytes).elementsEqual(name) else {
+            guard offset <= run.end - run.start, pageOffset.map({ (run.start &+ offset) & 0xfff == $0 }) ?? true,
+                  try Self.bytes(ofNameAt: run.name, layout, bytes).elementsEqual(name) else {
                 continue
             }
             // Two functions of one name both reach the offset: which one the report meant is unknown.

@@ -310,11 +310,15 @@ public final class SymbolTable: @unchecked Sendable {
     /// A function is a run of ranges whose physical frame has that name (the covering ELF
     /// symbol's, else the DWARF function's); the answer is the one run of the name that reaches
     /// `start + offset` (or ends there: a return address after a call that ends the function).
-    /// Nil when the table has no such function, or several that reach the offset (two static
-    /// functions of one name). The index behind it is built by the first call, in one pass over
-    /// the table, and kept; later calls are a binary search. Throws `FormatError` when the table
-    /// is corrupt (every later call throws the same).
-    public func address(ofFunction name: String, offset: UInt64) throws(FormatError) -> UInt64? {
+    /// With `loadedAt`, the frame's absolute pc, only a run whose address has the pc's low 12 bits
+    /// is taken: a module is mapped at a page-aligned bias, so this rejects another function's
+    /// run that happens to bear the name (a cold part named by its DWARF function while the
+    /// function's own name is an alias the table dropped: glibc's `strfroml`). Nil when the
+    /// table has no such function, or several that qualify (two static functions of one name).
+    /// The index behind it is built by the first call, in one pass over the table, and kept;
+    /// later calls are a binary search. Throws `FormatError` when the table is corrupt (every
+    /// later call throws the same).
+    public func address(ofFunction name: String, offset: UInt64, loadedAt pc: UInt64? = nil) throws(FormatError) -> UInt64? {
         let entries = try functionEntries.withLock { (entries) throws(FormatError) -> FunctionEntries in
             if entries == nil {
                 entries = withBytes { bytes in Result { () throws(FormatError) in try FunctionEntries(layout, bytes) } }
@@ -322,7 +326,7 @@ public final class SymbolTable: @unchecked Sendable {
             return try entries.unsafelyUnwrapped.get()
         }
         return try withBytes { (bytes) throws(FormatError) -> UInt64? in
-            try entries.address(of: Array(name.utf8), offset: offset, layout, bytes)
+            try entries.address(of: Array(name.utf8), offset: offset, pageOffset: pc.map { $0 & 0xfff }, layout, bytes)
         }
     }
 

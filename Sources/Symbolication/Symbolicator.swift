@@ -157,7 +157,7 @@ public final class Symbolicator: Sendable {
             // server, places it as the ELF file does), else the symbol's value from an ELF file of
             // the build (a name the table does not keep: an alias at the address of another), else
             // the bias another frame showed.
-            if let table = view.symbols?.table, let value = try? table.address(ofFunction: symbol, offset: offset) {
+            if let table = view.symbols?.table, let value = try? table.address(ofFunction: symbol, offset: offset, loadedAt: frame.address) {
                 address = value
             } else if let binary = view.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
