@@ -1,12 +1,13 @@
 import SymBytes
+import Synchronization
 
 /// A `.csym` symbol table read in place: opening validates the header and section extents only,
 /// and each lookup is a binary search plus a walk of the inline chain, with no allocation.
 ///
 /// Every read is bounds-checked, so a corrupt or hostile table yields `FormatError`, never a trap;
 /// inline chains must point strictly backwards, so a walk always ends. See `docs/csym-format.md`.
-// Audited: every stored property is immutable, and `bytes` points into memory that `storage`
-// keeps alive and unchanged for the table's life.
+// Audited: every stored property is immutable or a `Mutex`, and `bytes` points into memory that
+// `storage` keeps alive and unchanged for the table's life.
 public final class SymbolTable: @unchecked Sendable {
     /// Who keeps the bytes alive.
     private enum Storage: Sendable {
@@ -40,6 +41,9 @@ public final class SymbolTable: @unchecked Sendable {
     let layout: TableLayout
     /// The module the table describes.
     public let module: ModuleIdentity
+    /// Where each function starts, by name: built on the first `address(ofFunction:offset:)`
+    /// (most tables never need it), then kept for the table's life.
+    private let functionEntries = Mutex<Result<FunctionEntries, FormatError>?>(nil)
 
     /// Opens a table over a memory-mapped file, which stays mapped while the table lives.
     public convenience init(file: MappedFile) throws(FormatError) {
@@ -297,6 +301,32 @@ public final class SymbolTable: @unchecked Sendable {
             let start = try layout.rangeStart(reader, index)
             let end = index + 1 < layout.rangeCount ? try layout.rangeStart(reader, index + 1) : nil
             return (start, end, try layout.rangeRecord(bytes, index).scope != 0)
+        }
+    }
+
+    /// The address `offset` bytes into the function named `name` (mangled, as the table stores
+    /// it): how a `func+0x…` frame of a glibc backtrace is placed from the table alone.
+    ///
+    /// A function is a run of ranges whose physical frame has that name (the covering ELF
+    /// symbol's, else the DWARF function's); the answer is the one run of the name that reaches
+    /// `start + offset` (or ends there: a return address after a call that ends the function).
+    /// With `loadedAt`, the frame's absolute pc, only a run whose address has the pc's low 12 bits
+    /// is taken: a module is mapped at a page-aligned bias, so this rejects another function's
+    /// run that happens to bear the name (a cold part named by its DWARF function while the
+    /// function's own name is an alias the table dropped: glibc's `strfroml`). Nil when the
+    /// table has no such function, or several that qualify (two static functions of one name).
+    /// The index behind it is built by the first call, in one pass over the table, and kept;
+    /// later calls are a binary search. Throws `FormatError` when the table is corrupt (every
+    /// later call throws the same).
+    public func address(ofFunction name: String, offset: UInt64, loadedAt pc: UInt64? = nil) throws(FormatError) -> UInt64? {
+        let entries = try functionEntries.withLock { (entries) throws(FormatError) -> FunctionEntries in
+            if entries == nil {
+                entries = withBytes { bytes in Result { () throws(FormatError) in try FunctionEntries(layout, bytes) } }
+            }
+            return try entries.unsafelyUnwrapped.get()
+        }
+        return try withBytes { (bytes) throws(FormatError) -> UInt64? in
+            try entries.address(of: Array(name.utf8), offset: offset, pageOffset: pc.map { $0 & 0xfff }, layout, bytes)
         }
     }
 

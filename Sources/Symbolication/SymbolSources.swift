@@ -35,11 +35,12 @@ public struct SymbolSources: Sendable {
         self.decoder = decoder
     }
 
-    /// The CLI's providers, in the order they are asked: each `--symbols` path, the module's own
+    /// The CLI's providers, in the order they are asked: the `--symbols` paths (in order; a
+    /// module without build-id whose name several builds' files there bear is ambiguous), the module's own
     /// path (when `useModulePaths`), then the debug directories and `.gnu_debuglink`. (The
     /// conversion cache is the engine's: `conversion`.)
     public var providers: [any SymbolProvider] {
-        var providers: [any SymbolProvider] = searchPaths.map(SymbolPathProvider.init(path:))
+        var providers: [any SymbolProvider] = searchPaths.isEmpty ? [] : [SymbolPathsProvider(paths: searchPaths)]
         if useModulePaths {
             // Relative module paths: under the --symbols directories, the report file's
             // directory, then the working directory.

@@ -22,7 +22,8 @@ public final class Symbolicator: Sendable {
     /// One slot per module key: the first thread to need a module resolves it while holding the
     /// slot's lock, so a module is never converted twice at once.
     let modules = Mutex(ModuleSlots())
-    /// Function symbol values by ELF path, read only for reports with `func+0x…` frames.
+    /// Function symbol values by ELF path, read only for `func+0x…` frames whose name the
+    /// module's table does not keep (`SymbolTable.address(ofFunction:offset:)` places the others).
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
 
     /// The renderings made once per resolved address (`LocationChain`): those of the writers
@@ -152,8 +153,13 @@ public final class Symbolicator: Sendable {
         // The file virtual address of the printed pc.
         var address: UInt64?
         if let symbol = frame.symbol, let offset = frame.moduleOffset {
-            // `func+0x…`: the symbol's value from the ELF file, else the bias another frame showed.
-            if let binary = view.binaryPath, let value = symbolAddress(symbol, in: binary) {
+            // `func+0x…`: where the table says the function starts (so a table alone, as on the
+            // server, places it as the ELF file does), else the symbol's value from an ELF file of
+            // the build (a name the table does not keep: an alias at the address of another), else
+            // the bias another frame showed.
+            if let table = view.symbols?.table, let value = try? table.address(ofFunction: symbol, offset: offset, loadedAt: frame.address) {
+                address = value
+            } else if let binary = view.binaryPath, let value = symbolAddress(symbol, in: binary) {
                 address = value &+ offset
             } else if let pc = frame.address, let bias = biases[moduleIndex] {
                 address = pc &- bias

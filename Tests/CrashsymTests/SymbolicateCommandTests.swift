@@ -58,6 +58,40 @@ import TestSupport
         #expect(result.stdout.contains("    tried: --symbols \(empty): no file with name libfault.so\n"))
     }
 
+    @Test("files of two builds bearing a module's name, no build-id in the report: ambiguous, not the first guessed")
+    func ambiguousNamesAreNotGuessed() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Two builds named libfault.so (the plain one and the ASan one), in two directories.
+        for (folder, program) in [("a", "libfault.so"), ("b", "libfault-asan.so")] {
+            try FileManager.default.createDirectory(atPath: directory + "/" + folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: Self.binaries + "/" + program, toPath: directory + "/\(folder)/libfault.so")
+        }
+        let reason = "[crashsym: no-symbols: ambiguous: 2 symbol files named libfault.so and the report gives no build-id to tell them apart; not guessed]"
+        // One --symbols directory holding both, and the two files given one by one.
+        for symbols in [[directory], [directory + "/a/libfault.so", directory + "/b/libfault.so"]] {
+            let result = try CLI.run(["symbolicate", Self.report("glibc-backtrace.txt"), "--explain"]
+                                     + (symbols + [Self.binaries + "/prog"]).flatMap { ["--symbols", $0] } + Self.isolation)
+            #expect(result.status == 0)
+            let first = try #require(result.stdout.split(separator: "\n").first)
+            #expect(first == "/tmp/crashsym-reports/libfault.so(fault_backtrace+0x2d)[0x7f7d10b228dd]  " + reason)
+            for folder in ["a", "b"] {
+                #expect(result.stdout.contains("    tried: --symbols \(directory)/\(folder)/libfault.so: one of 2 files named libfault.so: ambiguous without a build-id, not used\n"),
+                        "\(result.stdout)")
+            }
+            // The other modules still resolve.
+            #expect(result.stdout.contains("/tmp/crashsym-reports/prog(+0x921)[0x55b4268c9921] in run /fixtures-reports/prog.c:8:43"))
+        }
+        // Files of one build (the library and its table) are one answer, not an ambiguity.
+        let table = directory + "/c"
+        try FileManager.default.createDirectory(atPath: table, withIntermediateDirectories: true)
+        #expect(try CLI.run(["dump", directory + "/a/libfault.so", "-o", table]).status == 0)
+        let one = try CLI.run(["symbolicate", Self.report("glibc-backtrace.txt"), "--symbols", directory + "/a", "--symbols", table]
+                              + Self.isolation)
+        #expect(one.status == 0)
+        #expect(one.stdout.hasPrefix("/tmp/crashsym-reports/libfault.so(fault_backtrace+0x2d)[0x7f7d10b228dd] in print_backtrace "))
+    }
+
     @Test func standardInputIsRead() throws {
         let input = try String(contentsOfFile: Self.report("glibc-backtrace.txt"), encoding: .utf8)
         let result = try CLI.run(["symbolicate", "--symbols", Self.binaries] + Self.isolation, input: input)

@@ -53,6 +53,45 @@ struct SymbolicateEndpointTests {
         text.replacing(/\/[^ "\]\n]*\.csym/, with: "<table>").replacing(/\/api\/v1\/apps\/[^\/]+\/symbols\/[0-9a-f]+/, with: "<table>")
     }
 
+    @Test("glibc `func+0x…` frames: the server's tables alone place them as the CLI does with the ELF files, at nm's value plus the offset, as llvm-symbolizer names them")
+    func glibcSymbolFrames() throws {
+        let fixture = try Fixture(programs: ["libfault.so", "prog"])
+        let path = CrashFixtures.reports + "/glibc-backtrace.txt"
+        let cli = try Binary.crashsym(["symbolicate", path, "--symbols", CrashFixtures.programs, "--no-module-paths", "--no-cache"])
+        #expect(cli.status == 0, "\(cli.stderr)")
+        let text = try fixture.server.post("symbolicate", file: path, query: "version=1.0&format=text")
+        #expect(text.status == 200, "\(text.text)")
+        #expect(text.text == cli.stdout)
+        // Each libfault.so frame, as the server placed it: nm's value of the named function plus
+        // the printed offset, looked up one byte back (a return address), named as
+        // llvm-symbolizer names that address in the ELF file.
+        let answer = try fixture.server.post("symbolicate", file: path, query: "version=1.0")
+        let stacks = try #require(answer.json["stacks"] as? [[String: Any]])
+        let frames = try #require(stacks.first?["frames"] as? [[String: Any]])
+        let library = CrashFixtures.programs + "/libfault.so"
+        let nm = try Binary.run("/usr/bin/nm", ["--defined-only", library]).stdout
+        let value = try #require(nm.split(separator: "\n").first { $0.hasSuffix(" T fault_backtrace") }
+            .flatMap { UInt64($0.prefix { $0 != " " }, radix: 16) })
+        var placed = 0
+        for (frame, line) in zip(frames, try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")) where line.contains("(fault_backtrace+0x") {
+            let offset = try #require(UInt64(line.split(separator: "+0x")[1].prefix { $0.isHexDigit }, radix: 16))
+            #expect(frame["status"] as? String == "ok")
+            #expect(frame["module_offset"] as? String == "0x" + String(value + offset, radix: 16))
+            let oracle = try Binary.run("/opt/swift/usr/bin/llvm-symbolizer",
+                                        ["--obj=" + library, "--inlining", "--no-demangle", "0x" + String(value + offset - 1, radix: 16)]).stdout
+            let oracleLines = oracle.split(separator: "\n")
+            let symbolized = try #require(frame["symbolized"] as? [[String: Any]])
+            #expect(symbolized.count * 2 == oracleLines.count)
+            for (index, location) in symbolized.enumerated() where index * 2 + 1 < oracleLines.count {
+                #expect(location["mangled"] as? String == String(oracleLines[index * 2]))
+                let position = "\(location["file"] as? String ?? ""):\(location["line"] as? Int ?? 0):\(location["column"] as? Int ?? 0)"
+                #expect(position == String(oracleLines[index * 2 + 1]))
+            }
+            placed += 1
+        }
+        #expect(placed == 3)
+    }
+
     @Test("the reports resolve through the server's tables (not only unresolved frames on both sides)")
     func resolves() throws {
         let fixture = try Fixture()

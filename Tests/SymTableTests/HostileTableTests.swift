@@ -37,6 +37,8 @@ import Testing
                 for index in 0..<record.registerCount { _ = try? table.registerRule(index, of: record) }
             }
         }
+        // Finding functions by name indexes every range, scope and call-site record once.
+        for name in ["main", "_start", "f", ""] { _ = try? table.address(ofFunction: name, offset: 4) }
         // Reading chains ahead follows the same corrupt records, and indices out of bounds, quietly.
         var ranges = [Int](repeating: 0, count: addresses.count)
         addresses.withUnsafeBufferPointer { keys in ranges.withUnsafeMutableBufferPointer { table.rangeIndices(keys, into: $0) } }

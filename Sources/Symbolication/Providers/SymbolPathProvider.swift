@@ -78,6 +78,22 @@ public final class SymbolPathProvider: SymbolProvider {
                                           outcome: .otherModule(name: identity.name, buildID: identity.buildID))])
     }
 
+    /// The files under the path (or the path itself) that bear the module name `name`, each with
+    /// its build-id (nil when it has none): what a module reported without a build-id could be.
+    func files(named name: String) -> [(path: String, buildID: String?)] {
+        switch FileSystem.kind(of: path) {
+        case .directory:
+            let index = directoryIndex()
+            return (index.byName[name] ?? []).map { ($0, index.buildIDs[$0]) }
+        case .file:
+            guard let identity = Self.identify(path),
+                  identity.name == name || ReportModule.fileName(of: path) == name else { return [] }
+            return [(path, identity.buildID)]
+        default:
+            return []
+        }
+    }
+
     /// The build-id and module name of an ELF file or `.csym` table; nil for other files.
     static func identify(_ path: String) -> (buildID: String?, name: String)? {
         guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { return nil }
@@ -86,7 +102,8 @@ public final class SymbolPathProvider: SymbolProvider {
             return (file.buildIDHex, ReportModule.fileName(of: path))
         }
         guard path.hasSuffix(".csym"), let table = try? ModuleSymbols(tableAt: path) else { return nil }
-        return (hexString(table.table.module.buildID), table.table.module.name)
+        let buildID = table.table.module.buildID
+        return (buildID.isEmpty ? nil : hexString(buildID), table.table.module.name)
     }
 
     /// ELF files and tables under the directory, by build-id and by file name.
@@ -111,5 +128,41 @@ public final class SymbolPathProvider: SymbolProvider {
             known = index
             return index
         }
+    }
+}
+
+/// The `--symbols` paths together: a module reported without a build-id is found by its file
+/// name, and when the paths hold files of that name from more than one build (or without
+/// build-ids to tell them apart), which one the report means is unknown: every such file is an
+/// `ambiguous` candidate and none is used (as the server does among the tables of a version),
+/// instead of the first path's file being guessed. Otherwise the paths are asked in order.
+public struct SymbolPathsProvider: SymbolProvider {
+    /// One provider per path, in the order given.
+    public let paths: [SymbolPathProvider]
+
+    /// The providers over `paths`.
+    public init(paths: [String]) {
+        self.paths = paths.map(SymbolPathProvider.init(path:))
+    }
+
+    public func find(_ module: ModuleQuery) -> SymbolAnswer {
+        if module.buildID == nil {
+            var files: [(path: String, buildID: String?)] = []
+            for provider in paths {
+                for file in provider.files(named: module.name) where !files.contains(where: { $0.path == file.path }) {
+                    files.append(file)
+                }
+            }
+            // Files of one build (a binary, its debug file, its table) are one answer; a file
+            // without a build-id cannot be shown to be of another's build.
+            let builds = Set(files.map { $0.buildID ?? "\0" + $0.path })
+            if builds.count > 1 {
+                return .notFound(files.map {
+                    SymbolCandidate(source: .symbolsPath, location: $0.path,
+                                    outcome: .ambiguous(name: module.name, count: files.count))
+                })
+            }
+        }
+        return SymbolProviderChain(paths).find(module)
     }
 }
