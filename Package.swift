@@ -142,7 +142,7 @@ let package = Package(
         .target(
             name: "SymAgent",
             dependencies: [
-                "SymBytes", "SymReport", "SymCore", "Symbolication", "SymHTTP", "CSyncfs",
+                "SymBytes", "SymReport", "SymCore", "Symbolication", "SymHTTP", "CSyncfs", "CZstd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -68,6 +68,8 @@ public struct AgentConfiguration: Sendable {
     public var symbols: [String] = []
     /// `--metrics-port`: Prometheus text on 127.0.0.1 (nil: none; 0: a port the kernel picks).
     public var metricsPort: Int?
+    /// `--systemd-coredump`: systemd-coredump's store, whose cores are sent as reports (nil: not read).
+    public var systemdCoredump: String?
 
     /// A configuration; defaults for everything but the server, app and key.
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
@@ -112,6 +114,8 @@ public struct AgentConfiguration: Sendable {
         public var logLevel: String?
         public var symbols: [String] = []
         public var metricsPort: Int?
+        /// `--systemd-coredump[-dir]`: the store's directory.
+        public var systemdCoredump: String?
 
         /// No flags.
         public init() {}
@@ -126,7 +130,8 @@ public struct AgentConfiguration: Sendable {
 
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
-                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port"]
+                                  "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port",
+                                  "systemd-coredump"]
     /// The members of one entry of `spools`.
     public static let spoolKeys = ["path", "app-id", "version", "format", "environment"]
 
@@ -188,6 +193,7 @@ public struct AgentConfiguration: Sendable {
             logLevel: flags.logLevel ?? file.logLevel ?? "info")
         configuration.symbols = flags.symbols.isEmpty ? file.symbols : flags.symbols
         configuration.metricsPort = flags.metricsPort ?? file.metricsPort
+        configuration.systemdCoredump = flags.systemdCoredump ?? file.systemdCoredump
         if let port = configuration.metricsPort, !(0...65535).contains(port) {
             throw Problem("metrics-port must be between 0 and 65535")
         }
@@ -199,6 +205,12 @@ public struct AgentConfiguration: Sendable {
             configuration.host = host
         }
         return configuration
+    }
+
+    /// The `--symbols` paths alone (for `crashsym agent capture`): the flags, else the config file's.
+    public static func resolveSymbols(flags: [String], configFile: String?) throws(Problem) -> [String] {
+        guard flags.isEmpty else { return flags }
+        return try configFile.map { path throws(Problem) in try loadFile(path) }?.symbols ?? []
     }
 
     /// The state directory alone (for `crashsym agent status`, which needs no server or key).
@@ -240,6 +252,7 @@ public struct AgentConfiguration: Sendable {
         var maxReportsPerMinute: Int?
         var connections: Int?
         var metricsPort: Int?
+        var systemdCoredump: String?
     }
 
     /// Reads the JSON config file; every problem names the file and the setting.
@@ -299,6 +312,13 @@ public struct AgentConfiguration: Sendable {
                     throw Problem("\(path): \"metrics-port\" must be a whole number")
                 }
                 values.metricsPort = number
+            case "systemd-coredump":
+                // true: the default store; a string: that directory; false: none.
+                if let flag = value.bool {
+                    values.systemdCoredump = flag ? CoredumpStore.defaultDirectory : nil
+                } else {
+                    values.systemdCoredump = try string(key, value)
+                }
             case "symbols":
                 guard let list = value.array else { throw Problem("\(path): \"symbols\" must be a list of paths") }
                 for (index, item) in list.enumerated() {
