@@ -43,7 +43,7 @@ public struct CrashedProcess: Sendable, Equatable {
         if arguments.last == "" { arguments.removeLast() }
         environment = []
         for entry in environ.split(separator: 0) {
-            guard let equals = entry.firstIndex(of: 0x3d) else { continue }
+            guard let equals = entry.firstIndex(of: 0x3d), equals > entry.startIndex else { continue }
             let name = String(decoding: entry[entry.startIndex..<equals], as: UTF8.self)
             guard Self.admits(name, allow) else { continue }
             environment.append((name, String(decoding: entry[(equals + 1)...].prefix(Self.maximumTextBytes), as: UTF8.self)))
