@@ -148,9 +148,10 @@ public enum StreamedCore {
         if let layout { final = layout } else {
             final = try choose(header: header, machine: machine, notes: keptNotes, loads: loads, limits: limits).layout
         }
-        let stoppedEarly = !readToEnd && final.complete && input.position < declaredEnd
         if readToEnd { try input.drain() }
-        let truncated = !stoppedEarly && input.position < declaredEnd
+        // Cut: the stream ended before the data the headers declare; stopped early: it did not end.
+        let truncated = input.ended && input.position < declaredEnd
+        let stoppedEarly = !input.ended && input.position < declaredEnd
         return Reduced(core: try CoreFile(bytes: final.finish()), bytesRead: input.position, memoryKept: final.dataBytes,
                        truncated: truncated, stacksCut: stacksCut, stoppedEarly: stoppedEarly)
     }
