@@ -6,16 +6,19 @@ import Symbolication
 import Glibc
 #endif
 
-/// The agent's core spool, `STATE/cores`: where `crashsym agent capture` leaves cores, and how
-/// the agent turns each into the report it queues (every thread walked by SymCore's core reader,
-/// its frames resolved with this host's binaries and `--symbols`), so that a core of any size
-/// never enters the queue or the network, only its report.
+/// The agent's core spool, `STATE/cores`: where `crashsym agent capture` leaves the reports of
+/// the cores it read (and records of those it did not), and the one way a core becomes its
+/// report (`reportJSON(stream:…)`: read once by `StreamedCore`, every thread walked by SymCore's
+/// core reader, the frames resolved with this host's binaries and `--symbols`), for a piped
+/// core, a systemd-coredump core and a core file an earlier capture left here alike, so that a
+/// core of any size never enters the queue or the network, only its report.
 public enum CoreSpool {
     /// The core spool of a state directory.
     public static func directory(in stateDirectory: String) -> String { stateDirectory + "/cores" }
 
-    /// What a core's file name says about its crash: `core-TIME-PID-TID-SIGNAL-FLAG-NAME.core`,
-    /// FLAG `t` for a core cut at `--max-core-mb`, NAME the executable's with only
+    /// What a spooled file's name says about its crash: `core-TIME-PID-TID-SIGNAL-FLAG-NAME.json`
+    /// (`.core` for the cores earlier versions kept), FLAG `t` for a core those cut at their size
+    /// bound, NAME the executable's with only
     /// `[A-Za-z0-9._+-]` kept (others become `_`; it is the last field, so dashes stay).
     public struct Name: Sendable, Equatable {
         public var crash: CoreCapture.Crash
@@ -52,9 +55,10 @@ public enum CoreSpool {
 
     /// The crashsym JSON report of a crash whose core gives no stacks (dropped, or unreadable):
     /// its signal, process and time, and `problem`, so the crash is counted and explained.
-    static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String, extra: [(String, String)] = []) -> String {
+    static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String, input: Input = .corePattern,
+                           extra: [(String, String)] = []) -> String {
         let signal = crash.signal > 0 ? Forwarder.jsonString(CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name) : "null"
-        var metadata = [("input", "core_pattern"), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
+        var metadata = [("input", input.rawValue), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
                         ("time", "\(crash.time)"), ("core", problem)]
         if let tid = crash.tid { metadata.append(("tid", "\(tid)")) }
         if truncated { metadata.append(("core_truncated", "true")) }
@@ -108,8 +112,8 @@ public enum CoreSpool {
             ReportWriter.writeJSON(symbolicator.symbolicate(report), into: &bytes)
             return bytes
         } catch {
-            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
-                                    extra: [("input", input.rawValue)].filter { _ in input != .corePattern } + known).utf8)
+            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)", input: input,
+                                    extra: known).utf8)
         }
     }
 

@@ -110,7 +110,8 @@ final class CoredumpStore {
         let descriptor = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             return Array(CoreSpool.recordJSON(crash: crash, truncated: false,
-                                              problem: "the core could not be read: \(String(cString: strerror(errno)))", extra: extra).utf8)
+                                              problem: "the core could not be read: \(String(cString: strerror(errno)))",
+                                              input: .systemdCoredump, extra: extra).utf8)
         }
         defer { close(descriptor) }
         let source: (UnsafeMutableRawBufferPointer) throws(FormatError) -> Int
@@ -121,7 +122,7 @@ final class CoredumpStore {
                 source = { (buffer) throws(FormatError) -> Int in try zstd.read(into: buffer) }
             } catch {
                 return Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
-                                                  extra: extra).utf8)
+                                                  input: .systemdCoredump, extra: extra).utf8)
             }
         case nil:
             source = CoreStreamSource.reader(descriptor)

@@ -31,6 +31,10 @@ extension Crashsym {
                 oldest reports are dropped and counted (`crashsym agent status`). SIGTERM or SIGINT: the upload \
                 under way finishes, the queue stays on disk for the next start.
 
+                With --systemd-coredump, the cores systemd-coredump stores (core.COMM.UID.BOOTID.PID.TIME.zst) are \
+                each sent once as the compact report `crashsym agent capture` makes of a piped core (threads walked on \
+                this host); the store is only read, what was sent is remembered in STATE/coredump-done.
+
                 With --symbols, each report is symbolicated here first (the engine and symbol search of \
                 `crashsym symbolicate --symbols`) and sent as crashsym JSON (input_format=crashsym-json), for hosts \
                 whose debug files never leave them; a file crashsym cannot read as a report is sent as taken.
@@ -42,7 +46,7 @@ extension Crashsym {
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
+                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "systemd-coredump": true or dir, "spools": [{"path", "app-id", "version", "format", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
                 Exit status: 0 stopped cleanly (with --once: every collected report delivered), 1 failure (with \
