@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 /// systemd-coredump's store (`--systemd-coredump`, `coredumpctl`'s location,
-/// `/var/lib/systemd/coredump` by default): each complete `core.COMM.UID.BOOTID.PID.TIME[.zst]`
+/// `/var/lib/systemd/coredump` by default): each complete `core.COMM.UID.BOOTID.PID.TIME[.zst|.xz]`
 /// becomes the same compact report as a piped core (`CoreSpool.reportJSON(stream:…)`), the core
-/// decompressed as it is read (zstd; uncompressed cores too), never whole in memory.
+/// decompressed as it is read (zstd, xz; uncompressed cores too), never whole in memory.
 ///
 /// The store is systemd's: its files are never moved or removed (systemd's own vacuuming does
 /// that). Which cores were sent is remembered in `STATE/coredump-done` (one name a line, appended
@@ -29,7 +29,10 @@ final class CoredumpStore {
         var microseconds: UInt64
         var compression: Compression?
 
-        enum Compression: String { case zstd = "zst" }
+        enum Compression: String {
+            case zstd = "zst"
+            case xz
+        }
 
         init?(fileName: String) {
             let fields = fileName.split(separator: ".", omittingEmptySubsequences: false)
@@ -37,7 +40,7 @@ final class CoredumpStore {
                   let uid = UInt32(fields[2]), fields[3].count == 32, fields[3].allSatisfy(\.isHexDigit),
                   let pid = Int32(fields[4]), pid > 0, let time = UInt64(fields[5]) else { return nil }
             if fields.count == 7 {
-                // .lz4 and .xz (other Compress= builds) are not read: left for coredumpctl.
+                // .lz4 (liblz4's headers are not installed here) is not read: left for coredumpctl.
                 guard let compression = Compression(rawValue: String(fields[6])) else { return nil }
                 self.compression = compression
             } else {
@@ -120,6 +123,14 @@ final class CoredumpStore {
             do {
                 let zstd = try CoreStreamSource.Zstd(descriptor: descriptor)
                 source = { (buffer) throws(FormatError) -> Int in try zstd.read(into: buffer) }
+            } catch {
+                return Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
+                                                  input: .systemdCoredump, extra: extra).utf8)
+            }
+        case .xz?:
+            do {
+                let xz = try CoreStreamSource.XZ(descriptor: descriptor)
+                source = { (buffer) throws(FormatError) -> Int in try xz.read(into: buffer) }
             } catch {
                 return Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
                                                   input: .systemdCoredump, extra: extra).utf8)

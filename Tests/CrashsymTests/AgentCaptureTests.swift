@@ -295,9 +295,9 @@ import TestSupport
     }
 
     /// systemd-coredump's store (a temporary directory: installing systemd-coredump would change
-    /// this machine's core_pattern): zstd-compressed real cores named as systemd names them are
+    /// this machine's core_pattern): zstd- and xz-compressed real cores named as systemd names them are
     /// each sent once as the compact report of the whole core; the store is left as it was; a
-    /// compressed core that does not decompress arrives as a record; other names are left alone.
+    /// compressed core that does not decompress (garbage, an xz stream cut short) arrives as a record; other names are left alone.
     @Test func systemdCoredumpsStoredCoresArriveOnce() throws {
         let cores = try Self.coreFixtures()
         let server = try AgentTestServer()
@@ -312,6 +312,15 @@ import TestSupport
             #expect(zstd.status == 0, "\(zstd.stderr)")
             names[name] = fixture
         }
+        // xz (another Compress= build), from a core of its own.
+        let xzName = "core.signal-abort.1000.\(boot).910.1700000750000000.xz"
+        let xz = try Tool.run("/bin/sh", ["-c", "xz -c -T1 '\(cores)/signal-abort.core' > '\(store)/\(xzName)'"])
+        #expect(xz.status == 0, "\(xz.stderr)")
+        names[xzName] = "signal-abort"
+        // An xz core cut in the middle of its stream.
+        let cutXZ = "core.cut.0.\(boot).911.1700000760000000.xz"
+        let packed = try Data(contentsOf: URL(fileURLWithPath: store + "/" + xzName))
+        try packed.prefix(packed.count / 2).write(to: URL(fileURLWithPath: store + "/" + cutXZ))
         let broken = "core.broken.0.\(boot).999.1700000800000000.zst"
         try Data("not zstd at all".utf8).write(to: URL(fileURLWithPath: store + "/" + broken))
         for ignored in [".#core.partial.0.\(boot).5.1700000800000000.zst", "core.other.0.\(boot).6.1700000800000000.lz4", "notes.txt"] {
@@ -322,22 +331,22 @@ import TestSupport
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once", "--systemd-coredump-dir", store]),
                                         key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
-        #expect(once.stdout.contains("taken 4, delivered 4"), "\(once.stdout)")
+        #expect(once.stdout.contains("taken 6, delivered 6"), "\(once.stdout)")
         #expect(AgentTest.files(store) == before)
         let raws = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String), as: UTF8.self) }
-        #expect(raws.count == 4)
+        #expect(raws.count == 6)
         for raw in raws {
             let report = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
             let metadata = report["metadata"] as? [String: String] ?? [:]
             let file = try #require(metadata["core_file"], "\(metadata)")
-            #expect(metadata["input"] == "systemd-coredump" && metadata["boot_id"] == boot && metadata["uid"] == "0")
-            if file == broken {
-                #expect((report["reason"] as? String)?.contains("zstd") == true, "\(report)")
+            #expect(metadata["input"] == "systemd-coredump" && metadata["boot_id"] == boot && metadata["uid"] == (file == xzName ? "1000" : "0"))
+            if file == broken || file == cutXZ {
+                #expect((report["reason"] as? String)?.contains(file == broken ? "zstd" : "xz") == true, "\(report)")
                 continue
             }
             let fixture = try #require(names[file])
             #expect(metadata["process"] == fixture, "\(metadata)")
-            #expect(metadata["time"]?.hasPrefix("170000070") == true)
+            #expect(metadata["time"]?.hasPrefix("17000007") == true)
             let expected = try CoreFileCommandTests.ours(cores + "/\(fixture).core")
             #expect(Self.frames(report) == expected.threads, "\(fixture)")
         }
@@ -350,7 +359,7 @@ import TestSupport
         let third = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once", "--systemd-coredump-dir", store]),
                                          key: server.key)
         #expect(third.stdout.contains("taken 1, delivered 1"), "\(third.stdout)")
-        #expect(try server.crashes().count == 5)
+        #expect(try server.crashes().count == 7)
     }
 
     /// Hostile cores (a forged header, truncations and byte flips of a real core, seeded) never

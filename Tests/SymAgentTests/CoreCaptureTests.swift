@@ -102,7 +102,8 @@ import TestSupport
         #expect(name?.command == "my.prog" && name?.uid == 1000 && name?.pid == 4242 && name?.microseconds == 1_700_000_000_123_456)
         #expect(name?.compression == .zstd)
         #expect(CoredumpStore.Name(fileName: "core.prog.0.\(boot).1.2")?.compression == nil)
-        for bad in ["core.prog.0.\(boot).1.2.lz4", "core.prog.0.\(boot).1.2.xz", ".#core.prog.0.\(boot).1.2.zst", "core.prog.0.short.1.2.zst",
+        #expect(CoredumpStore.Name(fileName: "core.prog.0.\(boot).1.2.xz")?.compression == .xz)
+        for bad in ["core.prog.0.\(boot).1.2.lz4", "core.prog.0.\(boot).1.2.gz", ".#core.prog.0.\(boot).1.2.zst", "core.prog.0.short.1.2.zst",
                     "core..0.\(boot).1.2.zst", "core.prog.x.\(boot).1.2.zst", "core.prog.0.\(boot).0.2.zst", "report.json"] {
             #expect(CoredumpStore.Name(fileName: bad) == nil, "\(bad)")
         }
