@@ -90,6 +90,8 @@ let package = Package(
         .systemLibrary(name: "CElf", path: "Sources/CElf", pkgConfig: "libelf"),
         .systemLibrary(name: "CLibz", path: "Sources/CLibz", pkgConfig: "zlib"),
         .systemLibrary(name: "CZstd", path: "Sources/CZstd", pkgConfig: "libzstd"),
+        // xz (liblzma): systemd-coredump's Compress= cores in .xz (the agent only).
+        .systemLibrary(name: "CLzma", path: "Sources/CLzma", pkgConfig: "liblzma"),
         .systemLibrary(name: "CDemangle", path: "Sources/CDemangle"),
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CPrefetch", path: "Sources/CPrefetch"),
@@ -142,7 +144,7 @@ let package = Package(
         .target(
             name: "SymAgent",
             dependencies: [
-                "SymBytes", "SymReport", "SymCore", "Symbolication", "SymHTTP", "CSyncfs",
+                "SymBytes", "SymReport", "SymCore", "Symbolication", "SymHTTP", "CSyncfs", "CZstd", "CLzma",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

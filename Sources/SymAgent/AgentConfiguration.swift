@@ -119,6 +119,8 @@ public struct AgentConfiguration: Sendable {
     public func app(forExecutable path: String) -> App? {
         apps.first { $0.matches(path: path) }
     }
+    /// `--systemd-coredump`: systemd-coredump's store, whose cores are sent as reports (nil: not read).
+    public var systemdCoredump: String?
 
     /// A configuration; defaults for everything but the server, app and key.
     public init(server: String, appID: String, appKey: String, spools: [Spool], stateDirectory: String,
@@ -163,6 +165,8 @@ public struct AgentConfiguration: Sendable {
         public var logLevel: String?
         public var symbols: [String] = []
         public var metricsPort: Int?
+        /// `--systemd-coredump[-dir]`: the store's directory.
+        public var systemdCoredump: String?
 
         /// No flags.
         public init() {}
@@ -178,7 +182,7 @@ public struct AgentConfiguration: Sendable {
     /// The settings the config file may hold (the flags' names).
     public static let fileKeys = ["server", "app-id", "app-key", "spools", "state-dir", "version", "environment", "host",
                                   "poll", "settle-seconds", "max-queue-mb", "max-reports-per-minute", "connections", "log-level", "symbols", "metrics-port",
-                                  "apps"]
+                                  "apps", "systemd-coredump"]
     /// The members of one entry of `spools`.
     public static let spoolKeys = ["path", "app-id", "app-key", "version", "format", "environment"]
     /// The members of one entry of `apps`.
@@ -243,6 +247,7 @@ public struct AgentConfiguration: Sendable {
         configuration.symbols = flags.symbols.isEmpty ? file.symbols : flags.symbols
         configuration.metricsPort = flags.metricsPort ?? file.metricsPort
         configuration.apps = file.apps
+        configuration.systemdCoredump = flags.systemdCoredump ?? file.systemdCoredump
         if let port = configuration.metricsPort, !(0...65535).contains(port) {
             throw Problem("metrics-port must be between 0 and 65535")
         }
@@ -254,6 +259,12 @@ public struct AgentConfiguration: Sendable {
             configuration.host = host
         }
         return configuration
+    }
+
+    /// The `--symbols` paths alone (for `crashsym agent capture`): the flags, else the config file's.
+    public static func resolveSymbols(flags: [String], configFile: String?) throws(Problem) -> [String] {
+        guard flags.isEmpty else { return flags }
+        return try configFile.map { path throws(Problem) in try loadFile(path) }?.symbols ?? []
     }
 
     /// The state directory alone (for `crashsym agent status`, which needs no server or key).
@@ -296,6 +307,7 @@ public struct AgentConfiguration: Sendable {
         var maxReportsPerMinute: Int?
         var connections: Int?
         var metricsPort: Int?
+        var systemdCoredump: String?
     }
 
     /// Reads the JSON config file; every problem names the file and the setting.
@@ -355,6 +367,13 @@ public struct AgentConfiguration: Sendable {
                     throw Problem("\(path): \"metrics-port\" must be a whole number")
                 }
                 values.metricsPort = number
+            case "systemd-coredump":
+                // true: the default store; a string: that directory; false: none.
+                if let flag = value.bool {
+                    values.systemdCoredump = flag ? CoredumpStore.defaultDirectory : nil
+                } else {
+                    values.systemdCoredump = try string(key, value)
+                }
             case "symbols":
                 guard let list = value.array else { throw Problem("\(path): \"symbols\" must be a list of paths") }
                 for (index, item) in list.enumerated() {

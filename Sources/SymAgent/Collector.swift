@@ -66,6 +66,8 @@ public final class Collector {
     /// The configured spools, then the core spool (`CoreSpool`).
     private let spools: [AgentConfiguration.Spool]
     private let coreDirectory: String
+    /// `--systemd-coredump`: systemd-coredump's store, watched like a spool, never changed.
+    private let coredumps: CoredumpStore?
     /// The engine that walks and resolves cores: `--symbols`'s, else this host's binaries only.
     private lazy var coreSymbolication = symbolication
         ?? LocalSymbolication(searchPaths: [], cacheDirectory: configuration.stateDirectory + "/symbol-cache")
@@ -94,7 +96,9 @@ public final class Collector {
         if mkdir(coreDirectory, 0o700) != 0 && errno != EEXIST {
             throw AgentError("\(coreDirectory): cannot create the core spool: \(String(cString: strerror(errno)))")
         }
-        spools = configuration.spools + [AgentConfiguration.Spool(path: coreDirectory)]
+        coredumps = configuration.systemdCoredump.map { CoredumpStore(directory: $0, stateDirectory: configuration.stateDirectory) }
+        spools = configuration.spools + (coredumps.map { [AgentConfiguration.Spool(path: $0.directory)] } ?? [])
+            + [AgentConfiguration.Spool(path: coreDirectory)]
         watcher = try SpoolWatcher(spools: spools.map(\.path), poll: configuration.poll, waker: waker)
         retry = RetryPolicy(maxAttempts: Int.max, initialDelay: configuration.initialBackoff,
                             maximumDelay: configuration.maximumBackoff, maximumRetryAfter: .seconds(3600))
@@ -195,9 +199,10 @@ public final class Collector {
     /// Decides about one file, and takes it when complete.
     private func consider(_ candidate: SpoolWatcher.Candidate, now: ContinuousClock.Instant) {
         let spool = spools[candidate.spool]
-        // The core spool's files appear only whole (renamed in from hidden partial names): complete
-        // as soon as they are seen.
-        let complete = candidate.closed || candidate.spool == spools.count - 1
+        // The core spool's files appear only whole (renamed in from hidden partial names), and so
+        // do systemd-coredump's (linked or renamed in once written): complete as soon as seen.
+        let complete = candidate.closed || candidate.spool >= configuration.spools.count
+        if let coredumps, candidate.spool == configuration.spools.count, !coredumps.wants(candidate.name) { return }
         switch SpoolFile.readiness(directory: spool.path, name: candidate.name, format: spool.format, closed: complete,
                                    settle: configuration.settle, now: now) {
         case .ignore:
@@ -229,7 +234,17 @@ public final class Collector {
         readyPaths.removeAll()
         // A core is queued as its report; one whose report cannot be written waits in the spool.
         var cores: [String] = []
+        var stored: [String] = []
         batch = batch.compactMap { file in
+            if let coredumps, file.path.hasPrefix(coredumps.directory + "/") {
+                // systemd's core stays where it is; its report is queued.
+                let name = String(file.path.dropFirst(coredumps.directory.count + 1))
+                guard let report = reportOfStoredCore(name, coredumps) else { return nil }
+                stored.append(name)
+                var metadata = file.metadata
+                metadata.format = ReportFormat.crashsymJSON.rawValue
+                return (report, metadata)
+            }
             guard file.path.hasPrefix(coreDirectory + "/") && file.path.hasSuffix(".core") else { return file }
             guard let report = reportOfCore(file.path) else { return nil }
             cores.append(file.path)
@@ -248,6 +263,7 @@ public final class Collector {
         }
         // Their reports are queued (or deleted by the storm limit): the cores are done with.
         for core in cores { unlink(core) }
+        coredumps?.markDone(stored)
         for (id, file) in zip(ids, batch) {
             guard let id else { continue }
             order.append(id)
@@ -285,6 +301,21 @@ public final class Collector {
             return nil
         }
         logger.info("core walked", metadata: ["crashsym.source": "\(path)", "crashsym.report_bytes": "\(json.count)"])
+        return report
+    }
+
+    /// Writes the report of systemd-coredump's core `name` into the core spool under a hidden
+    /// name and returns it (nil: it could not be written; the core is tried again later).
+    private func reportOfStoredCore(_ name: String, _ store: CoredumpStore) -> String? {
+        let report = "\(coreDirectory)/.systemd-\(name).json"
+        let json = store.reportJSON(of: name, symbolicator: coreSymbolication.symbolicator)
+        if let failed = FileIO.writeDurably(json, to: report, scratch: report + ".partial", exclusive: false, permissions: 0o600),
+           failed.step != .syncDirectory {
+            logger.error("cannot write the report of a stored core", metadata: ["crashsym.source": "\(name)", "crashsym.errno": "\(failed.code)"])
+            noteError("\(store.directory)/\(name): cannot write its report: \(String(cString: strerror(failed.code)))")
+            return nil
+        }
+        logger.info("systemd-coredump core walked", metadata: ["crashsym.source": "\(store.directory)/\(name)", "crashsym.report_bytes": "\(json.count)"])
         return report
     }
 

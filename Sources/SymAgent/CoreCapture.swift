@@ -1,4 +1,5 @@
 import SymBytes
+import SymCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,13 +9,15 @@ import Glibc
 /// `%P %i %s %t %e` specifiers as arguments, while the crashed process waits in its exit; it must
 /// be short and must not lose the crash.
 ///
-/// The core is streamed (`bufferBytes` at a time, whatever its size) into the agent's core spool
-/// (`STATE/cores`) under a hidden name, flushed and renamed into place (`FileIO.moveDurably`): the
-/// agent sees a core only once it is whole. Past `maximumBytes` the rest is not read and the core
-/// kept is marked truncated (its notes, which come first, still give every thread's registers).
-/// Over `perMinute` captures in a minute, or when the core cannot be written (a full disk), the
-/// core is not kept but the crash still is: a small crashsym JSON report with its process, signal
-/// and why the core was dropped. The agent walks each core (`CoreSpool`) and sends its report.
+/// The core itself is never stored: it is read once from the pipe (`StreamedCore`: the notes,
+/// then only each thread's stack, the mapped files' first pages and the vDSO are kept while the
+/// rest streams by, within `Limits.core` whatever the core's size), every thread is walked with
+/// the unwind tables of the mapped files on this host (`Symbolicator.report(core:path:)`, the walk
+/// of `crashsym symbolicate CORE`; tables converted once into the agent's symbol cache) and a
+/// compact crashsym JSON report is written durably into the agent's core spool, with the
+/// process's command line and allowed environment (`CrashedProcess`, read from `/proc/PID`
+/// before privileges are dropped). Over `perMinute` captures in a minute only a record of the
+/// crash is written (no walk).
 public enum CoreCapture {
     /// The `core_pattern` specifiers, as the kernel expands them.
     public struct Crash: Sendable, Equatable {
@@ -57,88 +60,63 @@ public enum CoreCapture {
 
     /// Bounds of one capture.
     public struct Limits: Sendable, Equatable {
-        /// Bytes of a core kept at most; the rest is not read.
-        public var maximumBytes: UInt64
-        /// Cores kept per minute at most (all programs together); over it, only the crash's record.
+        /// Memory of the core kept at most (notes, stacks, first pages).
+        public var core: StreamedCore.Limits
+        /// Cores walked per minute at most (all programs together); over it, only the crash's record.
         public var perMinute: Int
 
         /// Limits.
-        public init(maximumBytes: UInt64 = 1 << 30, perMinute: Int = 10) {
-            self.maximumBytes = maximumBytes
+        public init(core: StreamedCore.Limits = StreamedCore.Limits(), perMinute: Int = 10) {
+            self.core = core
             self.perMinute = perMinute
+        }
+
+        /// Limits of `memoryBytes` kept, `stackBytes` per stack and `perMinute` walks.
+        public init(memoryBytes: Int, stackBytes: Int, perMinute: Int) {
+            self.init(core: StreamedCore.Limits(memoryBytes: memoryBytes, stackBytes: stackBytes), perMinute: perMinute)
         }
     }
 
     /// What one capture did.
     public enum Outcome: Sendable, Equatable {
-        /// The core is in the spool at `path` (`bytes` long, cut at the limit when `truncated`).
-        case kept(path: String, bytes: UInt64, truncated: Bool)
-        /// The core was not kept; the crash's record is at `path`.
+        /// The core's report is in the spool at `path` (`bytes` long).
+        case reported(path: String, bytes: Int)
+        /// The core was not walked; the crash's record is at `path`.
         case dropped(path: String, reason: String)
     }
 
-    /// Bytes read from standard input at a time: the helper's memory whatever the core's size.
-    static let bufferBytes = 1 << 18
-
-    /// Reads the core from `input` into `directory` (the agent's core spool, created when missing).
-    /// Fails only when not even the crash's record could be written.
-    public static func capture(_ crash: Crash, from input: Int32, into directory: String, limits: Limits) throws(AgentError) -> Outcome {
+    /// Reads the core from `input` and writes its report into `directory` (the agent's core
+    /// spool, created when missing), the frames walked and resolved by `symbolication`. Fails only
+    /// when not even the crash's record could be written.
+    public static func capture(_ crash: Crash, from input: Int32, into directory: String, limits: Limits,
+                               process: CrashedProcess?, symbolication: LocalSymbolication) throws(AgentError) -> Outcome {
         // The state directory too, when the agent has not run yet (its own mode: 0700).
         for path in [FileIO.directory(of: directory), directory] where mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw AgentError("\(path): cannot create the core spool: \(String(cString: strerror(errno)))")
         }
-        let name = CoreSpool.Name(crash: crash, truncated: false)
         if let reason = overRate(directory: directory, limit: limits.perMinute, now: crash.time) {
-            return try drop(crash, reason: reason, into: directory)
+            return try drop(crash, reason: reason, into: directory, process: process)
         }
-        let scratch = "\(directory)/.\(name.fileName).partial"
-        let descriptor = open(scratch, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            return try drop(crash, reason: "the core could not be created: \(String(cString: strerror(errno)))", into: directory)
+        // Reading stops once everything wanted is kept: the kernel ends the dump at the closed pipe.
+        let json = CoreSpool.reportJSON(stream: CoreStreamSource.reader(input), crash: crash, input: .corePattern, process: process,
+                                        limits: limits.core, readToEnd: false, symbolicator: symbolication.symbolicator)
+        let name = "core-" + CoreSpool.Name(crash: crash, truncated: false).stem + ".json"
+        let path = "\(directory)/\(name)"
+        if let failed = FileIO.writeDurably(json, to: path, scratch: "\(directory)/.\(name).partial", exclusive: false, permissions: 0o600),
+           failed.step != .syncDirectory {
+            return try drop(crash, reason: "the report could not be written: \(String(cString: strerror(failed.code)))", into: directory,
+                            process: process)
         }
-        var written: UInt64 = 0
-        var truncated = false
-        var failure: Int32 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferBytes, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(input, buffer.baseAddress, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-                break
-            }
-            if count == 0 { break }
-            let keep = Int(min(UInt64(count), limits.maximumBytes - written))
-            failure = FileIO.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffer[0..<keep]))
-            if failure != 0 { break }
-            written += UInt64(keep)
-            if keep < count || written == limits.maximumBytes {
-                // At the limit: whatever follows is not read (the kernel stops at the closed pipe).
-                var probe: UInt8 = 0
-                truncated = keep < count || read(input, &probe, 1) > 0
-                break
-            }
-        }
-        close(descriptor)
-        if failure != 0 {
-            unlink(scratch)
-            return try drop(crash, reason: "the core could not be written: \(String(cString: strerror(failure)))", into: directory)
-        }
-        let final = "\(directory)/\(CoreSpool.Name(crash: crash, truncated: truncated).fileName)"
-        if let failed = FileIO.moveDurably(scratch, to: final), failed.step != .syncDirectory {
-            unlink(scratch)
-            return try drop(crash, reason: "the core could not be kept: \(String(cString: strerror(failed.code)))", into: directory)
-        }
-        return .kept(path: final, bytes: written, truncated: truncated)
+        return .reported(path: path, bytes: json.count)
     }
 
     /// Writes the record of a crash whose core is not kept: a crashsym JSON report without stacks,
     /// which the agent sends like any other (docs/agent.md, "Core dumps").
-    static func drop(_ crash: Crash, reason: String, into directory: String) throws(AgentError) -> Outcome {
+    static func drop(_ crash: Crash, reason: String, into directory: String, process: CrashedProcess?) throws(AgentError) -> Outcome {
         let name = "dropped-" + CoreSpool.Name(crash: crash, truncated: false).stem + ".json"
         let path = "\(directory)/\(name)"
-        let bytes = Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "core not kept: \(reason)").utf8)
+        let bytes = Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "core not kept: \(reason)",
+                                                   extra: process?.metadata ?? []).utf8)
         if let failed = FileIO.writeDurably(bytes, to: path, scratch: "\(directory)/.\(name).partial", exclusive: false, permissions: 0o600),
            failed.step != .syncDirectory {
             throw AgentError("\(path): cannot record the crash of pid \(crash.pid) (\(reason)): \(String(cString: strerror(failed.code)))")
@@ -174,8 +152,10 @@ public enum CoreCapture {
 
     /// When running as root (the kernel's helper), takes the identity of the owner of the first
     /// of `directories` that exists (the core spool, else the state directory: the agent's user)
-    /// before the core is written: the core is then the agent's to read and remove, and a hostile
-    /// core is never handled with root's rights. Standard input stays readable.
+    /// once `/proc/PID` is read and before the core's first byte is: the core is parsed, walked
+    /// and its report written with the agent's rights only (the report and the converted tables
+    /// are the agent's to read and remove; a hostile core never meets root). Standard input
+    /// stays readable.
     public static func dropPrivileges(toOwnerOf directories: [String]) throws(AgentError) {
         guard geteuid() == 0 else { return }
         var info = stat()

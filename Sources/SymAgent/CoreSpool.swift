@@ -6,16 +6,19 @@ import Symbolication
 import Glibc
 #endif
 
-/// The agent's core spool, `STATE/cores`: where `crashsym agent capture` leaves cores, and how
-/// the agent turns each into the report it queues (every thread walked by SymCore's core reader,
-/// its frames resolved with this host's binaries and `--symbols`), so that a core of any size
-/// never enters the queue or the network, only its report.
+/// The agent's core spool, `STATE/cores`: where `crashsym agent capture` leaves the reports of
+/// the cores it read (and records of those it did not), and the one way a core becomes its
+/// report (`reportJSON(stream:…)`: read once by `StreamedCore`, every thread walked by SymCore's
+/// core reader, the frames resolved with this host's binaries and `--symbols`), for a piped
+/// core, a systemd-coredump core and a core file an earlier capture left here alike, so that a
+/// core of any size never enters the queue or the network, only its report.
 public enum CoreSpool {
     /// The core spool of a state directory.
     public static func directory(in stateDirectory: String) -> String { stateDirectory + "/cores" }
 
-    /// What a core's file name says about its crash: `core-TIME-PID-TID-SIGNAL-FLAG-NAME.core`,
-    /// FLAG `t` for a core cut at `--max-core-mb`, NAME the executable's with only
+    /// What a spooled file's name says about its crash: `core-TIME-PID-TID-SIGNAL-FLAG-NAME.json`
+    /// (`.core` for the cores earlier versions kept), FLAG `t` for a core those cut at their size
+    /// bound, NAME the executable's with only
     /// `[A-Za-z0-9._+-]` kept (others become `_`; it is the last field, so dashes stay).
     public struct Name: Sendable, Equatable {
         public var crash: CoreCapture.Crash
@@ -52,43 +55,94 @@ public enum CoreSpool {
 
     /// The crashsym JSON report of a crash whose core gives no stacks (dropped, or unreadable):
     /// its signal, process and time, and `problem`, so the crash is counted and explained.
-    static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String) -> String {
-        let signal = CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name
-        var metadata = [("input", "core_pattern"), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
+    static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String, input: Input = .corePattern,
+                           extra: [(String, String)] = []) -> String {
+        let signal = crash.signal > 0 ? Forwarder.jsonString(CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name) : "null"
+        var metadata = [("input", input.rawValue), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
                         ("time", "\(crash.time)"), ("core", problem)]
         if let tid = crash.tid { metadata.append(("tid", "\(tid)")) }
         if truncated { metadata.append(("core_truncated", "true")) }
+        metadata += extra
         let members = metadata.map { "\(Forwarder.jsonString($0.0)):\(Forwarder.jsonString($0.1))" }.joined(separator: ",")
-        return "{\"signal\":\(Forwarder.jsonString(signal)),\"reason\":\(Forwarder.jsonString(problem)),"
+        return "{\"signal\":\(signal),\"reason\":\(Forwarder.jsonString(problem)),"
             + "\"metadata\":{\(members)},\"modules\":[],\"stacks\":[]}\n"
     }
 
-    /// The crashsym JSON report of the core at `path` (docs/crash-report.md): its threads walked,
-    /// resolved by `symbolicator`, with what its file name says of the crash; a core that cannot be
-    /// read (cut, damaged, hostile) gives the crash's record with the reader's error instead.
-    static func reportJSON(ofCore path: String, symbolicator: Symbolicator) -> [UInt8] {
-        let name = Name(fileName: String(path.split(separator: "/").last ?? ""))
+    /// How a core reached the agent, for the report's `input` metadata.
+    public enum Input: String, Sendable {
+        /// Piped by the kernel to `crashsym agent capture`.
+        case corePattern = "core_pattern"
+        /// Stored by systemd-coredump.
+        case systemdCoredump = "systemd-coredump"
+        /// A core file left in the core spool (by an earlier `capture`).
+        case coreFile = "core-file"
+    }
+
+    /// The compact crashsym JSON report (docs/crash-report.md) of the core `source` streams:
+    /// read once within `limits` (`StreamedCore`: notes, stacks, the modules' first pages),
+    /// every thread walked and resolved by `symbolicator` (the one walk of `crashsym symbolicate
+    /// CORE`), with what the helper knows of the crash (`crash`, `process`), the crashed
+    /// thread's registers and what the reading kept. A core that cannot be read (cut before its
+    /// notes, damaged, hostile) gives the crash's record with the reader's error instead.
+    static func reportJSON(stream source: @escaping (UnsafeMutableRawBufferPointer) throws(FormatError) -> Int,
+                           crash: CoreCapture.Crash, input: Input, process: CrashedProcess?, limits: StreamedCore.Limits,
+                           readToEnd: Bool, symbolicator: Symbolicator, extra: [(String, String)] = []) -> [UInt8] {
+        let known = (process?.metadata ?? []) + extra
         do throws(FormatError) {
-            let file = try MappedFile(path: path)
-            var report = try withExtendedLifetime(file) { () throws(FormatError) -> CrashReport in
-                try symbolicator.report(core: try CoreFile(file: file), path: path)
+            let reduced = try StreamedCore.read(from: source, limits: limits, readToEnd: readToEnd)
+            var report = try symbolicator.report(core: reduced.core, path: crash.executable)
+            var metadata = [ReportMetadata("input", input.rawValue)]
+            if crash.pid > 0 { metadata.append(ReportMetadata("global_pid", "\(crash.pid)")) }
+            metadata.append(ReportMetadata("time", "\(crash.time)"))
+            report.metadata.insert(contentsOf: metadata, at: 0)
+            if report.metadata("process") == nil { report.metadata.append(ReportMetadata("process", crash.executable)) }
+            if let tid = crash.tid { report.metadata.append(ReportMetadata("tid", "\(tid)")) }
+            if let thread = reduced.core.crashedThread {
+                report.metadata.append(ReportMetadata("registers", registers(of: thread, machine: reduced.core.machine)))
             }
-            if let name {
-                // %P: the pid in the initial namespace (the core's own is the process's namespace's).
-                report.metadata.append(ReportMetadata("global_pid", "\(name.crash.pid)"))
-                report.metadata.append(ReportMetadata("time", "\(name.crash.time)"))
-                if report.metadata("process") == nil { report.metadata.append(ReportMetadata("process", name.crash.executable)) }
-                if name.truncated { report.metadata.append(ReportMetadata("core_truncated", "true")) }
-                if report.signal == nil {
-                    report.signal = CoreFile.SignalInfo(number: name.crash.signal, code: 0, errno: 0, address: nil).name
-                }
+            for (key, value) in known { report.metadata.append(ReportMetadata(key, value)) }
+            report.metadata.append(ReportMetadata("core_bytes_read", "\(reduced.bytesRead)"))
+            report.metadata.append(ReportMetadata("core_memory_kept", "\(reduced.memoryKept)"))
+            if reduced.truncated { report.metadata.append(ReportMetadata("core_truncated", "true")) }
+            if reduced.stacksCut > 0 { report.metadata.append(ReportMetadata("core_stacks_cut", "\(reduced.stacksCut)")) }
+            if report.signal == nil && crash.signal > 0 {
+                report.signal = CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name
             }
             var bytes: [UInt8] = []
             ReportWriter.writeJSON(symbolicator.symbolicate(report), into: &bytes)
             return bytes
         } catch {
-            let crash = name?.crash ?? CoreCapture.Crash(pid: 0, tid: nil, signal: 0, time: 0, executable: "unknown")
-            return Array(recordJSON(crash: crash, truncated: name?.truncated ?? false, problem: "the core could not be read: \(error)").utf8)
+            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)", input: input,
+                                    extra: known).utf8)
         }
+    }
+
+    /// The registers of a core's thread as `name=0xVALUE` words in the CPU's order (x86_64:
+    /// rip rsp rbp rax … r15; aarch64: pc sp x0 … x30).
+    public static func registers(of thread: CoreFile.Thread, machine: CoreFile.Machine) -> String {
+        let names: [(UInt16, String)]
+        switch machine {
+        case .x86_64:
+            names = [(16, "rip"), (7, "rsp"), (6, "rbp"), (0, "rax"), (3, "rbx"), (2, "rcx"), (1, "rdx"), (4, "rsi"), (5, "rdi")]
+                + (8...15).map { (UInt16($0), "r\($0)") }
+        case .aarch64:
+            names = [(32, "pc"), (31, "sp")] + (0...30).map { (UInt16($0), "x\($0)") }
+        }
+        return names.compactMap { number, name in thread.registers[number].map { "\(name)=0x" + String($0, radix: 16) } }
+            .joined(separator: " ")
+    }
+
+    /// The report of the core file at `path` (a core an earlier `capture` left in the spool),
+    /// streamed through the same reader as a piped core.
+    static func reportJSON(ofCore path: String, symbolicator: Symbolicator, limits: StreamedCore.Limits = StreamedCore.Limits()) -> [UInt8] {
+        let name = Name(fileName: String(path.split(separator: "/").last ?? ""))
+        let crash = name?.crash ?? CoreCapture.Crash(pid: 0, tid: nil, signal: 0, time: 0, executable: "unknown")
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(String(cString: strerror(errno)))").utf8)
+        }
+        defer { close(descriptor) }
+        return reportJSON(stream: CoreStreamSource.reader(descriptor), crash: crash, input: .coreFile, process: nil, limits: limits,
+                          readToEnd: false, symbolicator: symbolicator, extra: name?.truncated == true ? [("core_cut_at_capture", "true")] : [])
     }
 }

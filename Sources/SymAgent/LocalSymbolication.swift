@@ -8,7 +8,7 @@ import Synchronization
 /// --symbols`'s (one `Symbolicator` over `SymbolSources`), and what is sent is its JSON
 /// (docs/crash-report.md), so the server stores the report with its frames resolved.
 public final class LocalSymbolication: Sendable {
-    private let symbolicator: Symbolicator
+    let symbolicator: Symbolicator
 
     /// Symbols from `searchPaths` (directories of `.csym` tables, ELF files or `.build-id` trees,
     /// or such files), then the places `crashsym symbolicate` looks; ELF files converted once into

@@ -31,6 +31,10 @@ extension Crashsym {
                 oldest reports are dropped and counted (`crashsym agent status`). SIGTERM or SIGINT: the upload \
                 under way finishes, the queue stays on disk for the next start.
 
+                With --systemd-coredump, the cores systemd-coredump stores (core.COMM.UID.BOOTID.PID.TIME.zst) are \
+                each sent once as the compact report `crashsym agent capture` makes of a piped core (threads walked on \
+                this host); the store is only read, what was sent is remembered in STATE/coredump-done.
+
                 With --symbols, each report is symbolicated here first (the engine and symbol search of \
                 `crashsym symbolicate --symbols`) and sent as crashsym JSON (input_format=crashsym-json), for hosts \
                 whose debug files never leave them; a file crashsym cannot read as a report is sent as taken.
@@ -46,7 +50,7 @@ extension Crashsym {
                 CRASHSYM_STATE_DIR, CRASHSYM_VERSION, CRASHSYM_ENVIRONMENT, CRASHSYM_SPOOL with colon-separated \
                 directories), which wins over the config file (--config, JSON: {"server", "app-id", "app-key", \
                 "state-dir", "version", "environment", "host", "poll", "settle-seconds", "max-queue-mb", \
-                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "spools": [{"path", "app-id", "app-key", "version", "format", "environment"}], \
+                "max-reports-per-minute", "connections", "log-level", "metrics-port", "symbols": [path…], "systemd-coredump": true or dir, "spools": [{"path", "app-id", "app-key", "version", "format", "environment"}], \
                 "apps": [{"executable", "app-id", "app-key", "version", "environment"}]}), which wins \
                 over the defaults. --spool flags replace the file's spools.
 
@@ -127,6 +131,14 @@ extension Crashsym {
                                    valueName: "port"))
         var metricsPort: Int?
 
+        @Flag(name: .customLong("systemd-coredump"),
+              help: "Also send the cores systemd-coredump stores (/var/lib/systemd/coredump, or --systemd-coredump-dir), each as a compact report; the store is only read.")
+        var systemdCoredump = false
+
+        @Option(name: .customLong("systemd-coredump-dir"),
+                help: ArgumentHelp("systemd-coredump's store, when not /var/lib/systemd/coredump (implies --systemd-coredump).", valueName: "dir"))
+        var systemdCoredumpDirectory: String?
+
         @Flag(help: "Take every complete file in the spools, send the queue once (one report at a time), and exit (for cron and tests).")
         var once = false
 
@@ -155,6 +167,7 @@ extension Crashsym {
             flags.logLevel = logLevel
             flags.symbols = symbols
             flags.metricsPort = metricsPort
+            flags.systemdCoredump = systemdCoredumpDirectory ?? (systemdCoredump ? "/var/lib/systemd/coredump" : nil)
             let environmentValues = ProcessInfo.processInfo.environment
             let configuration: AgentConfiguration
             do {
@@ -229,32 +242,46 @@ extension Crashsym {
         /// `crashsym agent capture`: the kernel's `core_pattern` pipe helper (docs/agent.md, "Core dumps").
         struct Capture: ParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Keep a core the kernel pipes in (core_pattern) in the agent's core spool.",
+                abstract: "Turn a core the kernel pipes in (core_pattern) into a compact crash report in the agent's core spool.",
                 discussion: """
                     Installed as the kernel's core pattern (as root; see docs/agent.md):
                       echo '|/usr/bin/crashsym-agent agent capture --state-dir /var/lib/crashsym-agent %P %i %s %t %e' \
                         > /proc/sys/kernel/core_pattern
                     The kernel runs it with the core on standard input and the crash's process id (%P), thread id (%i), \
-                    signal (%s), time (%t) and executable name (%e) as arguments. The core is streamed (256 KiB at a time, \
-                    whatever its size) into STATE/cores under a hidden name, flushed to disk and renamed into place; the \
-                    running agent then walks every thread with the core reader, resolves the frames with this host's \
-                    binaries (and its --symbols), sends the report and removes the core. Run as root, it takes the \
-                    identity of the owner of STATE/cores (the agent's user) before writing.
-                    A core over --max-core-mb is cut there (its notes, first in the file, keep every thread's registers; \
-                    the report says core_truncated). Over --max-captures-per-minute cores, or when the core cannot be \
-                    written (a full disk), the core is not kept, and a small crashsym JSON report of the crash (process, \
+                    signal (%s), time (%t) and executable name (%e) as arguments. It first reads the process's command \
+                    line and the environment variables --env-allow admits from /proc/%P (as root), then takes the \
+                    identity of the owner of STATE/cores (the agent's user) and only then reads the core: once, from the \
+                    pipe, keeping the notes (threads, registers, signal, mapped files) and only the memory a walk needs \
+                    (each thread's stack from its stack pointer up to --max-stack-kb, the first page of each mapped file \
+                    for its build-id, the vDSO), at most --max-memory-mb whatever the core's size. Every thread is walked \
+                    with the unwind tables of the mapped files on this host (converted once into STATE/symbol-cache, \
+                    as with the agent's --symbols) and the frames resolved; the report (crashsym JSON: threads, frames, \
+                    the crashed thread's registers, modules with build-ids, signal, command line, environment) is written \
+                    durably as STATE/cores/core-TIME-PID-TID-SIGNAL-f-NAME.json, which the running agent sends. The core \
+                    is never stored; reading stops once everything needed is kept (the kernel ends the dump there).
+                    Over --max-captures-per-minute, the core is not read and a small record of the crash (process, \
                     signal, why) is spooled instead, so the crash is still counted.
-                    Takes the agent's --config and --state-dir (after `capture`, before the specifiers).
-                    Exit status: 0 core or crash record kept, 1 nothing could be written, 2 usage.
+                    Takes the agent's --config, --state-dir and --symbols (after `capture`, before the specifiers).
+                    Exit status: 0 report or crash record written, 1 nothing could be written, 2 usage.
                     """)
 
             @ParentCommand var agent: Agent
 
-            @Option(name: .customLong("max-core-mb"), help: ArgumentHelp("Bytes of a core kept at most, in MiB; the rest is not read (default 1024).", valueName: "MiB"))
-            var maxCoreMB: UInt64 = 1024
+            @Option(name: .customLong("max-memory-mb"),
+                    help: ArgumentHelp("Memory of the core kept at most, in MiB: notes, stacks and first pages (default 64).", valueName: "MiB"))
+            var maxMemoryMB: Int = 64
+
+            @Option(name: .customLong("max-stack-kb"),
+                    help: ArgumentHelp("Bytes of each thread's stack kept, from its stack pointer up, in KiB (default 512).", valueName: "KiB"))
+            var maxStackKB: Int = 512
+
+            @Option(name: .customLong("env-allow"),
+                    help: ArgumentHelp("An environment variable of the crashed process to add to the report (repeatable; * matches any characters, but a pattern never admits names holding KEY, TOKEN, SECRET, PASS, CREDENTIAL, AUTH or COOKIE: name those exactly). Default: LANG, LANGUAGE, LC_*, TZ.",
+                                       valueName: "name"))
+            var envAllow: [String] = []
 
             @Option(name: .customLong("max-captures-per-minute"),
-                    help: ArgumentHelp("Cores kept per minute at most, all programs together; past it only a record of each crash (default 10; 0: no limit).", valueName: "count"))
+                    help: ArgumentHelp("Cores walked per minute at most, all programs together; past it only a record of each crash (default 10; 0: no limit).", valueName: "count"))
             var maxCapturesPerMinute: Int = 10
 
             // Whatever is not an option of `capture` or of `agent` (--config, --state-dir): the
@@ -264,8 +291,12 @@ extension Crashsym {
             var specifiers: [String] = []
 
             func validate() throws {
-                guard maxCoreMB > 0, maxCoreMB <= 1 << 20 else { throw ValidationError("--max-core-mb must be between 1 and 1048576") }
+                guard maxMemoryMB >= 1, maxMemoryMB <= 1 << 16 else { throw ValidationError("--max-memory-mb must be between 1 and 65536") }
+                guard maxStackKB >= 4, maxStackKB <= 1 << 20 else { throw ValidationError("--max-stack-kb must be between 4 and 1048576") }
                 guard maxCapturesPerMinute >= 0 else { throw ValidationError("--max-captures-per-minute must be 0 or more") }
+                for name in envAllow where name.isEmpty || name.contains("=") {
+                    throw ValidationError("--env-allow '\(name)' is not a variable name or pattern")
+                }
                 if case .failure(let error) = CoreCapture.Crash.parse(specifiers) { throw ValidationError(error.description) }
             }
 
@@ -273,24 +304,30 @@ extension Crashsym {
                 let environment = ProcessInfo.processInfo.environment
                 let directory: String
                 let crash: CoreCapture.Crash
+                let configFile = agent.config ?? environment["CRASHSYM_AGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+                let symbols: [String]
                 do {
-                    directory = try AgentConfiguration.resolveStateDirectory(
-                        flag: agent.stateDirectory, environment: environment,
-                        configFile: agent.config ?? environment["CRASHSYM_AGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 })
+                    directory = try AgentConfiguration.resolveStateDirectory(flag: agent.stateDirectory, environment: environment,
+                                                                             configFile: configFile)
+                    symbols = try AgentConfiguration.resolveSymbols(flags: agent.symbols, configFile: configFile)
                     crash = try CoreCapture.Crash.parse(specifiers).get()
                 } catch {
                     throw ValidationError("\(error)")
                 }
                 do {
+                    // /proc/PID/environ is readable by root only: read before the identity changes.
+                    let process = CrashedProcess.read(pid: crash.pid, allow: envAllow.isEmpty ? CrashedProcess.defaultAllowList : envAllow)
                     let cores = CoreSpool.directory(in: directory)
                     try CoreCapture.dropPrivileges(toOwnerOf: [cores, directory])
-                    let outcome = try CoreCapture.capture(crash, from: 0, into: cores,
-                                                          limits: CoreCapture.Limits(maximumBytes: maxCoreMB << 20, perMinute: maxCapturesPerMinute))
+                    let symbolication = LocalSymbolication(searchPaths: symbols, cacheDirectory: directory + "/symbol-cache")
+                    let limits = CoreCapture.Limits(memoryBytes: maxMemoryMB << 20, stackBytes: maxStackKB << 10, perMinute: maxCapturesPerMinute)
+                    let outcome = try CoreCapture.capture(crash, from: 0, into: cores, limits: limits, process: process,
+                                                          symbolication: symbolication)
                     switch outcome {
-                    case .kept(let path, let bytes, let truncated):
-                        FileOutput.standardError("crashsym: core of pid \(crash.pid) kept: \(path) (\(bytes) bytes\(truncated ? ", cut at --max-core-mb" : ""))\n")
+                    case .reported(let path, let bytes):
+                        FileOutput.standardError("crashsym: core of pid \(crash.pid) walked: \(path) (\(bytes) bytes)\n")
                     case .dropped(let path, let reason):
-                        FileOutput.standardError("crashsym: core of pid \(crash.pid) not kept (\(reason)); crash recorded in \(path)\n")
+                        FileOutput.standardError("crashsym: core of pid \(crash.pid) not read (\(reason)); crash recorded in \(path)\n")
                     }
                 } catch {
                     FileOutput.standardError("crashsym: \(error)\n")

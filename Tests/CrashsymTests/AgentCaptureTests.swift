@@ -4,8 +4,10 @@ import TestSupport
 
 /// `crashsym agent capture`, the kernel's `core_pattern` pipe helper, with real cores from
 /// `scripts/build-core-fixtures` piped into the real binary as the kernel does (the container
-/// cannot set core_pattern itself), then `crashsym agent --once` walking them and sending their
-/// reports to a real server.
+/// cannot set core_pattern itself): each becomes a compact report in the core spool, whose frames
+/// are those of the whole core (eu-stack, and crashsym's walk of the core file), which
+/// `crashsym agent --once` sends to a real server. systemd-coredump's store is a temporary
+/// directory of zstd-compressed real cores named as systemd names them.
 @Suite(.serialized) struct AgentCaptureTests {
     static var agentBinary: String {
         URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("crashsym-agent").path
@@ -39,19 +41,153 @@ import TestSupport
         return reports
     }
 
-    /// A real core piped in is kept whole in STATE/cores; the agent walks it, sends its report
-    /// (every thread, the crashed one's functions as `crashsym symbolicate` finds them, resolved
-    /// here and marked as the sender's on a server without symbols) and removes the core.
-    @Test func aRealCorePipedInArrivesAsItsWalkedReport() throws {
+    /// The reports the capture left in the core spool, by file name.
+    static func spooled(_ state: String) throws -> [String: [String: Any]] {
+        var reports: [String: [String: Any]] = [:]
+        for name in AgentTest.files(state + "/cores") where name.hasSuffix(".json") && !name.hasPrefix(".") {
+            let data = try Data(contentsOf: URL(fileURLWithPath: state + "/cores/" + name))
+            reports[name] = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        }
+        return reports
+    }
+
+    /// A report's frames by thread, as `CoreFileCommandTests.ours` reads `crashsym symbolicate`'s.
+    static func frames(_ report: [String: Any]) -> [String: [CoreFileCommandTests.Frame]] {
+        var threads: [String: [CoreFileCommandTests.Frame]] = [:]
+        for stack in report["stacks"] as? [[String: Any]] ?? [] {
+            threads[stack["thread"] as? String ?? "?"] = (stack["frames"] as? [[String: Any]] ?? []).map { frame in
+                let address = (frame["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } ?? 0
+                let names = (frame["symbolized"] as? [[String: Any]] ?? []).compactMap { $0["function"] as? String }
+                let offset = (frame["module_offset"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) }
+                return CoreFileCommandTests.Frame(pc: address, functions: names, module: frame["module"] as? String, offset: offset)
+            }
+        }
+        return threads
+    }
+
+    /// Every fixture core piped in becomes a report whose threads, pcs and functions are those of
+    /// the whole core: the same as `crashsym symbolicate CORE` and eu-stack's pcs, though the
+    /// capture kept a small part of the core and stopped reading once it had what it needed.
+    @Test(arguments: CoreFileCommandTests.fixtures + ["null-call"])
+    func aRealCorePipedInBecomesTheReportOfTheWholeCore(_ name: String) throws {
+        let cores = try Self.coreFixtures()
+        let state = try CLI.temporaryDirectory()
+        let core = "\(cores)/\(name).core"
+        let run = try Self.capture(core, state: state, ["--max-captures-per-minute", "0", "4242", "4243", "11", "1700000000", name])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("walked"), "\(run.stderr)")
+        let reports = try Self.spooled(state)
+        let report = try #require(reports["core-1700000000-4242-4243-11-f-\(name).json"], "\(reports.keys)")
+        // No core is kept: only the report.
+        #expect(AgentTest.files(state + "/cores").filter { !$0.hasPrefix(".capture") } == ["core-1700000000-4242-4243-11-f-\(name).json"])
+        let expected = try CoreFileCommandTests.ours(core)
+        let frames = Self.frames(report)
+        #expect(frames == expected.threads)
+        #expect(report["signal"] as? String == expected.signal)
+        let stacks = report["stacks"] as? [[String: Any]] ?? []
+        #expect(stacks.filter { $0["crashed"] as? Bool == true }.compactMap { $0["thread"] as? String } == expected.crashed)
+        if name != "null-call" {
+            // eu-stack stops at a null pc; elsewhere its pcs are the report's, thread by thread.
+            let theirs = try CoreFileCommandTests.euStack(core, executable: "\(cores)/\(name)")
+            #expect(frames.mapValues { $0.map(\.pc) } == theirs.mapValues { $0.map(\.pc) })
+        }
+        let metadata = report["metadata"] as? [String: String] ?? [:]
+        #expect(metadata["global_pid"] == "4242" && metadata["time"] == "1700000000" && metadata["input"] == "core_pattern")
+        let kept = Int(metadata["core_memory_kept"] ?? "") ?? .max
+        let size = (try FileManager.default.attributesOfItem(atPath: core)[.size] as? Int) ?? 0
+        #expect(kept < size / 4, "\(kept) of \(size)")
+        // The crashed thread's registers: its pc is the first frame's.
+        let registers = metadata["registers"] ?? ""
+        let crashedFrames = frames[expected.crashed.first ?? ""] ?? []
+        #expect(registers.hasPrefix("rip=0x" + String(crashedFrames.first?.pc ?? 1, radix: 16) + " rsp=0x"), "\(registers)")
+        #expect(registers.split(separator: " ").count == 17)
+    }
+
+    /// A core larger than the memory bound (256 MiB of heap against --max-memory-mb 4): the
+    /// report is the whole core's, the capture kept at most 4 MiB and its peak resident set
+    /// stays far below the core's size.
+    @Test func aCoreLargerThanTheMemoryBound() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = CLI.root.appendingPathComponent("scripts/build-core-fixtures").path
+        let build = try Tool.run("/usr/bin/env", ["BIG_HEAP_MB=256", "/bin/bash", script, directory, "big-heap"])
+        #expect(build.status == 0, "\(build.stderr)")
+        let core = directory + "/big-heap.core"
+        let size = (try FileManager.default.attributesOfItem(atPath: core)[.size] as? Int) ?? 0
+        #expect(size > 256 << 20)
+        let state = directory + "/state"
+        let quoted = [Self.agentBinary, "agent", "capture", "--state-dir", state, "--max-memory-mb", "4", "--max-captures-per-minute", "0",
+                      "77", "77", "11", "1700000500", "big-heap"].map { "'" + $0 + "'" }.joined(separator: " ")
+        // A pipe, as the kernel gives it: not seekable. /usr/bin/time reports the largest child's peak.
+        let run = try Tool.run("/bin/sh", ["-c", "cat '\(core)' | /usr/bin/time -f 'peak %M' \(quoted)"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let peakKB = run.stderr.split(separator: "\n").first { $0.hasPrefix("peak ") }.flatMap { Int($0.dropFirst(5)) } ?? .max
+        #expect(peakKB < 120 << 10, "peak \(peakKB) KiB for a core of \(size) bytes")
+        let report = try #require(try Self.spooled(state)["core-1700000500-77-77-11-f-big-heap.json"])
+        let metadata = report["metadata"] as? [String: String] ?? [:]
+        #expect((Int(metadata["core_memory_kept"] ?? "") ?? .max) <= 4 << 20)
+        let expected = try CoreFileCommandTests.ours(core)
+        #expect(Self.frames(report) == expected.threads)
+        let theirs = try CoreFileCommandTests.euStack(core, executable: directory + "/big-heap")
+        #expect(Self.frames(report).mapValues { $0.map(\.pc) } == theirs.mapValues { $0.map(\.pc) })
+        #expect(expected.threads.count == 3)
+        #expect(expected.threads.values.allSatisfy { $0.count >= 4 })
+    }
+
+    /// The crashed process's command line and the variables the allow-list admits, read from
+    /// /proc/PID as root; then the helper becomes the spool's owner: the report and the tables
+    /// the walk converted are that user's (the walk ran without root's rights).
+    @Test func theCommandLineAndAllowedEnvironmentAndTheDroppedPrivileges() throws {
+        let cores = try Self.coreFixtures()
+        let state = try CLI.temporaryDirectory()
+        // The agent's user: nobody owns the state directory.
+        #expect(chown(state, 65534, 65534) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["-i", "LANG=C.UTF-8", "TZ=UTC", "API_KEY=s3cret", "MY_VAR=x", "/bin/sh", "-c", "sleep 120; exit 0"]
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        #expect(AgentTest.eventually(within: 10) {
+            (try? Tool.run("/bin/cat", ["/proc/\(process.processIdentifier)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
+        })
+        let pid = "\(process.processIdentifier)"
+        let run = try Self.capture(cores + "/crash-O2.core", state: state,
+                                   ["--env-allow", "LANG", "--env-allow", "MY_*", "--env-allow", "*KEY*", "--max-captures-per-minute", "0",
+                                    pid, pid, "11", "1700000600", "sleep"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let name = "core-1700000600-\(pid)-\(pid)-11-f-sleep.json"
+        let report = try #require(try Self.spooled(state)[name])
+        let metadata = report["metadata"] as? [String: String] ?? [:]
+        #expect(metadata["command_line"] == "/bin/sh -c 'sleep 120; exit 0'")
+        #expect(metadata["env.LANG"] == "C.UTF-8" && metadata["env.MY_VAR"] == "x")
+        #expect(metadata["env.API_KEY"] == nil && metadata["env.TZ"] == nil)
+        #expect(!Self.frames(report).isEmpty)
+        var info = stat()
+        #expect(stat(state + "/cores/" + name, &info) == 0 && info.st_uid == 65534)
+        let tables = AgentTest.files(state + "/symbol-cache").filter { $0.hasSuffix(".csym") }
+        #expect(!tables.isEmpty)
+        for table in tables {
+            #expect(stat(state + "/symbol-cache/" + table, &info) == 0 && info.st_uid == 65534, "\(table)")
+        }
+        // Without --env-allow: the default list (LANG, LANGUAGE, LC_*, TZ).
+        let plain = try Self.capture(cores + "/crash-O2.core", state: state, ["--max-captures-per-minute", "0", pid, pid, "11", "1700000601", "sleep"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let second = (try Self.spooled(state)["core-1700000601-\(pid)-\(pid)-11-f-sleep.json"]?["metadata"] as? [String: String]) ?? [:]
+        #expect(second["env.LANG"] == "C.UTF-8" && second["env.TZ"] == "UTC" && second["env.MY_VAR"] == nil && second["env.API_KEY"] == nil)
+    }
+
+    /// A captured core's report reaches the server through the agent (every thread, the crashed
+    /// one's functions resolved here and marked as the sender's on a server without symbols).
+    @Test func aCapturedReportArrivesOnTheServer() throws {
         let cores = try Self.coreFixtures()
         let server = try AgentTestServer()
         let (spool, state) = try AgentTests.directories(server)
         let core = cores + "/crash-O2.core"
         let run = try Self.capture(core, state: state, ["4242", "4243", "11", "1700000000", "crash-O2"])
         #expect(run.status == 0, "\(run.stderr)")
-        let kept = state + "/cores/core-1700000000-4242-4243-11-f-crash-O2.core"
-        #expect(FileManager.default.contentsEqual(atPath: kept, andPath: core))
-        #expect(AgentTest.files(state + "/cores").filter { !$0.hasPrefix(".") } == ["core-1700000000-4242-4243-11-f-crash-O2.core"])
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
@@ -72,12 +208,13 @@ import TestSupport
         #expect(frames.first?["symbolized_by"] as? String == "sender")
         let metadata = report["metadata"] as? [String: Any] ?? [:]
         #expect(metadata["time"] as? String == "1700000000")
-        // Walked from the core by the agent: its frames say how they were found.
+        #expect((metadata["registers"] as? String)?.hasPrefix("rip=0x") == true)
+        // Walked from the core by the capture: its frames say how they were found.
         #expect(frames.first?["found_by"] as? String == "context")
     }
 
-    /// A capture killed in the middle (kill -9 while the kernel is still piping) leaves only its
-    /// hidden partial file, which the agent never takes; the core captured before it arrives.
+    /// A capture killed in the middle (kill -9 while the kernel is still piping) leaves no report
+    /// (and no core) in the spool; the report captured before it arrives.
     @Test func aCaptureKilledMidwayLosesNothingKeptBefore() throws {
         let cores = try Self.coreFixtures()
         let server = try AgentTestServer()
@@ -97,11 +234,10 @@ import TestSupport
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: cores + "/threads.core")))
         let half = bytes.count / 2
         #expect(bytes.withUnsafeBytes { write(writer, $0.baseAddress, half) } == half)
-        #expect(AgentTest.eventually(within: 10) { AgentTest.files(state + "/cores").contains { $0.hasSuffix(".partial") } })
         kill(shell.processIdentifier, SIGKILL)
         shell.waitUntilExit()
         close(writer)
-        #expect(!AgentTest.files(state + "/cores").contains { $0.hasPrefix("core-1700000200") })
+        #expect(!AgentTest.files(state + "/cores").contains { $0.contains("1700000200") && !$0.hasPrefix(".") })
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
@@ -111,26 +247,20 @@ import TestSupport
         #expect((reports.first?["metadata"] as? [String: Any])?["global_pid"] as? String == "100")
     }
 
-    /// A core over --max-core-mb is cut there and still walked (its notes come first); over
-    /// --max-captures-per-minute only a record of the crash is kept, and it arrives too.
-    @Test func anOversizedCoreIsCutAndAStormOfCoresKeepsRecords() throws {
+    /// A core cut short (the writer stopped half-way) is still walked from its notes and says it
+    /// was cut; over --max-captures-per-minute only a record of the crash is kept, and it arrives.
+    @Test func aCutCoreIsWalkedAndAStormOfCoresKeepsRecords() throws {
         let cores = try Self.coreFixtures()
         let server = try AgentTestServer()
         let (spool, state) = try AgentTests.directories(server)
-        // The real core followed by 3 MiB: over a 1 MiB bound whatever the core's own size.
-        let big = server.scratch + "/big.core"
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: cores + "/crash-O0.core"))
-        bytes.append(Data(count: 3 << 20))
-        try bytes.write(to: URL(fileURLWithPath: big))
-        let cut = try Self.capture(big, state: state, ["--max-core-mb", "1", "300", "300", "11", "1700000300", "crash-O0"])
+        let cutPath = server.scratch + "/cut.core"
+        let whole = try Data(contentsOf: URL(fileURLWithPath: cores + "/threads.core"))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: cutPath))
+        let cut = try Self.capture(cutPath, state: state, ["300", "300", "11", "1700000300", "threads"])
         #expect(cut.status == 0, "\(cut.stderr)")
-        #expect(cut.stderr.contains("cut at --max-core-mb"), "\(cut.stderr)")
-        let kept = state + "/cores/core-1700000300-300-300-11-t-crash-O0.core"
-        let size = (try FileManager.default.attributesOfItem(atPath: kept)[.size] as? Int) ?? 0
-        #expect(size == 1 << 20)
 
         // Three more crashes within the minute against a limit of two, counted with the cut one
-        // (all programs together): the first is kept, the next two are records.
+        // (all programs together): the first is walked, the next two are records.
         for pid in 301...302 {
             #expect(try Self.capture(cores + "/crash-O2.core", state: state,
                                      ["--max-captures-per-minute", "2", "\(pid)", "\(pid)", "11", "1700000310", "crash-O2"]).status == 0)
@@ -138,7 +268,7 @@ import TestSupport
         let third = try Self.capture(cores + "/crash-O2.core", state: state,
                                      ["--max-captures-per-minute", "2", "303", "303", "11", "1700000320", "crash O2"])
         #expect(third.status == 0)
-        #expect(third.stderr.contains("not kept (over 2 cores in a minute"), "\(third.stderr)")
+        #expect(third.stderr.contains("not read (over 2 cores in a minute"), "\(third.stderr)")
         #expect(AgentTest.files(state + "/cores").contains("dropped-1700000320-303-303-11-f-crash_O2.json"))
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
@@ -149,6 +279,7 @@ import TestSupport
         let truncated = try #require(byPid["300"])
         #expect((truncated["metadata"] as? [String: Any])?["core_truncated"] as? String == "true")
         let stacks = truncated["stacks"] as? [[String: Any]] ?? []
+        #expect(stacks.count == 4)
         #expect(stacks.contains { $0["crashed"] as? Bool == true && !(($0["frames"] as? [Any]) ?? []).isEmpty })
         #expect(byPid["301"] != nil)
         // The record has no stacks: the server stores it as it came (its processing fails with
@@ -163,8 +294,76 @@ import TestSupport
         #expect((object["metadata"] as? [String: Any])?["process"] as? String == "crash O2")
     }
 
-    /// Hostile cores (a forged header, every truncation and byte flips of a real core, seeded)
-    /// never stop the agent: each crash arrives, the unreadable ones with the reader's error.
+    /// systemd-coredump's store (a temporary directory: installing systemd-coredump would change
+    /// this machine's core_pattern): zstd- and xz-compressed real cores named as systemd names them are
+    /// each sent once as the compact report of the whole core; the store is left as it was; a
+    /// compressed core that does not decompress (garbage, an xz stream cut short) arrives as a record; other names are left alone.
+    @Test func systemdCoredumpsStoredCoresArriveOnce() throws {
+        let cores = try Self.coreFixtures()
+        let server = try AgentTestServer()
+        let (spool, state) = try AgentTests.directories(server)
+        let store = server.scratch + "/coredump"
+        try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+        let boot = "8d1f5e0c6f9a4b1c9e2d3f4a5b6c7d8e"
+        var names: [String: String] = [:]
+        for (index, fixture) in ["crash-O2", "threads", "cpp-O2"].enumerated() {
+            let name = "core.\(fixture).0.\(boot).\(900 + index).170000070\(index)000000.zst"
+            let zstd = try Tool.run("/usr/bin/zstd", ["-q", "-19", cores + "/\(fixture).core", "-o", store + "/" + name])
+            #expect(zstd.status == 0, "\(zstd.stderr)")
+            names[name] = fixture
+        }
+        // xz (another Compress= build), from a core of its own.
+        let xzName = "core.signal-abort.1000.\(boot).910.1700000750000000.xz"
+        let xz = try Tool.run("/bin/sh", ["-c", "xz -c -T1 '\(cores)/signal-abort.core' > '\(store)/\(xzName)'"])
+        #expect(xz.status == 0, "\(xz.stderr)")
+        names[xzName] = "signal-abort"
+        // An xz core cut in the middle of its stream.
+        let cutXZ = "core.cut.0.\(boot).911.1700000760000000.xz"
+        let packed = try Data(contentsOf: URL(fileURLWithPath: store + "/" + xzName))
+        try packed.prefix(packed.count / 2).write(to: URL(fileURLWithPath: store + "/" + cutXZ))
+        let broken = "core.broken.0.\(boot).999.1700000800000000.zst"
+        try Data("not zstd at all".utf8).write(to: URL(fileURLWithPath: store + "/" + broken))
+        for ignored in [".#core.partial.0.\(boot).5.1700000800000000.zst", "core.other.0.\(boot).6.1700000800000000.lz4", "notes.txt"] {
+            try Data("x".utf8).write(to: URL(fileURLWithPath: store + "/" + ignored))
+        }
+        let before = AgentTest.files(store)
+
+        let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once", "--systemd-coredump-dir", store]),
+                                        key: server.key)
+        #expect(once.status == 0, "\(once.stderr)")
+        #expect(once.stdout.contains("taken 6, delivered 6"), "\(once.stdout)")
+        #expect(AgentTest.files(store) == before)
+        let raws = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String), as: UTF8.self) }
+        #expect(raws.count == 6)
+        for raw in raws {
+            let report = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
+            let metadata = report["metadata"] as? [String: String] ?? [:]
+            let file = try #require(metadata["core_file"], "\(metadata)")
+            #expect(metadata["input"] == "systemd-coredump" && metadata["boot_id"] == boot && metadata["uid"] == (file == xzName ? "1000" : "0"))
+            if file == broken || file == cutXZ {
+                #expect((report["reason"] as? String)?.contains(file == broken ? "zstd" : "xz") == true, "\(report)")
+                continue
+            }
+            let fixture = try #require(names[file])
+            #expect(metadata["process"] == fixture, "\(metadata)")
+            #expect(metadata["time"]?.hasPrefix("17000007") == true)
+            let expected = try CoreFileCommandTests.ours(cores + "/\(fixture).core")
+            #expect(Self.frames(report) == expected.threads, "\(fixture)")
+        }
+        // Sent once: a second pass takes nothing, and a new core is taken alone.
+        let again = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once", "--systemd-coredump-dir", store]),
+                                         key: server.key)
+        #expect(again.stdout.contains("taken 0, delivered 0"), "\(again.stdout)")
+        let late = "core.crash-O0.1000.\(boot).950.1700000900000000.zst"
+        #expect(try Tool.run("/usr/bin/zstd", ["-q", cores + "/crash-O0.core", "-o", store + "/" + late]).status == 0)
+        let third = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once", "--systemd-coredump-dir", store]),
+                                         key: server.key)
+        #expect(third.stdout.contains("taken 1, delivered 1"), "\(third.stdout)")
+        #expect(try server.crashes().count == 7)
+    }
+
+    /// Hostile cores (a forged header, truncations and byte flips of a real core, seeded) never
+    /// stop the capture or the agent: each crash arrives, the unreadable ones with the reader's error.
     @Test func hostileCoresArriveAsRecordsAndNeverStopTheAgent() throws {
         let cores = try Self.coreFixtures()
         let server = try AgentTestServer()

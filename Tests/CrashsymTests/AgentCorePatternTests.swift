@@ -46,7 +46,7 @@ import TestSupport
     @Test func helpExplainsEveryCommandAndOption() throws {
         let run = try Tool.run("/bin/bash", [Self.script, "--help"])
         #expect(run.status == 0)
-        for word in ["install", "uninstall", "status", "--binary", "--state-dir", "--pipe-limit", "--max-core-mb",
+        for word in ["install", "uninstall", "status", "--binary", "--state-dir", "--pipe-limit", "--max-memory-mb", "--max-stack-kb", "--env-allow",
                      "--max-captures-per-minute", "--force", "--no-persist", "CRASHSYM_PROC_SYS_KERNEL", "CRASHSYM_SYSCTL_DIR",
                      "CRASHSYM_CORE_PATTERN_SAVE", "Exit status"] {
             #expect(run.text.contains(word), "\(word)")
@@ -72,12 +72,25 @@ import TestSupport
         #expect(status.text.contains("saved: core (core_pipe_limit 0)"))
         // Installing again, with other settings, keeps the value saved the first time.
         let again = try machine.run(["install", "--binary", Self.agentBinary, "--state-dir", "/srv/agent", "--pipe-limit", "4",
-                                     "--max-core-mb", "64"])
+                                     "--max-memory-mb", "64", "--env-allow", "LC_*"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try machine.setting("core_pattern")
-                == "|\(Self.agentBinary) agent capture --state-dir /srv/agent --max-core-mb 64 %P %i %s %t %e")
+                == "|\(Self.agentBinary) agent capture --state-dir /srv/agent --max-memory-mb 64 --env-allow LC_* %P %i %s %t %e")
         #expect(try machine.setting("core_pipe_limit") == "4")
         #expect(try machine.run(["status"]).text.contains("saved: core (core_pipe_limit 0)"))
+        // The options the script writes are ones the real helper takes: run the installed pattern's
+        // words (the binary swapped for the built agent) as the kernel would, on a core that is no
+        // core; a usage error (2) would mean the kernel's every call fails.
+        let state = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let words = try machine.setting("core_pattern").dropFirst().split(separator: " ").map(String.init)
+        var options = Array(words.dropFirst(3).prefix { !$0.hasPrefix("%") })
+        #expect(Array(options.prefix(2)) == ["--state-dir", "/srv/agent"])
+        options.removeFirst(min(2, options.count))  // capture(_:state:_:) gives its own
+        let empty = state + "/empty"
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        let helper = try AgentCaptureTests.capture(empty, state: state, options + ["4242", "4242", "11", "1700000000", "prog"])
+        #expect(helper.status != 2, "\(helper.stderr)")
         let uninstall = try machine.run(["uninstall"])
         #expect(uninstall.status == 0, "\(uninstall.stderr)")
         #expect(try machine.setting("core_pattern") == "core")

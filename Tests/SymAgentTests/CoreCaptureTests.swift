@@ -3,8 +3,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The core_pattern helper's pieces in process: the specifiers, the core's file name, the
-/// streaming copy with its size bound, and the per-minute count.
+/// The core_pattern helper's pieces in process: the specifiers, the report's file name, garbage
+/// on the input, the process's command line and environment, systemd-coredump's names, and the
+/// per-minute count.
 @Suite struct CoreCaptureTests {
     static func directory() throws -> String {
         let path = NSTemporaryDirectory() + "core-capture-\(UUID().uuidString)"
@@ -42,29 +43,70 @@ import TestSupport
         #expect(CoreSpool.Name(fileName: "report.txt") == nil)
     }
 
-    /// The copy is exact below the bound and cut exactly at it above, in 256 KiB reads.
-    @Test(arguments: [0, 1, 262_143, 262_144, 262_145, 1 << 20, (1 << 20) + 1, 3 << 20])
-    func theCoreIsCopiedWholeOrCutAtTheBound(size: Int) throws {
+    /// A hostile or garbage stream on standard input gives the crash's record with the reader's
+    /// error, written into the spool (the helper never traps).
+    @Test(arguments: [0, 1, 63, 64, 4096, 1 << 20])
+    func garbageOnTheInputGivesARecord(size: Int) throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var generator = SplitMix64(seed: UInt64(size))
-        let bytes = Data((0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
         let input = directory + "/input"
-        try bytes.write(to: URL(fileURLWithPath: input))
+        try Data((0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }).write(to: URL(fileURLWithPath: input))
         let descriptor = open(input, O_RDONLY)
         defer { close(descriptor) }
         let crash = CoreCapture.Crash(pid: 9, tid: nil, signal: 11, time: 5, executable: "p")
-        let outcome = try CoreCapture.capture(crash, from: descriptor, into: directory + "/cores",
-                                              limits: CoreCapture.Limits(maximumBytes: 1 << 20, perMinute: 0))
-        guard case .kept(let path, let written, let truncated) = outcome else {
+        let outcome = try CoreCapture.capture(crash, from: descriptor, into: directory + "/cores", limits: CoreCapture.Limits(perMinute: 0),
+                                              process: CrashedProcess(arguments: ["p", "--flag"], environment: [("LANG", "C")]),
+                                              symbolication: LocalSymbolication(searchPaths: [], cacheDirectory: directory + "/cache"))
+        guard case .reported(let path, _) = outcome else {
             Issue.record("\(outcome)")
             return
         }
-        #expect(truncated == (size > 1 << 20))
-        #expect(written == UInt64(min(size, 1 << 20)))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes.prefix(1 << 20))
-        #expect(path.hasSuffix(truncated ? "-t-p.core" : "-f-p.core"))
-        #expect(!((try? FileManager.default.contentsOfDirectory(atPath: directory + "/cores")) ?? []).contains { $0.hasSuffix(".partial") })
+        #expect(path.hasSuffix("/cores/core-5-9-0-11-f-p.json"))
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any] ?? [:]
+        #expect((object["reason"] as? String)?.hasPrefix("the core could not be read") == true, "\(object)")
+        let metadata = object["metadata"] as? [String: String] ?? [:]
+        #expect(metadata["command_line"] == "p --flag" && metadata["env.LANG"] == "C")
+        #expect(object["signal"] as? String == "SIGSEGV")
+    }
+
+    @Test func theEnvironmentIsFilteredByTheAllowList() {
+        let environ = Array("LANG=C.UTF-8\0TZ=UTC\0LC_TIME=de_DE\0API_KEY=s3cret\0MY_TOKEN=t\0MY_VAR=x\0PATH=/bin\0NOEQUALS\0=empty\0".utf8)
+        let cmdline = Array("/usr/bin/prog\0--name\0two words\0it's\0\0".utf8)
+        let base = CrashedProcess(cmdline: cmdline, environ: environ, allow: CrashedProcess.defaultAllowList)
+        #expect(base.arguments == ["/usr/bin/prog", "--name", "two words", "it's", ""])
+        #expect(base.commandLine == "/usr/bin/prog --name 'two words' 'it'\\''s' ''")
+        #expect(base.environment.map(\.name) == ["LANG", "TZ", "LC_TIME"])
+        // A glob never admits a name that looks like a secret; its exact name does.
+        let wide = CrashedProcess(cmdline: cmdline, environ: environ, allow: ["*"])
+        #expect(wide.environment.map(\.name) == ["LANG", "TZ", "LC_TIME", "MY_VAR", "PATH"])
+        let exact = CrashedProcess(cmdline: cmdline, environ: environ, allow: ["API_KEY", "MY_*"])
+        #expect(exact.environment.map(\.name) == ["API_KEY", "MY_VAR"])
+        #expect(exact.metadata.map(\.0) == ["command_line", "env.API_KEY", "env.MY_VAR"])
+        for (pattern, name, expected) in [("A*B*C", "AxxBxxC", true), ("A*B*C", "AxxBxx", false), ("*", "", true), ("LC_*", "LC_", true),
+                                          ("a**b", "ab", true), ("*a*a*a*a*b", String(repeating: "a", count: 3000), false)] {
+            #expect(CrashedProcess.glob(pattern, matches: name) == expected, "\(pattern) \(name)")
+        }
+    }
+
+    @Test func aProcessGoneReadsAsNil() {
+        #expect(CrashedProcess.read(pid: Int32.max, allow: ["*"]) == nil)
+        // This process: its command line is read.
+        let mine = CrashedProcess.read(pid: getpid(), allow: ["*"])
+        #expect(mine?.arguments.first?.isEmpty == false)
+    }
+
+    @Test func systemdCoredumpNamesRead() {
+        let boot = "0123456789abcdef0123456789abcdef"
+        let name = CoredumpStore.Name(fileName: "core.my\\x2eprog.1000.\(boot).4242.1700000000123456.zst")
+        #expect(name?.command == "my.prog" && name?.uid == 1000 && name?.pid == 4242 && name?.microseconds == 1_700_000_000_123_456)
+        #expect(name?.compression == .zstd)
+        #expect(CoredumpStore.Name(fileName: "core.prog.0.\(boot).1.2")?.compression == nil)
+        #expect(CoredumpStore.Name(fileName: "core.prog.0.\(boot).1.2.xz")?.compression == .xz)
+        for bad in ["core.prog.0.\(boot).1.2.lz4", "core.prog.0.\(boot).1.2.gz", ".#core.prog.0.\(boot).1.2.zst", "core.prog.0.short.1.2.zst",
+                    "core..0.\(boot).1.2.zst", "core.prog.x.\(boot).1.2.zst", "core.prog.0.\(boot).0.2.zst", "report.json"] {
+            #expect(CoredumpStore.Name(fileName: bad) == nil, "\(bad)")
+        }
     }
 
     /// At most `perMinute` in any minute that starts with a capture; a later minute starts again.
