@@ -292,30 +292,28 @@ public final class Collector {
     /// stays for the next attempt).
     private func reportOfCore(_ path: String) -> String? {
         let name = path.split(separator: "/").last.map(String.init) ?? "core"
-        let report = "\(coreDirectory)/.\(name).json"
-        let json = coreSymbolication.json(ofCore: path)
-        if let failed = FileIO.writeDurably(json, to: report, scratch: report + ".partial", exclusive: false, permissions: 0o600),
-           failed.step != .syncDirectory {
-            logger.error("cannot write the report of a core", metadata: ["crashsym.source": "\(path)", "crashsym.errno": "\(failed.code)"])
-            noteError("\(path): cannot write its report: \(String(cString: strerror(failed.code)))")
-            return nil
-        }
-        logger.info("core walked", metadata: ["crashsym.source": "\(path)", "crashsym.report_bytes": "\(json.count)"])
-        return report
+        return spoolCoreReport(coreSymbolication.json(ofCore: path), as: "\(coreDirectory)/.\(name).json", source: path,
+                               walked: "core walked")
     }
 
     /// Writes the report of systemd-coredump's core `name` into the core spool under a hidden
     /// name and returns it (nil: it could not be written; the core is tried again later).
     private func reportOfStoredCore(_ name: String, _ store: CoredumpStore) -> String? {
-        let report = "\(coreDirectory)/.systemd-\(name).json"
-        let json = store.reportJSON(of: name, symbolicator: coreSymbolication.symbolicator)
+        spoolCoreReport(store.reportJSON(of: name, symbolicator: coreSymbolication.symbolicator),
+                        as: "\(coreDirectory)/.systemd-\(name).json", source: "\(store.directory)/\(name)",
+                        walked: "systemd-coredump core walked")
+    }
+
+    /// Writes a core's report `json` durably at `report` (a hidden name in the core spool) and
+    /// returns it; nil, with the error logged and noted against `source`, when it cannot be written.
+    private func spoolCoreReport(_ json: [UInt8], as report: String, source: String, walked: Logger.Message) -> String? {
         if let failed = FileIO.writeDurably(json, to: report, scratch: report + ".partial", exclusive: false, permissions: 0o600),
            failed.step != .syncDirectory {
-            logger.error("cannot write the report of a stored core", metadata: ["crashsym.source": "\(name)", "crashsym.errno": "\(failed.code)"])
-            noteError("\(store.directory)/\(name): cannot write its report: \(String(cString: strerror(failed.code)))")
+            logger.error("cannot write the report of a core", metadata: ["crashsym.source": "\(source)", "crashsym.errno": "\(failed.code)"])
+            noteError("\(source): cannot write its report: \(String(cString: strerror(failed.code)))")
             return nil
         }
-        logger.info("systemd-coredump core walked", metadata: ["crashsym.source": "\(store.directory)/\(name)", "crashsym.report_bytes": "\(json.count)"])
+        logger.info(walked, metadata: ["crashsym.source": "\(source)", "crashsym.report_bytes": "\(json.count)"])
         return report
     }
 
