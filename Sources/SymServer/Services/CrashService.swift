@@ -321,7 +321,7 @@ final class CrashService: Sendable {
         return CrashStore.ProcessingResult(
             state: .done, format: format, signal: result.report.signal, reportVersion: reportVersion,
             signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result),
-            missingNames: Self.missingNames(result), grouping: signature.jsonBytes)
+            missingNames: Self.missingNames(result), grouping: signature.keptBytes)
     }
 
     /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
