@@ -22,15 +22,20 @@ extension CrashSignature {
         writer.field("title", title)
         if let stack { writer.field("stack", stack) }
         writer.field("frames_not_examined", framesNotExamined)
-        // The rules that decided frames, each once, in order of first use.
+        // The rules that decided frames, each once, in order of first use. One signature's rules
+        // come from one `GroupingRules`, where origin and index name a rule: no rule is compared
+        // whole (patterns and notes) for every frame.
         var rules: [GroupingRule] = []
+        var known: [Int: Int] = [:]
         var positions: [Int?] = []
         positions.reserveCapacity(frames.count)
         for frame in frames {
             guard let rule = frame.rule else { positions.append(nil); continue }
-            if let known = rules.firstIndex(of: rule) {
-                positions.append(known)
+            let key = rule.origin == .builtin ? rule.index : -1 - rule.index
+            if let position = known[key] {
+                positions.append(position)
             } else {
+                known[key] = rules.count
                 positions.append(rules.count)
                 rules.append(rule)
             }
@@ -50,16 +55,17 @@ extension CrashSignature {
         writer.endArray()
         // Each frame an array: index, inline depth, inlined, text, module, role, is_app, rule.
         writer.beginArray("frames")
-        for (frame, position) in zip(frames, positions) {
+        for index in frames.indices {
+            // Members read in place: a copy of each frame would retain and release its strings.
             writer.beginArray()
-            writer.value(frame.frameIndex)
-            writer.value(frame.inlineDepth)
-            writer.value(frame.inlined)
-            writer.value(frame.text)
-            if let module = frame.module { writer.value(module) } else { writer.null() }
-            writer.value(frame.role.rawValue)
-            writer.value(frame.isApp)
-            if let position { writer.value(position) } else { writer.null() }
+            writer.value(frames[index].frameIndex)
+            writer.value(frames[index].inlineDepth)
+            writer.value(frames[index].inlined)
+            writer.value(frames[index].text)
+            if let module = frames[index].module { writer.value(module) } else { writer.null() }
+            writer.value(frames[index].role.rawValue)
+            writer.value(frames[index].isApp)
+            if let position = positions[index] { writer.value(position) } else { writer.null() }
             writer.endArray()
         }
         writer.endArray()
