@@ -79,6 +79,34 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: "null".utf8)
     }
 
+    /// Writes a string element of an array.
+    public mutating func value(_ value: String) {
+        separator()
+        appendString(value)
+    }
+
+    /// Writes an integer element of an array.
+    public mutating func value(_ value: Int) {
+        separator()
+        if let magnitude = UInt64(exactly: value) {
+            appendDecimal(magnitude, to: &bytes)
+        } else {
+            bytes.append(contentsOf: "\(value)".utf8)
+        }
+    }
+
+    /// Writes a boolean element of an array.
+    public mutating func value(_ value: Bool) {
+        separator()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// Writes a null element of an array.
+    public mutating func null() {
+        separator()
+        bytes.append(contentsOf: "null".utf8)
+    }
+
     private mutating func appendKey(_ key: String) {
         appendString(key)
         bytes.append(UInt8(ascii: ":"))

@@ -101,6 +101,23 @@ struct SymbolicateEndpointTests {
         #expect(answer.text.contains(#""status":"ok""#))
     }
 
+    @Test("symbols uploaded after a request are used by the next one (the tables remembered for the app are forgotten)")
+    func lateUploadIsSeenAtOnce() throws {
+        let fixture = try Fixture(programs: ["prog-asan"])
+        let path = CrashFixtures.reports + "/asan-use-after-free.txt"
+        // Twice: the second answer comes from the remembered tables.
+        for _ in 0..<2 {
+            let before = try fixture.server.post("symbolicate", file: path)
+            #expect(before.status == 200)
+            #expect(!before.text.contains(#""function":"fault_use_after_free""#))
+            #expect(before.text.contains(#""status":"no-symbols""#))
+        }
+        try CrashFixtures.upload(try CrashFixtures.tables(into: fixture.tables, programs: ["libfault-asan.so"]),
+                                 to: fixture.server, version: "1.0")
+        let after = try fixture.server.post("symbolicate", file: path)
+        #expect(after.text.contains(#""function":"fault_use_after_free""#), "\(after.text.prefix(400))")
+    }
+
     @Test("explain adds what was tried for each unresolved frame")
     func explain() throws {
         let fixture = try Fixture()

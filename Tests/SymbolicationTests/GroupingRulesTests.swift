@@ -1,4 +1,5 @@
 import Foundation
+import SymBytes
 import SymReport
 import Testing
 @testable import Symbolication
@@ -255,21 +256,46 @@ import Testing
         #expect(text.contains("\"frames_not_examined\"") && text.contains("\"role\":\"skipped\"") && text.contains("\"is_app\""))
     }
 
-    @Test func signatureBytesReadBackAsTheCodableForm() throws {
-        let rules = try GroupingRules(document: #"{"rules": [{"action": "skip", "function": "log_\"fatal*", "note": "ours \n aborts"}]}"#)
+    @Test func keptFormReadsBackWithoutFunctionsFilesAndLines() throws {
+        let rules = try GroupingRules(document: #"{"rules": [{"action": "skip", "function": "log_\"fatal*", "module": "app", "note": "ours \n aborts"}]}"#)
         let signatures = [
             Self.signature([.libc("abort"), .app("check"), .app("main")]),
-            Self.signature([.app("log_\"fatal_x"), .libc("malloc"), .unresolved("libvendor2.so", 0x10), .app("main")], rules: rules),
+            Self.signature([.app("log_\"fatal_x"), .libc("malloc"), .unresolved("libvendor2.so", 0x10), .app("inl", "main")], rules: rules),
             Self.signature([]),
             Self.signature([Frame](repeating: .libc("abort"), count: 300)),
         ]
         for signature in signatures {
-            let decoded = try JSONDecoder().decode(CrashSignature.self, from: Data(signature.jsonBytes))
-            #expect(decoded == signature)
-            #expect(decoded == (try JSONDecoder().decode(CrashSignature.self, from: try JSONEncoder().encode(signature))))
+            let bytes = signature.keptBytes
+            let read = try CrashSignature(keptBytes: bytes)
+            #expect(read == signature.kept)
+            #expect(read.frames.map(\.reason) == signature.frames.map(\.reason))
+            #expect(read.frames.allSatisfy { $0.function == nil && $0.file == nil && $0.line == 0 })
+            // Each rule once, however many frames it decided (300 aborts: one note).
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.components(separatedBy: #""note":"#).count - 1 == Set(signature.frames.compactMap(\.rule)).count,
+                    "\(text.prefix(300))")
         }
+        #expect(signatures[1].frames.contains { $0.rule?.origin == .operator })
+        #expect(signatures[3].keptBytes.count < 300 * 80)
     }
 
+    @Test func keptFormRefusesDamagedBytes() throws {
+        let bytes = Self.signature([.libc("abort"), .app("check"), .app("main")]).keptBytes
+        let text = String(decoding: bytes, as: UTF8.self)
+        let damaged = [
+            "", "[]", "{\"kept\":1}", text.replacingOccurrences(of: "\"kept\":2", with: "\"kept\":3"),
+            text.replacingOccurrences(of: "\"skipped\"", with: "\"sideways\""),
+            text.replacingOccurrences(of: ",0]", with: ",9]"),  // a rule position past the rules
+            text.replacingOccurrences(of: "\"frames\":[[", with: "\"frames\":[[\"x\","),
+        ]
+        for bytes in damaged {
+            #expect(throws: FormatError.self, "\(bytes.prefix(80))") { _ = try CrashSignature(keptBytes: Array(bytes.utf8)) }
+        }
+        // Truncated anywhere: an error, never a trap.
+        for end in stride(from: 0, to: bytes.count, by: 7) {
+            #expect(throws: FormatError.self) { _ = try CrashSignature(keptBytes: Array(bytes[..<end])) }
+        }
+    }
 
     /// A million frames: only the first `maximumFramesExamined` are looked at.
     @Test func hugeStacksAreBounded() {

@@ -4,9 +4,14 @@ ceiling, the lookup endpoint, crash ingestion and processing, all with wrk on 12
 
   crash_service_bench.py [--crashsym BIN] [--duration 10] [--connections 64] [--reports 2000]
                          [--ingest-duration 10] [--backlog 2000] [--rss-tables-mb 0] [--rss-only]
-                         [--postgres] [--json]
+                         [--postgres] [--shared [--shared-backlog N]] [--healthz] [--json]
 
-With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--database`).
+With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--database`). With
+--shared every measurement but the ceiling and RSS runs a second time against the shared backends
+(a throw-away PostgreSQL 15 and SeaweedFS's S3 gateway, `--object-store s3://…`; tables reach the
+node's table cache on the first request, so symbolication runs with warm node caches) and the
+ratios shared / embedded are printed (issue 18: >= 0.5 for symbolicate, >= 0.3 for ingestion).
+With --healthz, `GET /healthz` under the same wrk load: the HTTP floor of the server.
 
 1. Five real modules (python3.11d, libc's debug file, fixtures: as symbolicate_bench.py picks them)
    are uploaded with `crashsym upload` to a fresh `crashsym serve`; a 50-frame ASan report over
@@ -47,7 +52,7 @@ import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contextlib  # noqa: E402
-from serverkit import Workspace, default_crashsym, postgres_cluster, stop_server  # noqa: E402
+from serverkit import POSTGRES, Workspace, default_crashsym, postgres_cluster, seaweedfs, stop_server  # noqa: E402
 import symbolicate_bench  # noqa: E402
 
 
@@ -71,6 +76,16 @@ def lua(path, method, key, body_path=None):
             f.write('wrk.headers["Content-Type"] = "text/plain"\n')
             f.write(f'local f = io.open("{body_path}", "rb"); wrk.body = f:read("*a"); f:close()\n')
     return path
+
+
+def wal_position(database):
+    """PostgreSQL's current write-ahead log position (bytes), or None without a database."""
+    if not database:
+        return None
+    lsn = subprocess.run([POSTGRES + "/psql", database, "-Atc", "SELECT pg_current_wal_lsn()"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    high, low = lsn.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
 
 
 def metric(base, name):
@@ -206,6 +221,11 @@ def main():
     parser.add_argument("--ingest-duration", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=2000)
     parser.add_argument("--postgres", action="store_true", help="metadata in a throw-away PostgreSQL (--database)")
+    parser.add_argument("--shared", action="store_true",
+                        help="also run against the shared backends (PostgreSQL + SeaweedFS S3) and print the ratios")
+    parser.add_argument("--shared-backlog", type=int, default=None,
+                        help="the late-symbols backlog of the shared run (default: --backlog)")
+    parser.add_argument("--healthz", action="store_true", help="also measure GET /healthz (the HTTP floor)")
     parser.add_argument("--rss-tables-mb", type=int, default=0,
                         help="also measure peak RSS with this many MiB of stored tables (0: skip)")
     parser.add_argument("--rss-only", action="store_true", help="only the RSS measurement (needs --rss-tables-mb)")
@@ -213,10 +233,46 @@ def main():
     args = parser.parse_args()
     rng = random.Random(1)
     modules = symbolicate_bench.sample_modules(rng)
-    result = {"crashsym": args.crashsym, "connections": args.connections, "metadata": "postgres" if args.postgres else "sqlite"}
+    frames = symbolicate_bench.frames(rng, modules, 50)
+    result = measure(args, rng, modules, frames, "postgres" if args.postgres else "embedded")
+    if args.rss_only:
+        print(json.dumps(result, indent=1))
+        return
+    if args.shared:
+        # The same report, ingestion and backlog against PostgreSQL + S3 (node caches warmed by
+        # the first request); the ceiling and RSS are not measured again.
+        shared = measure(args, random.Random(2), modules, frames, "shared", ceiling=result["in_process_reports_per_s"])
+        result["shared"] = shared
+        result["shared_ratios"] = {
+            "symbolicate": round(shared["symbolicate_rps"] / result["symbolicate_rps"], 2),
+            "lookup": round(shared["lookup_rps"] / result["lookup_rps"], 2),
+            "ingest": round(shared["ingest_per_s"] / result["ingest_per_s"], 2),
+            "resymbolicate": round((shared["backlog"] / shared["backlog_resymbolicated_seconds"])
+                                   / (result["backlog"] / result["backlog_resymbolicated_seconds"]), 2)
+            if shared.get("backlog_resymbolicated_seconds") and result.get("backlog_resymbolicated_seconds") else None,
+        }
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    print_result(result)
+    if "shared" in result:
+        print()
+        print_result(result["shared"])
+        q = result["shared_ratios"]
+        print(f"  shared / embedded: symbolicate {q['symbolicate']}x (target >= 0.5), lookup {q['lookup']}x, "
+              f"ingestion {q['ingest']}x (target >= 0.3), re-symbolication {q['resymbolicate']}x")
 
-    with (postgres_cluster() if args.postgres else contextlib.nullcontext()) as database, \
-            Workspace(args.crashsym, "crashsym-crash-bench-", database=database) as ws:
+
+def measure(args, rng, modules, frames, backends, ceiling=None):
+    """One run of every measurement against `backends` (embedded: SQLite and the data directory;
+    postgres: PostgreSQL metadata; shared: PostgreSQL and SeaweedFS S3); returns the results.
+    `ceiling`: the in-process rate measured before (not measured again)."""
+    result = {"crashsym": args.crashsym, "connections": args.connections,
+              "metadata": {"embedded": "sqlite", "postgres": "postgres", "shared": "postgres"}[backends],
+              "objects": "s3" if backends == "shared" else "directory"}
+    with (postgres_cluster() if backends != "embedded" else contextlib.nullcontext()) as database, \
+            (seaweedfs() if backends == "shared" else contextlib.nullcontext()) as object_store, \
+            Workspace(args.crashsym, "crashsym-crash-bench-", database=database, object_store=object_store) as ws:
         work = ws.work
         tables = os.path.join(work, "tables")
         inputs = []
@@ -233,9 +289,7 @@ def main():
         subprocess.run([args.crashsym, "dump", *inputs, "-o", tables], check=True, capture_output=True)
         if args.rss_only:
             result.update(rss_under_load(ws, modules[0], tables, args.rss_tables_mb, rng))
-            print(json.dumps(result, indent=1))
-            return
-        frames = symbolicate_bench.frames(rng, modules, 50)
+            return result
         report = symbolicate_bench.asan_report(frames, 4242)
         report_path = os.path.join(work, "report.txt")
         with open(report_path, "w") as f:
@@ -252,24 +306,31 @@ def main():
             sys.exit("crash_service_bench: the endpoint's frames differ from the CLI's")
 
         # In-process ceiling.
-        directory = os.path.join(work, "reports")
-        os.makedirs(directory)
-        for i in range(args.reports):
-            with open(os.path.join(directory, f"r{i:06d}.txt"), "w") as f:
-                f.write(report)
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            subprocess.run([args.crashsym, "symbolicate", directory, "--format", "json", "--symbols", tables,
-                            "--no-module-paths", "--no-cache"], check=True, stdout=subprocess.DEVNULL, env=env)
-            times.append(time.perf_counter() - start)
-        ceiling = args.reports / statistics.median(times)
+        if ceiling is None:
+            directory = os.path.join(work, "reports")
+            os.makedirs(directory)
+            for i in range(args.reports):
+                with open(os.path.join(directory, f"r{i:06d}.txt"), "w") as f:
+                    f.write(report)
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                subprocess.run([args.crashsym, "symbolicate", directory, "--format", "json", "--symbols", tables,
+                                "--no-module-paths", "--no-cache"], check=True, stdout=subprocess.DEVNULL, env=env)
+                times.append(time.perf_counter() - start)
+            ceiling = args.reports / statistics.median(times)
         result["in_process_reports_per_s"] = round(ceiling)
 
         script = lua(os.path.join(work, "symbolicate.lua"), "POST", ws.key, report_path)
         rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate", script, args.duration, args.connections)
         result.update(symbolicate_rps=round(rate), symbolicate_p99_ms=round(p99, 2), symbolicate_errors=bad,
                       symbolicate_vs_ceiling=round(rate / ceiling, 2))
+
+        if args.healthz:
+            # The HTTP floor: the same load on a route that does nothing (no key, no body).
+            script = lua(os.path.join(work, "healthz.lua"), "GET", ws.key)
+            rate, p99, total, bad = wrk(f"{base}/healthz", script, args.duration, args.connections)
+            result.update(healthz_rps=round(rate), healthz_p99_ms=round(p99, 2), healthz_errors=bad)
 
         module = modules[0]
         addresses = "&".join(f"address=0x{offset:x}" for m, offset in frames if m is module)[:4000] or "address=0x1000"
@@ -282,6 +343,7 @@ def main():
         processed_before = metric(base, "crashsym_crashes_processed_total")
         accepted_before = metric(base, "crashsym_crashes_accepted_total")
         script = lua(os.path.join(work, "ingest.lua"), "POST", ws.key, report_path)
+        wal_before = wal_position(database)
         start = time.perf_counter()
         rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/crashes", script, args.ingest_duration, args.connections)
         ingest_seconds = time.perf_counter() - start
@@ -293,6 +355,9 @@ def main():
         result.update(ingest_per_s=round(accepted / ingest_seconds), ingest_p99_ms=round(p99, 2), ingest_refused=bad,
                       processing_seconds=round(ingest_seconds + behind, 1),
                       processing_vs_ingest=round((ingest_seconds + behind) / ingest_seconds, 2))
+        if database and accepted:
+            # PostgreSQL's write-ahead log per crash accepted and processed (every row written).
+            result["wal_bytes_per_crash"] = round((wal_position(database) - wal_before) / accepted)
 
         # Late symbols: a backlog of crashes of a module the server lacks, then its table.
         late = os.path.join(work, "late")
@@ -314,7 +379,8 @@ def main():
         accepted_before = metric(base, "crashsym_crashes_accepted_total")
         script = lua(os.path.join(work, "late.lua"), "POST", ws.key, late_path)
         sent = 0
-        while sent < args.backlog:
+        backlog = args.shared_backlog if backends == "shared" and args.shared_backlog else args.backlog
+        while sent < backlog:
             wrk(f"{base}/api/v1/apps/{ws.app_id}/crashes", script, 2, args.connections)
             sent = metric(base, "crashsym_crashes_accepted_total") - accepted_before
         wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= sent, 600)
@@ -325,22 +391,26 @@ def main():
         result.update(backlog=int(sent), backlog_resymbolicated_seconds=round(time.perf_counter() - start, 1) if done is not None else None,
                       backlog_requeued=int(metric(base, "crashsym_crashes_requeued_total") - requeued_before))
         result["server_peak_rss_mb"] = peak_rss_mb(ws.server.pid)
-        if args.rss_tables_mb > 0:
+        if args.rss_tables_mb > 0 and backends != "shared":
             result.update(rss_under_load(ws, modules[0], tables, args.rss_tables_mb, rng))
+    return result
 
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return
-    r = result
-    print(f"crash service ({r['metadata']} metadata), wrk with {r['connections']} connections on 127.0.0.1, "
+
+def print_result(r):
+
+    print(f"crash service ({r['metadata']} metadata, {r['objects']} objects), wrk with {r['connections']} connections on 127.0.0.1, "
           f"one 50-frame ASan report over 5 modules")
     print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s")
     print(f"  POST symbolicate                                {r['symbolicate_rps']} req/s, p99 {r['symbolicate_p99_ms']} ms, "
           f"{r['symbolicate_vs_ceiling']}x the ceiling, {r['symbolicate_errors']} errors "
           f"(targets: >= 5000 req/s, >= 0.5x, p99 <= 20 ms)")
+    if "healthz_rps" in r:
+        print(f"  GET /healthz (the HTTP floor)                   {r['healthz_rps']} req/s, p99 {r['healthz_p99_ms']} ms")
     print(f"  GET symbolicate (lookup)                        {r['lookup_rps']} req/s, p99 {r['lookup_p99_ms']} ms")
     print(f"  POST crashes                                    {r['ingest_per_s']} accepted/s, p99 {r['ingest_p99_ms']} ms, "
           f"{r['ingest_refused']} refused (target >= 2000/s)")
+    if "wal_bytes_per_crash" in r:
+        print(f"  PostgreSQL WAL per crash (ingested + processed) {r['wal_bytes_per_crash']} bytes")
     print(f"  processing caught up after                      {r['processing_seconds']} s "
           f"({r['processing_vs_ingest']}x the ingestion time; target <= 2x)")
     print(f"  late symbols: {r['backlog']} crashes re-symbolicated in {r['backlog_resymbolicated_seconds']} s "

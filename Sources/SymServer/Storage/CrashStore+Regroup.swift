@@ -98,8 +98,17 @@ extension CrashStore {
             try Data.fetchOne(db, sql: "SELECT grouping FROM crash WHERE app_id = ? AND id = ?", arguments: [appID, id])
         }
         guard let data else { return nil }
+        return try CrashSignature.stored(Array(data), crashID: id)
+    }
+}
+
+extension CrashSignature {
+    /// A signature as a crash row keeps it (`grouping`): the kept form (`keptBytes`), or the
+    /// whole `Codable` form that crashes processed before the kept form were stored with.
+    static func stored(_ bytes: [UInt8], crashID id: String) throws -> CrashSignature {
         do {
-            return try JSONDecoder().decode(CrashSignature.self, from: data)
+            if bytes.starts(with: #"{"kept":"#.utf8) { return try CrashSignature(keptBytes: bytes) }
+            return try JSONDecoder().decode(CrashSignature.self, from: Data(bytes))
         } catch {
             throw StoreError.corrupt("the grouping frames of crash \(id) do not read: \(error)")
         }

@@ -153,7 +153,7 @@ public final class CrashStore: Sendable {
         /// Modules without a build-id whose frames found no symbols (none of the version's
         /// tables had the name, or several did): their names (CrashStore+Names.swift).
         var missingNames: [String] = []
-        /// The signature with every examined frame's role (`CrashSignature` as JSON), for the
+        /// The signature with every examined frame's role (`CrashSignature.keptBytes`), for the
         /// console (CrashStore+Regroup.swift).
         var grouping: [UInt8]? = nil
     }

@@ -130,10 +130,6 @@ extension PostgresMetadataStore {
     public func grouping(appID: String, crashID id: String) async throws -> CrashSignature? {
         guard let row = try await rows("SELECT grouping FROM crash WHERE app_id = \(appID) AND id = \(id)").first,
               let buffer = try row.decode(ByteBuffer?.self) else { return nil }
-        do {
-            return try JSONDecoder().decode(CrashSignature.self, from: Data(buffer.readableBytesView))
-        } catch {
-            throw StoreError.corrupt("the grouping frames of crash \(id) do not read: \(error)")
-        }
+        return try CrashSignature.stored(Array(buffer.readableBytesView), crashID: id)
     }
 }
