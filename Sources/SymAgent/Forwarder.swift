@@ -23,6 +23,9 @@ public final class Forwarder {
     private let configuration: AgentConfiguration
     private let transfer: CurlTransfer
     private let userAgent: String
+    /// The `?system=` of every crash: the host's OS, kernel and CPU (nil when the server would
+    /// refuse it as a label, so that it never costs a crash).
+    private let system: String?
     /// `--symbols`: each report symbolicated here and sent as crashsym JSON (nil: sent as taken).
     private let symbolication: LocalSymbolication?
 
@@ -45,6 +48,7 @@ public final class Forwarder {
             throw AgentError("cannot send crashes: \(error.message)")
         }
         userAgent = "crashsym-agent (\(host.system))"
+        system = AgentConfiguration.isPrintable(host.system) ? host.system : nil
     }
 
     /// The `Idempotency-Key` of the file at `path`: `sha256:` and the SHA-256 of its bytes, so a
@@ -72,6 +76,7 @@ public final class Forwarder {
         var base = configuration.server
         while base.hasSuffix("/") { base.removeLast() }
         var query = [("host", configuration.host)]
+        if let system { query.append(("system", system)) }
         if let version = metadata.version { query.append(("version", version)) }
         if let environment = metadata.environment { query.append(("environment", environment)) }
         if let format { query.append(("input_format", format)) }

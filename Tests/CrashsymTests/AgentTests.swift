@@ -42,11 +42,14 @@ import TestSupport
         usleep(700_000)  // anything sent twice would show now
         let crashes = try server.crashes()
         #expect(crashes.count == 21)
+        // The OS, kernel and CPU as uname(1) names them.
+        let system = try Tool.output("/usr/bin/uname", ["-s", "-r", "-m"]).trimmingCharacters(in: .newlines)
         var markers: [String] = []
         for crash in crashes {
             #expect(crash["environment"] as? String == "staging")
             #expect(crash["version"] as? String == "2.0.1")
             #expect((crash["host"] as? String)?.isEmpty == false)
+            #expect(crash["system"] as? String == system)
             let raw = String(decoding: try server.raw(try #require(crash["id"] as? String)), as: UTF8.self)
             markers.append(String(raw.prefix { $0 != ":" }))
         }

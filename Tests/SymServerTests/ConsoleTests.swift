@@ -168,7 +168,7 @@ struct ConsoleTests {
         for path in paths { #expect(try admin.get(path).status == 200, "\(path)") }
     }
 
-    @Test("hostile names from a report, a host label and an app name are shown as text, never as markup")
+    @Test("hostile names from a report, host and system labels and an app name are shown as text, never as markup")
     func escaping() throws {
         let server = try TestServer()
         let report = server.scratch + "/hostile.txt"
@@ -177,7 +177,8 @@ struct ConsoleTests {
             /tmp/<b>bold</b>/libevil2.so(+0x17)[0x7f7d10b228c7]
 
             """.write(toFile: report, atomically: true, encoding: .utf8)
-        let crash = try server.postProcessed(report, query: "version=1.0&host=%3Cimg%20src%3Dx%20onerror%3Dalert(2)%3E")
+        let crash = try server.postProcessed(report, query: "version=1.0&host=%3Cimg%20src%3Dx%20onerror%3Dalert(2)%3E"
+                                                 + "&system=%3Cscript%3Ealert(3)%3C%2Fscript%3E")
         let created = try Binary.crashsym(["apps", "create", "<i>evil app</i>", "--id", "evil", "--data-dir", server.dataDirectory])
         #expect(created.status == 0)
         let password = try server.createUser("alice", admin: true)
@@ -202,7 +203,9 @@ struct ConsoleTests {
         #expect(try console.get("/apps").text.contains("&lt;i&gt;evil app&lt;/i&gt;"))
         let group = try console.get("/apps/\(server.appID)/groups/\(crash.group)").text
         #expect(group.contains("&lt;img src=x onerror=alert(2)&gt;"))
-        #expect(try console.get("/apps/\(server.appID)/crashes/\(crash.crash)").text.contains("/tmp/&lt;b&gt;bold&lt;/b&gt;/libevil2.so"))
+        let crashPage = try console.get("/apps/\(server.appID)/crashes/\(crash.crash)").text
+        #expect(crashPage.contains("/tmp/&lt;b&gt;bold&lt;/b&gt;/libevil2.so"))
+        #expect(crashPage.contains("<dt>System</dt><dd>&lt;script&gt;alert(3)"))
         // The raw report is served as sandboxed plain text.
         let raw = try console.get("/apps/\(server.appID)/crashes/\(crash.crash)/raw")
         #expect(raw.headers["content-type"] == "text/plain; charset=utf-8")

@@ -11,7 +11,8 @@ struct CrashServiceTests {
     @Test("a crash is stored, processed in the background, listed, read back raw, deleted")
     func lifecycle() throws {
         let server = try TestServer()
-        let posted = try server.post("crashes", file: Self.asan, query: "version=1.4.2&host=web-1&environment=prod")
+        let posted = try server.post("crashes", file: Self.asan,
+                                     query: "version=1.4.2&host=web-1&system=Linux%206.1.0-18-amd64%20x86_64&environment=prod")
         #expect(posted.status == 201)
         guard let id = posted.json["id"] as? String else { throw TestFailure("no id: \(posted.text)") }
         #expect(["pending", "done"].contains(posted.json["state"] as? String))
@@ -20,6 +21,7 @@ struct CrashServiceTests {
         let crash = try server.crash(id)
         #expect(crash["version"] as? String == "1.4.2")
         #expect(crash["host"] as? String == "web-1")
+        #expect(crash["system"] as? String == "Linux 6.1.0-18-amd64 x86_64")
         #expect(crash["environment"] as? String == "prod")
         #expect(crash["format"] as? String == "sanitizer")
         #expect(crash["signal"] as? String == "heap-use-after-free")
@@ -34,8 +36,15 @@ struct CrashServiceTests {
         #expect(raw.status == 200)
         #expect(raw.body == (try Data(contentsOf: URL(fileURLWithPath: Self.asan))))
 
+        // A system label that is not printable text is refused, and nothing is stored.
+        let refused = try server.post("crashes", file: Self.asan, query: "system=Linux%0A6.1")
+        #expect(refused.status == 400)
+        #expect(refused.text.contains("system must be 1 to 255 printable characters"))
+        #expect(try server.post("crashes", file: Self.asan, query: "system=").status == 400)
+
         let list = try server.get("crashes")
         #expect((list.json["crashes"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
+        #expect((list.json["crashes"] as? [[String: Any]])?.first?["system"] as? String == "Linux 6.1.0-18-amd64 x86_64")
         #expect(list.json["next_cursor"] is NSNull)
 
         let deleted = try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(id)")

@@ -46,10 +46,10 @@ struct MetadataStoreConformanceTests {
                        created: "2026-01-01T00:00:00Z", modules: [])
     }
 
-    static func crash(_ app: String, version: String? = "1.0", key: String? = nil, raw: String = "raw", at received: Int64 = 1_000)
-        -> CrashStore.NewCrash {
-        CrashStore.NewCrash(appID: app, version: version, host: "host-a", environment: nil, inputFormat: nil, rawSHA256: raw,
-                            rawSize: 10, idempotencyKey: key, receivedMilliseconds: received)
+    static func crash(_ app: String, version: String? = "1.0", key: String? = nil, raw: String = "raw", at received: Int64 = 1_000,
+                      system: String? = "Linux 6.1.0-18-amd64 x86_64") -> CrashStore.NewCrash {
+        CrashStore.NewCrash(appID: app, version: version, host: "host-a", system: system, environment: nil, inputFormat: nil,
+                            rawSHA256: raw, rawSize: 10, idempotencyKey: key, receivedMilliseconds: received)
     }
 
     static func done(_ signature: String, missing: [(buildID: String, name: String)] = []) -> CrashStore.ProcessingResult {
@@ -143,14 +143,17 @@ struct MetadataStoreConformanceTests {
             #expect(first.state == .pending && !first.replayed)
             let replay = try await store.accept(Self.crash(app, key: "k1", raw: "r-other"))
             #expect(replay.replayed && replay.id == first.id)
-            let second = try await store.accept(Self.crash(app, version: nil, raw: "r1", at: 2_000))
+            let second = try await store.accept(Self.crash(app, version: nil, raw: "r1", at: 2_000, system: nil))
             let third = try await store.accept(Self.crash(app, raw: "r3", at: 3_000))
             let (summary, report) = try await store.crash(appID: app, id: first.id)
             #expect(summary.state == .pending && summary.version == "1.0" && summary.host == "host-a" && report == nil)
-            #expect(try await store.crash(appID: app, id: second.id).summary.version == "unknown")
+            #expect(summary.system == "Linux 6.1.0-18-amd64 x86_64")
+            let secondSummary = try await store.crash(appID: app, id: second.id).summary
+            #expect(secondSummary.version == "unknown" && secondSummary.system == nil)
             await #expect(throws: StoreError.notFound("no crash \(first.id)")) { _ = try await store.crash(appID: "other", id: first.id) }
             let page = try await store.crashes(appID: app, filter: .init(), limit: 2, cursor: nil)
             #expect(page.crashes.map(\.id) == [third.id, second.id])
+            #expect(page.crashes.map(\.system) == ["Linux 6.1.0-18-amd64 x86_64", nil])
             let rest = try await store.crashes(appID: app, filter: .init(), limit: 2, cursor: page.next)
             #expect(rest.crashes.map(\.id) == [first.id] && rest.next == nil)
             #expect(try await store.crashes(appID: app, filter: .init(sinceMilliseconds: 2_500), limit: 10, cursor: nil).crashes.map(\.id) == [third.id])

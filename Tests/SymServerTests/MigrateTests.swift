@@ -26,7 +26,7 @@ struct MigrateTests {
         let client = server.client
         let failures = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: crashes) { index in
-            let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0",
+            let answer = try? client.request("POST", "/api/v1/apps/\(client.appID)/crashes?version=1.0&system=Linux%206.1.0-18-amd64%20x86_64",
                                              extra: ["-H", "Content-Type: text/plain", "--data-binary", "@" + (index % 3 == 0 ? ubsan : asan)])
             if answer?.status != 201 { failures.add(1, ordering: .relaxed) }
         }
@@ -70,6 +70,7 @@ struct MigrateTests {
         let groups = try embedded.get("groups").json["groups"] as? [[String: Any]] ?? []
         let sample = try #require(crashes.first?["id"] as? String)
         let sampleCrash = try embedded.crash(sample)
+        #expect(sampleCrash["system"] as? String == "Linux 6.1.0-18-amd64 x86_64")  // compared after the move below
         let raw = try embedded.get("crashes/\(sample)/raw")
         let webhooks = try embedded.get("webhooks").json["webhooks"] as? [[String: Any]] ?? []
         #expect(crashes.count == 9 && groups.count == 2 && webhooks.count == 1 && raw.status == 200)

@@ -11,7 +11,8 @@ enum ConsoleReportView {
         var facts: [(String, String?)] = [
             ("Signal", summary.signal ?? document["signal"] as? String),
             ("Reason", document["reason"] as? String),
-            ("Version", summary.version), ("Host", summary.host), ("Environment", summary.environment),
+            ("Version", summary.version), ("Host", summary.host), ("System", summary.system),
+            ("Environment", summary.environment),
             ("Received", summary.received), ("Symbolicated", summary.lastSymbolicated),
             ("Format", summary.format), ("State", summary.state.rawValue),
         ]

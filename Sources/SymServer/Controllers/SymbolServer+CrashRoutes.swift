@@ -66,6 +66,7 @@ extension SymbolServer {
         var submission = CrashService.Submission()
         submission.version = try Self.identifier(query, "version", check: BundleManifest.isVersion)
         submission.host = try Self.label(query, "host")
+        submission.system = try Self.label(query, "system")
         submission.environment = try Self.label(query, "environment")
         submission.inputFormat = try Self.inputFormat(query)
         if let key = request.headers[HTTPField.Name("Idempotency-Key")!] {
@@ -397,7 +398,7 @@ extension SymbolServer {
         return value
     }
 
-    /// A free-text label (host, environment): 1 to 255 printable bytes.
+    /// A free-text label (host, system, environment): 1 to 255 printable bytes.
     private static func label(_ query: FlatDictionary<Substring, Substring>, _ name: String) throws -> String? {
         guard let value = query[Substring(name)].map(String.init) else { return nil }
         guard !value.isEmpty, value.utf8.count <= 255, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {

@@ -57,6 +57,8 @@ final class CrashService: Sendable {
     struct Submission: Sendable {
         var version: String?
         var host: String?
+        /// The OS and kernel the crash happened on (the agent's `sysname release machine`).
+        var system: String?
         var environment: String?
         var inputFormat: ReportFormat?
         var idempotencyKey: String?
@@ -70,7 +72,8 @@ final class CrashService: Sendable {
         let sha256 = hexString(Array(SHA256.hash(data: body)))
         try await objects.put(bytes: body, sha256: sha256)
         let receipt = try await store.accept(CrashStore.NewCrash(
-            appID: appID, version: submission.version, host: submission.host, environment: submission.environment,
+            appID: appID, version: submission.version, host: submission.host, system: submission.system,
+            environment: submission.environment,
             inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
             idempotencyKey: submission.idempotencyKey, receivedMilliseconds: currentMilliseconds()))
         try await objects.confirm(bytes: body, sha256: sha256)

@@ -65,6 +65,10 @@ public final class CrashStore: Sendable {
         registerNameMigrations(&migrator)
         registerRegroupMigrations(&migrator)
         registerAgentMigrations(&migrator)
+        migrator.registerMigration("crash-system") { db in
+            // The OS and kernel a crash happened on (`?system=`; nil for crashes from before).
+            try db.execute(sql: "ALTER TABLE crash ADD COLUMN system TEXT")
+        }
     }
 
     // MARK: Types
@@ -84,6 +88,8 @@ public final class CrashStore: Sendable {
         public var appID: String
         public var version: String?
         public var host: String?
+        /// The OS and kernel (`?system=`), e.g. `Linux 6.1.0-18-amd64 x86_64`.
+        public var system: String? = nil
         public var environment: String?
         public var inputFormat: String?
         public var rawSHA256: String
@@ -178,11 +184,11 @@ public final class CrashStore: Sendable {
         }
         let id = Self.randomHex(bytes: 16)
         try db.execute(sql: """
-            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, environment, input_format,
+            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
                                raw_sha256, raw_size, state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
             """, arguments: [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
-                             crash.host, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
+                             crash.host, crash.system, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
         let seq = db.lastInsertedRowID
         try Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
         if let key = crash.idempotencyKey {
@@ -407,6 +413,8 @@ public final class CrashStore: Sendable {
         public var received: String
         public var version: String
         public var host: String?
+        /// The OS and kernel the submitter named (nil: not given).
+        public var system: String?
         public var environment: String?
         public var format: String?
         public var signal: String?
@@ -419,7 +427,7 @@ public final class CrashStore: Sendable {
         public var rawSize: Int
 
         enum CodingKeys: String, CodingKey {
-            case id, state, received, version, host, environment, format, signal, failure, signature, title
+            case id, state, received, version, host, system, environment, format, signal, failure, signature, title
             case groupID = "group_id", lastSymbolicated = "last_symbolicated", missingBuildIDs = "missing_build_ids"
             case rawSize = "raw_size"
         }
@@ -432,6 +440,7 @@ public final class CrashStore: Sendable {
             try container.encode(received, forKey: .received)
             try container.encode(version, forKey: .version)
             try container.encode(host, forKey: .host)
+            try container.encode(system, forKey: .system)
             try container.encode(environment, forKey: .environment)
             try container.encode(format, forKey: .format)
             try container.encode(signal, forKey: .signal)
@@ -458,7 +467,7 @@ public final class CrashStore: Sendable {
     }
 
     private static let summaryColumns = """
-        seq, id, state, received_ms, version, host, environment, format, signal, failure, signature, title, group_id,
+        seq, id, state, received_ms, version, host, system, environment, format, signal, failure, signature, title, group_id,
         symbolicated_ms, missing_build_ids, raw_size
         """
 
@@ -466,7 +475,7 @@ public final class CrashStore: Sendable {
         let missing: String? = row["missing_build_ids"]
         return CrashSummary(
             id: row["id"], state: State(rawValue: row["state"]) ?? .pending, received: formatMilliseconds(row["received_ms"]),
-            version: row["version"], host: row["host"], environment: row["environment"], format: row["format"],
+            version: row["version"], host: row["host"], system: row["system"], environment: row["environment"], format: row["format"],
             signal: row["signal"], failure: row["failure"], signature: row["signature"], title: row["title"],
             groupID: row["group_id"], lastSymbolicated: (row["symbolicated_ms"] as Int64?).map(formatMilliseconds),
             missingBuildIDs: missing.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) },

@@ -28,10 +28,10 @@ extension PostgresMetadataStore {
         let id = CrashStore.randomHex(bytes: 16)
         let rawSize = Int64(crash.rawSize)
         let seq = try await db.rows("""
-            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, environment, input_format,
+            INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
                                raw_sha256, raw_size, state)
             VALUES (\(id), \(crash.appID), \(crash.receivedMilliseconds), \(crash.version ?? "unknown"), \(crash.version != nil),
-                    \(crash.host), \(crash.environment), \(crash.inputFormat), \(crash.rawSHA256), \(rawSize), 'pending')
+                    \(crash.host), \(crash.system), \(crash.environment), \(crash.inputFormat), \(crash.rawSHA256), \(rawSize), 'pending')
             RETURNING seq
             """)[0].decode(Int64.self)
         try await Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
@@ -307,7 +307,7 @@ extension PostgresMetadataStore {
     }
 
     private static let summaryColumns = """
-        seq, id, state, received_ms, version, host, environment, format, signal, failure, signature, title, group_id,
+        seq, id, state, received_ms, version, host, system, environment, format, signal, failure, signature, title, group_id,
         symbolicated_ms, missing_build_ids, raw_size
         """
 
@@ -318,7 +318,7 @@ extension PostgresMetadataStore {
         let summary = CrashStore.CrashSummary(
             id: try columns["id"].decode(String.self), state: CrashStore.State(rawValue: try text("state") ?? "") ?? .pending,
             received: formatMilliseconds(try columns["received_ms"].decode(Int64.self)), version: try text("version") ?? "",
-            host: try text("host"), environment: try text("environment"), format: try text("format"), signal: try text("signal"),
+            host: try text("host"), system: try text("system"), environment: try text("environment"), format: try text("format"), signal: try text("signal"),
             failure: try text("failure"), signature: try text("signature"), title: try text("title"), groupID: try text("group_id"),
             lastSymbolicated: try columns["symbolicated_ms"].decode(Int64?.self).map(formatMilliseconds),
             missingBuildIDs: missing.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) },

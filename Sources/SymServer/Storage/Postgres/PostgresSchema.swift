@@ -144,5 +144,9 @@ enum PostgresSchema {
             "ALTER TABLE agent_counts ADD COLUMN queue BIGINT",
             "CREATE INDEX version_module_by_build_id ON version_module(app_id, build_id)",
         ]),
+        ("crash-system", [
+            // The OS and kernel a crash happened on (`?system=`, CrashStore.swift).
+            "ALTER TABLE crash ADD COLUMN system TEXT",
+        ]),
     ]
 }
