@@ -115,10 +115,22 @@ public struct S3ObjectStore: ObjectStore {
         return ObjectPage(objects: objects, next: listing.nextToken)
     }
 
-    /// Runs a blocking client call on the thread pool, its errors as `StoreError`s.
+    /// Runs a blocking client call on the store's thread pool, its errors as `StoreError`s.
     private func run<T: Sendable>(_ body: @Sendable @escaping () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive { try Self.translate(body) }
+        try await Self.requests.runIfActive { try Self.translate(body) }
     }
+
+    /// The threads S3 requests block on, one pool for the process. A request spends its time
+    /// waiting on the network, not on a core, so on the shared blocking pool (one thread a core)
+    /// only two requests were in flight at once, queued behind the directory work and bcrypt that
+    /// pool also runs. 16 matches the idle connections the transfer pool keeps
+    /// (`CurlTransferPool`). Measured: 418 -> 469 crashes/s accepted on PostgreSQL + SeaweedFS
+    /// (one run each); the bucket is not what limits shared ingestion.
+    static let requests: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 16)
+        pool.start()
+        return pool
+    }()
 
     /// The storage error of an S3 failure: a missing object is `.notFound`; anything else means
     /// the store cannot serve now (`.unavailable`: 503 and Retry-After), with the client's
