@@ -57,15 +57,28 @@ public enum CoreSpool {
     /// its signal, process and time, and `problem`, so the crash is counted and explained.
     static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String, input: Input = .corePattern,
                            extra: [(String, String)] = []) -> String {
-        let signal = crash.signal > 0 ? Forwarder.jsonString(CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name) : "null"
         var metadata = [("input", input.rawValue), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
                         ("time", "\(crash.time)"), ("core", problem)]
         if let tid = crash.tid { metadata.append(("tid", "\(tid)")) }
         if truncated { metadata.append(("core_truncated", "true")) }
         metadata += extra
-        let members = metadata.map { "\(Forwarder.jsonString($0.0)):\(Forwarder.jsonString($0.1))" }.joined(separator: ",")
-        return "{\"signal\":\(signal),\"reason\":\(Forwarder.jsonString(problem)),"
-            + "\"metadata\":{\(members)},\"modules\":[],\"stacks\":[]}\n"
+        var json = JSONWriter()
+        json.beginObject()
+        if crash.signal > 0 {
+            json.field("signal", CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name)
+        } else {
+            json.fieldNull("signal")
+        }
+        json.field("reason", problem)
+        json.beginObject("metadata")
+        for (key, value) in metadata { json.field(key, value) }
+        json.endObject()
+        json.beginArray("modules")
+        json.endArray()
+        json.beginArray("stacks")
+        json.endArray()
+        json.endObject()
+        return json.text + "\n"
     }
 
     /// How a core reached the agent, for the report's `input` metadata.

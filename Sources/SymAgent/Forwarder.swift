@@ -1,6 +1,7 @@
 import SymBytes
 import SymHTTP
 import SymReport
+import Symbolication
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,7 +92,7 @@ public final class Forwarder {
         do {
             key = try Self.idempotencyKey(ofFile: path)
         } catch {
-            return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"unreadable\", \"message\": \(Self.jsonString(error.description))}}".utf8))
+            return .rejected(status: 0, answer: Self.refusal(code: "unreadable", message: error.description))
         }
         let metadata: ReportQueue.Metadata
         switch route(queued, path: path) {
@@ -132,7 +133,7 @@ public final class Forwarder {
         case .success(let response):
             return .rejected(status: response.status, answer: response.body)
         case .failure(let failure) where failure.kind == .io:
-            return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"unreadable\", \"message\": \(Self.jsonString(failure.message))}}".utf8))
+            return .rejected(status: 0, answer: Self.refusal(code: "unreadable", message: failure.message))
         case .failure(let failure):
             return .transient(reason: "\(HTTPRequest.redacting(configuration.server)): \(failure.message)", retryAfter: nil)
         }
@@ -184,7 +185,7 @@ public final class Forwarder {
     static func noApp(program: String?) -> Outcome {
         let message = "no app for this report: its program \(program ?? "(not named by the report)") matches no \"apps\" entry, "
             + "and the agent has no app-id (give app-id, or an \"apps\" entry for the program)"
-        return .rejected(status: 0, answer: Array("{\"error\": {\"code\": \"no-app\", \"message\": \(jsonString(message))}}".utf8))
+        return .rejected(status: 0, answer: Self.refusal(code: "no-app", message: message))
     }
 
     /// Reports read to route them at most this long (a larger one is sent as it is routed by the
@@ -248,21 +249,6 @@ public final class Forwarder {
         }
         return result
     }
-
-    /// `text` as a JSON string literal.
-    public static func jsonString(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case _ where scalar.value < 0x20: result += "\\u00" + hexString([UInt8(scalar.value)])
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
 }
 
 /// An agent failure with a message saying what to do.
@@ -270,4 +256,19 @@ public struct AgentError: Error, CustomStringConvertible, Sendable {
     public var description: String
     /// An error.
     public init(_ description: String) { self.description = description }
+}
+
+extension Forwarder {
+    /// The answer kept beside a report the agent refuses itself (`rejected/`), in the server's
+    /// error shape: `{"error":{"code":…,"message":…}}`.
+    static func refusal(code: String, message: String) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.beginObject("error")
+        json.field("code", code)
+        json.field("message", message)
+        json.endObject()
+        json.endObject()
+        return Array(json.text.utf8)
+    }
 }
