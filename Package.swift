@@ -203,7 +203,7 @@ let package = Package(
         .executableTarget(
             name: "crashsym-agent",
             dependencies: [
-                "SymAgent", "CrashsymCommandLine",
+                "SymAgent", "CrashsymCommandLine", "Symbolication",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import SymAgent
+import Symbolication
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -233,10 +234,17 @@ extension Crashsym {
         }
 
         static func json(_ summary: Collector.Summary) -> String {
-            let failure = summary.failure.map(Forwarder.jsonString) ?? "null"
-            return "{\"delivered\":\(summary.delivered),\"dropped\":\(summary.dropped),\"failure\":\(failure),"
-                + "\"rejected\":\(summary.rejected),\"remaining\":\(summary.remaining),\"suppressed\":\(summary.suppressed),"
-                + "\"taken\":\(summary.taken)}\n"
+            var json = JSONWriter()
+            json.beginObject()
+            json.field("delivered", summary.delivered)
+            json.field("dropped", summary.dropped)
+            if let failure = summary.failure { json.field("failure", failure) } else { json.fieldNull("failure") }
+            json.field("rejected", summary.rejected)
+            json.field("remaining", summary.remaining)
+            json.field("suppressed", summary.suppressed)
+            json.field("taken", summary.taken)
+            json.endObject()
+            return json.text + "\n"
         }
 
         /// `crashsym agent capture`: the kernel's `core_pattern` pipe helper (docs/agent.md, "Core dumps").
