@@ -81,8 +81,8 @@ public final class Forwarder {
         if let version = metadata.version { query.append(("version", version)) }
         if let environment = metadata.environment { query.append(("environment", environment)) }
         if let format { query.append(("input_format", format)) }
-        let encoded = query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
-        return "\(base)/api/v1/apps/\(Self.percentEncoded(metadata.appID))/crashes?\(encoded)"
+        let encoded = query.map { "\($0.0)=\(PercentEncoding.encode($0.1, as: .queryComponent))" }.joined(separator: "&")
+        return "\(base)/api/v1/apps/\(PercentEncoding.encode(metadata.appID, as: .pathSegment))/crashes?\(encoded)"
     }
 
     /// One attempt at sending the report at `path`, to the app and with the version that
@@ -206,7 +206,7 @@ public final class Forwarder {
         if let known = versions.answer(appID: appID, buildID: buildID) { return .success(known) }
         var base = configuration.server
         while base.hasSuffix("/") { base.removeLast() }
-        let request = HTTPRequest(.get, url: "\(base)/api/v1/apps/\(Self.percentEncoded(appID))/builds/\(buildID)",
+        let request = HTTPRequest(.get, url: "\(base)/api/v1/apps/\(PercentEncoding.encode(appID, as: .pathSegment))/builds/\(buildID)",
                                   headers: ["Authorization: Bearer \(configuration.appKey(for: appID))", "Accept: application/json"])
         let answer: BuildVersions.Answer
         switch transfer.perform(request, userAgent: userAgent, timeout: configuration.requestTimeout, connectTimeout: .seconds(10),
@@ -234,20 +234,6 @@ public final class Forwarder {
     /// A build-id lookup that failed in a way worth retrying: the attempt's outcome.
     struct BuildLookupFailure: Error {
         var outcome: Outcome
-    }
-
-    /// RFC 3986 unreserved characters stay, every other byte is `%XX`.
-    static func percentEncoded(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~") {
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                result += "%" + hexString([byte]).uppercased()
-            }
-        }
-        return result
     }
 }
 

@@ -61,9 +61,7 @@ public final class SymbolClient {
     func url(_ endpoint: String) -> String {
         var base = configuration.server
         while base.hasSuffix("/") { base.removeLast() }
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        let app = configuration.appID.addingPercentEncoding(withAllowedCharacters: allowed) ?? configuration.appID
-        return "\(base)/api/v1/apps/\(app)/\(endpoint)"
+        return "\(base)/api/v1/apps/\(PercentEncoding.encode(configuration.appID, as: .pathSegment))/\(endpoint)"
     }
 
     /// Sends `request` until it gets a 2xx, a final error, or the deadline passes.

@@ -363,27 +363,11 @@ public struct S3Client: Sendable {
         while nanosleep(&time, &remaining) != 0 && errno == EINTR { time = remaining }
     }
 
-    /// Whether `character` needs no percent-encoding in SigV4's canonical form.
-    static func isUnreserved(_ character: Character) -> Bool {
-        guard character.isASCII, let value = character.asciiValue else { return false }
-        switch value {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
-        default: return character == "-" || character == "_" || character == "." || character == "~"
-        }
-    }
-
-    /// Percent-encodes as SigV4's canonical request requires (RFC 3986 unreserved kept).
+    /// Percent-encodes as SigV4's canonical request requires (RFC 3986 unreserved kept), each
+    /// segment between slashes on its own when `keepingSlashes` (an object key).
     static func encode(_ text: String, keepingSlashes: Bool = false) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            let character = Character(Unicode.Scalar(byte))
-            if byte < 0x80 && (isUnreserved(character) || (keepingSlashes && byte == UInt8(ascii: "/"))) {
-                output.append(character)
-            } else {
-                let digits = Array("0123456789ABCDEF")
-                output += "%" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 15)])
-            }
-        }
-        return output
+        guard keepingSlashes else { return PercentEncoding.encode(text, as: .unreservedOnly) }
+        return text.split(separator: "/", omittingEmptySubsequences: false)
+            .map { PercentEncoding.encode(String($0), as: .unreservedOnly) }.joined(separator: "/")
     }
 }

@@ -1,3 +1,5 @@
+import SymHTTP
+
 /// Where objects live in an S3-compatible store: `s3://bucket/prefix?endpoint=http://host:port&region=…`.
 ///
 /// Requests use path-style URLs (`<endpoint>/<bucket>/<key>`), which every S3-compatible store
@@ -37,7 +39,7 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         guard Self.isBucketName(bucket) else {
             throw S3Error(.configuration, "\"\(bucket.prefix(80))\" is not a bucket name (3 to 63 lower-case letters, digits, dots and dashes)")
         }
-        guard prefix.allSatisfy({ S3Client.isUnreserved($0) || $0 == "/" }), !prefix.contains("//") else {
+        guard prefix.utf8.allSatisfy({ PercentEncoding.isUnreserved($0) || $0 == UInt8(ascii: "/") }), !prefix.contains("//") else {
             throw S3Error(.configuration, "the key prefix \"\(prefix.prefix(80))\" may hold only letters, digits, - _ . ~ and single slashes")
         }
         var endpoint: String?

@@ -73,6 +73,10 @@ struct ConsoleTests {
         let unsigned = try console.get("/apps/\(server.appID)")
         #expect(unsigned.status == 303)
         #expect(unsigned.headers["location"]?.hasPrefix("/signin?next=") == true)
+        // The way back keeps a query with &, + and %: the sign-in form's `next` is the page asked for.
+        let back = "/apps/\(server.appID)?q=a+b%2Bc&state=all"
+        let signInPage = try console.get(try console.get(back).headers["location"] ?? "")
+        #expect(signInPage.text.contains("name=\"next\" value=\"\(back.replacingOccurrences(of: "&", with: "&amp;"))\""))
         let signedIn = try console.signIn("alice", password)
         #expect(signedIn.status == 303)
         let cookie = signedIn.headers["set-cookie"] ?? ""  // the last Set-Cookie: the session's

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import SymReport
 import Symbolication
+import enum SymHTTP.PercentEncoding
 
 /// The web console (docs/console.md): server-rendered pages for signed-in people under `/`.
 ///
@@ -80,7 +81,7 @@ extension SymbolServer {
     func requireSession(_ request: Request) async throws -> CrashStore.ConsoleSession {
         if let session = try await consoleSession(request) { return session }
         let back = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
-        throw ConsoleRedirect(location: "/signin?next=" + (back.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "%2Fapps"))
+        throw ConsoleRedirect(location: "/signin?next=" + PercentEncoding.encode(back, as: .queryComponent))
     }
 
     /// The app of the URL when the person may see it; 404 otherwise (an app one may not see
@@ -219,11 +220,10 @@ extension SymbolServer {
 
         var nextURL: String?
         if let next = page.next {
-            var items = URLComponents()
-            items.queryItems = [("q", query.text), ("version", query.version), ("state", parameter("state")), ("since", since),
-                                ("sort", parameter("sort")), ("after", next)]
-                .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : URLQueryItem(name: name, value: $0) } }
-            nextURL = "/apps/\(app.id)?" + (items.percentEncodedQuery ?? "")
+            let items = [("q", query.text), ("version", query.version), ("state", parameter("state")), ("since", since),
+                         ("sort", parameter("sort")), ("after", next)]
+                .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : "\(name)=\(PercentEncoding.encode($0, as: .queryComponent))" } }
+            nextURL = "/apps/\(app.id)?" + items.joined(separator: "&")
         }
         let stateChoice = parameter("state") ?? "open"
         let agents = try await crashes.store.agentCounts(appID: app.id)

@@ -1,4 +1,5 @@
 import Foundation
+import SymHTTP
 
 /// What a notification says, as it was when the group changed: written into the outbox in the
 /// transaction of the change, so every attempt of a delivery sends the same body.
@@ -37,11 +38,7 @@ enum WebhookPayload {
     /// The console page of a crash.
     static func consoleLink(base: String, appID: String, crashID: String) -> String {
         let trimmed = base.hasSuffix("/") ? String(base.dropLast()) : base
-        return "\(trimmed)/apps/\(percentEncoded(appID))/crashes/\(percentEncoded(crashID))"
-    }
-
-    private static func percentEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+        return "\(trimmed)/apps/\(PercentEncoding.encode(appID, as: .pathSegment))/crashes/\(PercentEncoding.encode(crashID, as: .pathSegment))"
     }
 
     private struct JSONBody: Encodable {
