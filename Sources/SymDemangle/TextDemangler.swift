@@ -3,7 +3,7 @@
 /// languages at once.
 ///
 /// A candidate is a maximal run of name bytes (ASCII letters, digits, `_`, `$` and `.`) that starts
-/// like a C++, Swift or Rust mangled name (`_Z`, `__Z`, `_R`, `$s`, `_$s`, `_T0`, …). It is
+/// like a C++, Swift or Rust mangled name (`_Z`, `__Z`, `___Z`, `_R`, `$s`, `_$s`, `_T0`, …). It is
 /// replaced when the whole run, less any trailing `.`s (the end of a sentence), demangles.
 /// Everything else is copied byte for byte, so text without names is unchanged.
 public struct TextDemangler: Sendable {
@@ -83,7 +83,9 @@ public struct TextDemangler: Sendable {
         case UInt8(ascii: "_"):
             switch second {
             case UInt8(ascii: "Z"), UInt8(ascii: "R"): return true
-            case UInt8(ascii: "_"): return third == UInt8(ascii: "Z") || third == UInt8(ascii: "R")
+            case UInt8(ascii: "_"):
+                return third == UInt8(ascii: "Z") || third == UInt8(ascii: "R")
+                    || (third == UInt8(ascii: "_") && ManglingScheme.isBlockInvocation(text[start..<end]))
             case UInt8(ascii: "$"): return ManglingScheme.isSwiftVersionLetter(third)
             case UInt8(ascii: "T"): return third == UInt8(ascii: "0")
             default: return false
