@@ -115,8 +115,8 @@ public enum CoreCapture {
     static func drop(_ crash: Crash, reason: String, into directory: String, process: CrashedProcess?) throws(AgentError) -> Outcome {
         let name = "dropped-" + CoreSpool.Name(crash: crash, truncated: false).stem + ".json"
         let path = "\(directory)/\(name)"
-        let bytes = Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "core not kept: \(reason)",
-                                                   extra: process?.metadata ?? []).utf8)
+        let bytes = CoreSpool.recordJSON(crash: crash, truncated: false, problem: "core not kept: \(reason)",
+                                         extra: process?.metadata ?? [])
         if let failed = FileIO.writeDurably(bytes, to: path, scratch: "\(directory)/.\(name).partial", exclusive: false, permissions: 0o600),
            failed.step != .syncDirectory {
             throw AgentError("\(path): cannot record the crash of pid \(crash.pid) (\(reason)): \(String(cString: strerror(failed.code)))")

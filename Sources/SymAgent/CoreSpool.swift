@@ -53,32 +53,22 @@ public enum CoreSpool {
         }
     }
 
-    /// The crashsym JSON report of a crash whose core gives no stacks (dropped, or unreadable):
-    /// its signal, process and time, and `problem`, so the crash is counted and explained.
+    /// The crashsym JSON report (docs/crash-report.md) of a crash whose core gives no stacks
+    /// (dropped, or unreadable), written by `ReportWriter` as every report is: its signal,
+    /// process, time and what the helper knows of it (`extra`: the command line…), no stacks, and
+    /// `problem` as its reason, so the crash is counted and explained.
     static func recordJSON(crash: CoreCapture.Crash, truncated: Bool, problem: String, input: Input = .corePattern,
-                           extra: [(String, String)] = []) -> String {
+                           extra: [(String, String)] = []) -> [UInt8] {
         var metadata = [("input", input.rawValue), ("process", crash.executable), ("global_pid", "\(crash.pid)"),
                         ("time", "\(crash.time)"), ("core", problem)]
         if let tid = crash.tid { metadata.append(("tid", "\(tid)")) }
         if truncated { metadata.append(("core_truncated", "true")) }
         metadata += extra
-        var json = JSONWriter()
-        json.beginObject()
-        if crash.signal > 0 {
-            json.field("signal", CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name)
-        } else {
-            json.fieldNull("signal")
-        }
-        json.field("reason", problem)
-        json.beginObject("metadata")
-        for (key, value) in metadata { json.field(key, value) }
-        json.endObject()
-        json.beginArray("modules")
-        json.endArray()
-        json.beginArray("stacks")
-        json.endArray()
-        json.endObject()
-        return json.text + "\n"
+        let signal = crash.signal > 0 ? CoreFile.SignalInfo(number: crash.signal, code: 0, errno: 0, address: nil).name : nil
+        let report = CrashReport(format: .core, signal: signal, reason: problem, metadata: metadata.map { ReportMetadata($0.0, $0.1) })
+        var bytes: [UInt8] = []
+        ReportWriter.writeJSON(SymbolicatedReport(report: report, frames: []), into: &bytes)
+        return bytes
     }
 
     /// How a core reached the agent, for the report's `input` metadata.
@@ -125,8 +115,8 @@ public enum CoreSpool {
             ReportWriter.writeJSON(symbolicator.symbolicate(report), into: &bytes)
             return bytes
         } catch {
-            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)", input: input,
-                                    extra: known).utf8)
+            return recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)", input: input,
+                              extra: known)
         }
     }
 
@@ -152,7 +142,7 @@ public enum CoreSpool {
         let crash = name?.crash ?? CoreCapture.Crash(pid: 0, tid: nil, signal: 0, time: 0, executable: "unknown")
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            return Array(recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(String(cString: strerror(errno)))").utf8)
+            return recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         return reportJSON(stream: CoreStreamSource.reader(descriptor), crash: crash, input: .coreFile, process: nil, limits: limits,

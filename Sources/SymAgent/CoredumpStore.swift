@@ -112,9 +112,9 @@ final class CoredumpStore {
         let extra: [(String, String)] = name.map { [("uid", "\($0.uid)"), ("boot_id", $0.bootID), ("core_file", fileName)] } ?? []
         let descriptor = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            return Array(CoreSpool.recordJSON(crash: crash, truncated: false,
-                                              problem: "the core could not be read: \(String(cString: strerror(errno)))",
-                                              input: .systemdCoredump, extra: extra).utf8)
+            return CoreSpool.recordJSON(crash: crash, truncated: false,
+                                        problem: "the core could not be read: \(String(cString: strerror(errno)))",
+                                        input: .systemdCoredump, extra: extra)
         }
         defer { close(descriptor) }
         let source: (UnsafeMutableRawBufferPointer) throws(FormatError) -> Int
@@ -124,16 +124,16 @@ final class CoredumpStore {
                 let zstd = try CoreStreamSource.Zstd(descriptor: descriptor)
                 source = { (buffer) throws(FormatError) -> Int in try zstd.read(into: buffer) }
             } catch {
-                return Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
-                                                  input: .systemdCoredump, extra: extra).utf8)
+                return CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
+                                            input: .systemdCoredump, extra: extra)
             }
         case .xz?:
             do {
                 let xz = try CoreStreamSource.XZ(descriptor: descriptor)
                 source = { (buffer) throws(FormatError) -> Int in try xz.read(into: buffer) }
             } catch {
-                return Array(CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
-                                                  input: .systemdCoredump, extra: extra).utf8)
+                return CoreSpool.recordJSON(crash: crash, truncated: false, problem: "the core could not be read: \(error)",
+                                            input: .systemdCoredump, extra: extra)
             }
         case nil:
             source = CoreStreamSource.reader(descriptor)

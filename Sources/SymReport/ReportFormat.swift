@@ -108,7 +108,9 @@ extension CrashReport {
             } else {
                 throw FormatError(.invalidValue, "a JSON document, but neither a Swift crash log (\"threads\" and \"images\") nor a crashsym report (\"stacks\")")
             }
-            guard report.frameCount > 0 else {
+            // A crashsym report may have no frames when it says why (`reason`): the agent's
+            // record of a crash whose core it did not read (docs/agent.md, "Core dumps").
+            guard report.frameCount > 0 || (report.format == .crashsymJSON && report.reason?.isEmpty == false) else {
                 throw FormatError(.invalidValue, "no stack frames found in the \(report.format.rawValue) report")
             }
             return report

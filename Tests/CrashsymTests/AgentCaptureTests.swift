@@ -26,6 +26,20 @@ import TestSupport
         }
     }
 
+    /// A process that waits 30 s (`/bin/sh -c 'sleep 30; exit 0'`, run by `env ENVIRONMENT`), once its
+    /// command line is readable in /proc: a crashed process as the kernel keeps it while it pipes
+    /// the core.
+    static func waitingProcess(environment: [String] = []) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = environment + ["/bin/sh", "-c", "sleep 30; exit 0"]
+        try process.run()
+        #expect(AgentTest.eventually(within: 10) {
+            (try? Tool.run("/bin/cat", ["/proc/\(process.processIdentifier)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
+        })
+        return process
+    }
+
     /// The crash reports the server shows for the app, once `count` crashes are processed (the
     /// server processes them in the background).
     static func reports(_ server: AgentTestServer, count: Int = 1) throws -> [[String: Any]] {
@@ -142,17 +156,11 @@ import TestSupport
         let state = try CLI.temporaryDirectory()
         // The agent's user: nobody owns the state directory.
         #expect(chown(state, 65534, 65534) == 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["-i", "LANG=C.UTF-8", "TZ=UTC", "API_KEY=s3cret", "MY_VAR=x", "/bin/sh", "-c", "sleep 120; exit 0"]
-        try process.run()
+        let process = try Self.waitingProcess(environment: ["-i", "LANG=C.UTF-8", "TZ=UTC", "API_KEY=s3cret", "MY_VAR=x"])
         defer {
             process.terminate()
             process.waitUntilExit()
         }
-        #expect(AgentTest.eventually(within: 10) {
-            (try? Tool.run("/bin/cat", ["/proc/\(process.processIdentifier)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
-        })
         let pid = "\(process.processIdentifier)"
         let run = try Self.capture(cores + "/crash-O2.core", state: state,
                                    ["--env-allow", "LANG", "--env-allow", "MY_*", "--env-allow", "*KEY*", "--max-captures-per-minute", "0",
@@ -161,7 +169,7 @@ import TestSupport
         let name = "core-1700000600-\(pid)-\(pid)-11-f-sleep.json"
         let report = try #require(try Self.spooled(state)[name])
         let metadata = report["metadata"] as? [String: String] ?? [:]
-        #expect(metadata["command_line"] == "/bin/sh -c 'sleep 120; exit 0'")
+        #expect(metadata["command_line"] == "/bin/sh -c 'sleep 30; exit 0'")
         #expect(metadata["env.LANG"] == "C.UTF-8" && metadata["env.MY_VAR"] == "x")
         #expect(metadata["env.API_KEY"] == nil && metadata["env.TZ"] == nil)
         #expect(!Self.frames(report).isEmpty)
@@ -265,16 +273,24 @@ import TestSupport
             #expect(try Self.capture(cores + "/crash-O2.core", state: state,
                                      ["--max-captures-per-minute", "2", "\(pid)", "\(pid)", "11", "1700000310", "crash-O2"]).status == 0)
         }
+        // The third crash's process is still there (as while the kernel pipes its core): its
+        // record carries the command line.
+        let process = try Self.waitingProcess()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let pid = "\(process.processIdentifier)"
         let third = try Self.capture(cores + "/crash-O2.core", state: state,
-                                     ["--max-captures-per-minute", "2", "303", "303", "11", "1700000320", "crash O2"])
+                                     ["--max-captures-per-minute", "2", pid, pid, "11", "1700000320", "crash O2"])
         #expect(third.status == 0)
         #expect(third.stderr.contains("not read (over 2 cores in a minute"), "\(third.stderr)")
-        #expect(AgentTest.files(state + "/cores").contains("dropped-1700000320-303-303-11-f-crash_O2.json"))
+        #expect(AgentTest.files(state + "/cores").contains("dropped-1700000320-\(pid)-\(pid)-11-f-crash_O2.json"))
 
         let once = try AgentTests.agent(AgentTests.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(once.status == 0, "\(once.stderr)")
         #expect(once.stdout.contains("taken 4, delivered 4"), "\(once.stdout)")
-        let reports = try Self.reports(server, count: 2)
+        let reports = try Self.reports(server, count: 4)
         let byPid = Dictionary(reports.map { (($0["metadata"] as? [String: Any])?["global_pid"] as? String ?? "?", $0) }) { first, _ in first }
         let truncated = try #require(byPid["300"])
         #expect((truncated["metadata"] as? [String: Any])?["core_truncated"] as? String == "true")
@@ -282,16 +298,23 @@ import TestSupport
         #expect(stacks.count == 4)
         #expect(stacks.contains { $0["crashed"] as? Bool == true && !(($0["frames"] as? [Any]) ?? []).isEmpty })
         #expect(byPid["301"] != nil)
-        // The record has no stacks: the server stores it as it came (its processing fails with
-        // "no stack frames"), and its raw body says what happened.
+        // A record is a crashsym report without frames that says why: the server reads it as any
+        // report and shows what it says, and counts it in the group of crashes without frames.
+        let record = try #require(byPid[pid])
+        #expect(record["signal"] as? String == "SIGSEGV")
+        #expect((record["reason"] as? String)?.contains("core not kept: over 2 cores in a minute") == true)
+        let recordMetadata = record["metadata"] as? [String: Any] ?? [:]
+        #expect(recordMetadata["process"] as? String == "crash O2")
+        #expect(recordMetadata["time"] as? String == "1700000320")
+        #expect(recordMetadata["command_line"] as? String == "/bin/sh -c 'sleep 30; exit 0'")
+        #expect((record["modules"] as? [Any])?.isEmpty == true && (record["stacks"] as? [Any])?.isEmpty == true)
+        #expect((byPid["302"]?["reason"] as? String)?.hasPrefix("core not kept") == true)
+        let listed = try server.crashes()
+        #expect(listed.count == 4 && listed.allSatisfy { $0["state"] as? String == "done" }, "\(listed)")
+        #expect(listed.filter { $0["signature"] as? String == "<no frames>" && $0["title"] as? String == "SIGSEGV" }.count == 2, "\(listed)")
+        // Its raw body is the record as the agent wrote it.
         let raws = try server.crashes().map { String(decoding: try server.raw($0["id"] as! String), as: UTF8.self) }
-        #expect(raws.count == 4)
         #expect(raws.contains { $0.contains("\"global_pid\":\"302\"") && $0.contains("core not kept") })
-        let record = try #require(raws.first { $0.contains("\"global_pid\":\"303\"") })
-        let object = try JSONSerialization.jsonObject(with: Data(record.utf8)) as? [String: Any] ?? [:]
-        #expect(object["signal"] as? String == "SIGSEGV")
-        #expect((object["reason"] as? String)?.contains("core not kept: over 2 cores in a minute") == true)
-        #expect((object["metadata"] as? [String: Any])?["process"] as? String == "crash O2")
     }
 
     /// systemd-coredump's store (a temporary directory: installing systemd-coredump would change

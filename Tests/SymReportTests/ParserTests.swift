@@ -230,6 +230,19 @@ import Testing
         }
     }
 
+    @Test("a crashsym report without frames is read when it says why, and refused when it does not")
+    func aCrashsymReportWithoutFramesNeedsAReason() throws {
+        let record = try CrashReport.parse(#"{"signal":"SIGSEGV","reason":"core not kept: over 10 cores in a minute","#
+                                           + #""metadata":{"command_line":"/bin/prog -v"},"modules":[],"stacks":[]}"#)
+        #expect(record.signal == "SIGSEGV" && record.reason == "core not kept: over 10 cores in a minute")
+        #expect(record.metadata("command_line") == "/bin/prog -v")
+        #expect(record.frameCount == 0)
+        for refused in [#"{"signal":"SIGSEGV","stacks":[]}"#, #"{"reason":"","stacks":[{"frames":[]}]}"#,
+                        #"{"threads":[],"images":[],"reason":"x"}"#] {
+            #expect(throws: FormatError.self, "\(refused)") { try CrashReport.parse(refused) }
+        }
+    }
+
     @Test func aSymbolizedSanitizerLineIsAFrameWithoutModule() throws {
         let report = try CrashReport.parse("""
             ==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000
