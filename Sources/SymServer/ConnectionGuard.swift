@@ -42,6 +42,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        // One guard per accepted connection.
+        metrics.accepted()
         if context.channel.isActive { armDeadline(context) }
     }
 

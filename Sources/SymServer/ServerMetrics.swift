@@ -9,6 +9,8 @@ struct ServerMetrics: Sendable {
     let uploads = Counter(label: "crashsym_uploads_total")
     let modulesStored = Counter(label: "crashsym_modules_stored_total")
     let modulesAlreadyPresent = Counter(label: "crashsym_modules_already_present_total")
+    /// Connections accepted: with `crashsym_http_requests_total`, how well clients reuse them.
+    let connections = Counter(label: "crashsym_http_connections_total")
     /// `crashsym_http_requests_total{method,status}`.
     let requests = CounterFamily(label: "crashsym_http_requests_total")
     /// `crashsym_rejections_total{reason}`.
@@ -25,6 +27,10 @@ struct ServerMetrics: Sendable {
 
     func request(method: String, status: Int) {
         requests.counter([("method", method), ("status", String(status))]).increment()
+    }
+
+    func accepted() {
+        connections.increment()
     }
 
     func received(bytes: Int) {

@@ -336,6 +336,29 @@ import TestSupport
         return object?["agents"] as? [[String: Any]] ?? []
     }
 
+    /// A burst of reports goes over one connection: the forwarder keeps its libcurl handle, and
+    /// the connection in it, between reports (counted by the server: `crashsym_http_connections_total`,
+    /// each scrape's own connection included).
+    @Test func aBurstOfReportsSharesOneConnection() throws {
+        let server = try AgentTestServer()
+        let (spool, state) = try Self.directories(server)
+        let reports = 12
+        for index in 1...reports {
+            try AgentTest.write(AgentTest.glibcReport(index), to: spool + "/burst-\(index).txt", age: 5)
+        }
+        func connections() throws -> Int {
+            let text = String(decoding: try server.get("/metrics"), as: UTF8.self)
+            let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("crashsym_http_connections_total ") })
+            return try #require(Double(line.split(separator: " ").last ?? "").map { Int($0) })
+        }
+        let before = try connections()
+        let run = try Self.agent(Self.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
+        let opened = try connections() - before - 1
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("taken \(reports), delivered \(reports)"), "\(run.stdout)")
+        #expect((1...2).contains(opened), "\(opened) connections for \(reports) reports")
+    }
+
     /// A wrong key is a configuration to fix, not a verdict on the reports: they stay queued.
     @Test func aWrongKeyKeepsReportsQueued() throws {
         let server = try AgentTestServer()
