@@ -134,9 +134,8 @@ public enum CoreCapture {
         guard descriptor >= 0 else { return nil }  // no count kept: the core is worth more than the limit
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
-        var bytes = [UInt8](repeating: 0, count: 64)
-        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        let fields = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).split(separator: " ")
+        let bytes = (try? FileIO.readAll(descriptor, count: 64, at: 0)) ?? []
+        let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
         var start = fields.count == 2 ? Int64(fields[0]) ?? now : now
         var kept = fields.count == 2 ? Int(fields[1].filter { $0 != "\n" }) ?? 0 : 0
         if now - start >= 60 || now < start {

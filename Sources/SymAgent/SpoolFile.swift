@@ -1,3 +1,4 @@
+import SymBytes
 import SymReport
 #if canImport(Glibc)
 import Glibc
@@ -88,15 +89,7 @@ enum SpoolFile {
         guard descriptor >= 0 else { return ([], []) }
         defer { close(descriptor) }
         func bytes(at offset: Int, count: Int) -> [UInt8] {
-            var buffer = [UInt8](repeating: 0, count: count)
-            var filled = 0
-            while filled < count {
-                let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
-                if got < 0 && errno == EINTR { continue }
-                if got <= 0 { break }
-                filled += got
-            }
-            return Array(buffer.prefix(filled))
+            (try? FileIO.readAll(descriptor, count: count, at: UInt64(offset))) ?? []
         }
         let head = bytes(at: 0, count: min(size, headBytes))
         let tailCount = min(size, tailBytes)

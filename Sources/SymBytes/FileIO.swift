@@ -4,8 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// The POSIX file idioms that must be written once (STYLE.md 25): writes that survive short
-/// writes and signals.
+/// The POSIX file idioms that must be written once (STYLE.md 25): writes and bounded reads that
+/// survive short transfers and signals, durable writes and renames.
 public enum FileIO {
     /// Writes all of `bytes` to `descriptor`, retrying short writes and `EINTR`; 0 when every
     /// byte was written, else the `errno` of the failed write.
@@ -23,6 +23,37 @@ public enum FileIO {
             left -= written
         }
         return 0
+    }
+
+    /// Up to `count` bytes of `descriptor` from `offset` (pread(2), so the file position is left
+    /// alone), retrying short reads and `EINTR`: fewer only when the file ends first.
+    public static func readAll(_ descriptor: Int32, count: Int, at offset: UInt64) throws(ReadFailure) -> [UInt8] {
+        guard count > 0 else { return [] }
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            while initialized < count {
+                let got = pread(descriptor, buffer.baseAddress! + initialized, count - initialized, off_t(offset) + off_t(initialized))
+                if got < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                if got == 0 { return }
+                initialized += got
+            }
+        }
+        guard failure == 0 else { throw ReadFailure(code: failure, bytesRead: bytes.count) }
+        return bytes
+    }
+
+    /// A read that failed: its `errno`, and how many bytes arrived before.
+    public struct ReadFailure: Error, Equatable, Sendable {
+        public let code: Int32
+        public let bytesRead: Int
+        public init(code: Int32, bytesRead: Int) {
+            self.code = code
+            self.bytesRead = bytesRead
+        }
     }
 
     /// fsync(2) of the file or directory at `path`: 0 when its data (or entries) reached the disk,

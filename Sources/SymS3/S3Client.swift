@@ -137,9 +137,7 @@ public struct S3Client: Sendable {
         })
         guard response.status == 200 else {
             // The error document went to the file: read its start back.
-            var head = [UInt8](repeating: 0, count: 64 << 10)
-            let count = pread(descriptor, &head, head.count, 0)
-            let body = Array(head.prefix(max(0, count)))
+            let body = (try? FileIO.readAll(descriptor, count: 64 << 10, at: 0)) ?? []
             if response.status == 404 { throw S3Error(.notFound, "no object \(key) in \(location.bucket)", code: "NoSuchKey") }
             throw error(status: response.status, body: body, "GET \(key)")
         }

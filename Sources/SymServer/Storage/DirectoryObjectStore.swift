@@ -83,16 +83,13 @@ public struct DirectoryObjectStore: ObjectStore {
             guard wanted.count <= UInt64(limit) else {
                 throw StoreError.conflict("object \(sha256) is \(wanted.count) bytes, over the limit of \(limit)")
             }
-            var bytes = [UInt8](repeating: 0, count: Int(wanted.count))
-            var done = 0
-            while done < bytes.count {
-                let count = bytes.withUnsafeMutableBytes {
-                    pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(wanted.lowerBound) + off_t(done))
-                }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw StoreError.corrupt("object \(sha256) ended early at \(done) bytes") }
-                done += count
+            let bytes: [UInt8]
+            do throws(FileIO.ReadFailure) {
+                bytes = try FileIO.readAll(descriptor, count: Int(wanted.count), at: wanted.lowerBound)
+            } catch {
+                throw Self.posixError("read \(path)", error.code)
             }
+            guard bytes.count == wanted.count else { throw StoreError.corrupt("object \(sha256) ended early at \(bytes.count) bytes") }
             return bytes
         }
     }
