@@ -227,8 +227,11 @@ public final class PostgresMetadataStore: MetadataStore {
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
-                    for try await _ in try await connection.listen("crashsym_jobs") {
-                        notifications.notify()
+                    // UNLISTEN is sent when the closure returns (the connection goes back to the pool).
+                    try await connection.listen(on: "crashsym_jobs") { received in
+                        for try await _ in received {
+                            notifications.notify()
+                        }
                     }
                 }
             } catch {
