@@ -23,9 +23,10 @@ public enum AArch64StackWalker {
     /// required), trying `methods` in order (`.context` is ignored there) for each caller.
     public static func walk(context: [UInt16: UInt64], input: WalkInput, maximumFrames: Int = 1024,
                             methods: [FrameTrust] = [.cfi, .framePointer, .scan]) -> [StackFrame] {
-        guard let firstPC = context[pc], context[sp] != nil else { return [] }
+        guard let firstPC = context[pc], let firstSP = context[sp] else { return [] }
         let mask = addressMask(input.modules)
         var frames = [StackFrame(pc: firstPC, registers: context, trust: .context)]
+        var seen: Set<FrameKey> = [FrameKey(pc: firstPC, sp: firstSP)]
         while frames.count < maximumFrames {
             let callee = frames[frames.count - 1]
             var found: StackFrame?
@@ -44,10 +45,12 @@ public enum AArch64StackWalker {
             }
             guard let caller = found else { break }
             // The stack grows down: a caller's frame is above its callee's (as on x86_64, not
-            // across a signal frame, which may come from an alternate signal stack).
+            // across a signal frame, which may come from an alternate signal stack). A frame seen
+            // before (the same pc at the same stack pointer) ends the walk: a loop.
             guard let newSP = caller.registers[sp], let oldSP = callee.registers[sp],
                   newSP > oldSP || (newSP == oldSP && caller.pc != callee.pc && (caller.trust == .cfi || frames.count == 1))
-                    || (caller.isInterrupted && !frames.contains { $0.pc == caller.pc && $0.registers[sp] == newSP })
+                    || caller.isInterrupted,
+                  seen.insert(FrameKey(pc: caller.pc, sp: newSP)).inserted
             else { break }
             if caller.pc == 0 { break }
             frames.append(caller)
