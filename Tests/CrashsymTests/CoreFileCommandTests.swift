@@ -302,6 +302,35 @@ import TestSupport
         #expect(frames[trampoline + 2]["address_kind"] as? String == "return-address")
     }
 
+    @Test("Stopped inside the vDSO (gdb stops date(1) in clock_gettime and writes the core): its CFI from the core's memory walks out as gdb and eu-stack do")
+    func throughTheVDSO() throws {
+        let directory = try Self.cores.get()
+        let core = directory + "/vdso-" + UUID().uuidString + ".core"
+        defer { try? FileManager.default.removeItem(atPath: core) }
+        // gdb reads the vDSO's symbols from the process's memory; date calls clock_gettime once.
+        let run = try Tool.run("/usr/bin/timeout", ["60", "gdb", "-q", "-nx", "-batch", "-ex", "set startup-with-shell off",
+                                                    "-ex", "starti", "-ex", "break __vdso_clock_gettime", "-ex", "continue",
+                                                    "-ex", "generate-core-file \(core)", "-ex", "bt", "/bin/date"])
+        let gdbPCs = run.text.split(separator: "\n").filter { $0.hasPrefix("#") }.compactMap { line -> UInt64? in
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            return words.count > 1 && words[1].hasPrefix("0x") ? UInt64(words[1].dropFirst(2), radix: 16) : nil
+        }
+        try #require(gdbPCs.count >= 4 && FileManager.default.fileExists(atPath: core), "gdb: \(run.text) \(run.stderr)")
+        let result = try CLI.run(["symbolicate", core, "--format", "json", "--cache-dir", directory + "/cache"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let pcs = frames.compactMap { ($0["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } }
+        // Frame 0 is in the vDSO, a module of the core's memory; its caller (libc's
+        // clock_gettime) by the vDSO's own CFI, and the frames after it by libc's and date's.
+        #expect(frames.first?["module"] as? String == "[vdso]", "\(frames.first ?? [:])")
+        #expect(frames.dropFirst().prefix(gdbPCs.count - 1).allSatisfy { $0["found_by"] as? String == "cfi" },
+                "\(frames.map { $0["found_by"] ?? "-" })")
+        #expect(Array(pcs.prefix(gdbPCs.count)) == gdbPCs, "ours \(pcs) gdb \(gdbPCs)")
+        let euStack = try #require(try Self.euStack(core, executable: "/bin/date").values.first)
+        #expect(Array(pcs.prefix(euStack.count)) == euStack.map(\.pc), "ours \(pcs) eu-stack \(euStack)")
+    }
+
     /// The document of `crashsym symbolicate` with `arguments`, run through `/bin/sh -c` so that
     /// standard input can be a file or a pipe.
     static func shellJSON(_ command: String) throws -> [String: Any] {
