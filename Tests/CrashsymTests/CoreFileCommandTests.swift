@@ -331,6 +331,53 @@ import TestSupport
         #expect(Array(pcs.prefix(euStack.count)) == euStack.map(\.pc), "ours \(pcs) eu-stack \(euStack)")
     }
 
+    /// The GNU build-id readelf -n prints for `path`.
+    static func readelfBuildID(_ path: String) throws -> String? {
+        let text = try Tool.output("/usr/bin/readelf", ["-n", path])
+        guard let range = text.range(of: "Build ID: ") else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isHexDigit })
+    }
+
+    @Test("A core without the images' first pages (coredump_filter bit 4 off): the build-ids from the files on disk, as readelf reads them")
+    func buildIDsFromDisk() throws {
+        let directory = try Self.cores.get()
+        let work = directory + "/no-headers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // The filter is inherited: anonymous and file-backed private memory, no ELF header pages.
+        // The kernel's core when core_pattern is a plain name, else gdb's (which honours it).
+        let program = directory + "/crash-O2"
+        _ = try Tool.run("/bin/sh", ["-c", "cd '\(work)' && echo 0x23 > /proc/self/coredump_filter && ulimit -c unlimited && "
+                                     + "(setarch $(uname -m) -R '\(program)' || true) >/dev/null 2>&1; "
+                                     + "ls core* >/dev/null 2>&1 || gdb -q -nx -batch -ex 'set startup-with-shell off' -ex run "
+                                     + "-ex 'generate-core-file \(work)/core' '\(program)' >/dev/null 2>&1"])
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: work).first { $0.hasPrefix("core") })
+        let core = work + "/" + name
+        let run = try CLI.run(["symbolicate", core, "--format", "json", "--cache-dir", directory + "/cache"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let modules = try #require(document["modules"] as? [[String: Any]]).filter { ($0["path"] as? String)?.hasPrefix("/") == true }
+        #expect(modules.count >= 3)
+        // The core holds no image's first page (readelf -l: no segment with file bytes there) ...
+        let segments = try Tool.output("/usr/bin/readelf", ["-lW", core]).split(separator: "\n").compactMap { line -> Range<UInt64>? in
+            let words = line.split(separator: " ")
+            guard words.first == "LOAD", words.count >= 5, let address = UInt64(words[2].dropFirst(2), radix: 16),
+                  let size = UInt64(words[4].dropFirst(2), radix: 16) else { return nil }
+            return address..<(address + size)
+        }
+        #expect(segments.count > 3)
+        for module in modules {
+            let path = module["path"] as? String ?? ""
+            let start = (module["load_address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } ?? 0
+            #expect(!segments.contains { $0.contains(start) }, "\(path): its first page is in the core")
+            // ... so each build-id is its file's.
+            #expect(module["build_id"] as? String == (try Self.readelfBuildID(path)), "\(path)")
+        }
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let names = frames.prefix(4).map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String) ?? "??" }
+        #expect(names == ["leaf", "middle", "top", "main"])
+    }
+
     /// The document of `crashsym symbolicate` with `arguments`, run through `/bin/sh -c` so that
     /// standard input can be a file or a pipe.
     static func shellJSON(_ command: String) throws -> [String: Any] {
