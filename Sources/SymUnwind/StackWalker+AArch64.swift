@@ -1,5 +1,5 @@
 /// The aarch64 stack walker: a signal trampoline recognised by its code, call-frame information,
-/// then the frame-record chain (x29), then a scan of the stack for a return address (the order
+/// then the frame-record chain (x29), then a scan of the stack for a return address after a call (the order
 /// of Breakpad's `StackwalkerARM64`, with the signal frame of libgcc's and LLVM libunwind's
 /// aarch64 Linux unwinders). Every step must move the stack pointer up; the walk stops at a
 /// frame limit, on a pc of 0, or when no method finds a caller.
@@ -23,9 +23,10 @@ public enum AArch64StackWalker {
     /// required), trying `methods` in order (`.context` is ignored there) for each caller.
     public static func walk(context: [UInt16: UInt64], input: WalkInput, maximumFrames: Int = 1024,
                             methods: [FrameTrust] = [.cfi, .framePointer, .scan]) -> [StackFrame] {
-        guard let firstPC = context[pc], context[sp] != nil else { return [] }
+        guard let firstPC = context[pc], let firstSP = context[sp] else { return [] }
         let mask = addressMask(input.modules)
         var frames = [StackFrame(pc: firstPC, registers: context, trust: .context)]
+        var seen: Set<FrameKey> = [FrameKey(pc: firstPC, sp: firstSP)]
         while frames.count < maximumFrames {
             let callee = frames[frames.count - 1]
             var found: StackFrame?
@@ -44,10 +45,12 @@ public enum AArch64StackWalker {
             }
             guard let caller = found else { break }
             // The stack grows down: a caller's frame is above its callee's (as on x86_64, not
-            // across a signal frame, which may come from an alternate signal stack).
+            // across a signal frame, which may come from an alternate signal stack). A frame seen
+            // before (the same pc at the same stack pointer) ends the walk: a loop.
             guard let newSP = caller.registers[sp], let oldSP = callee.registers[sp],
                   newSP > oldSP || (newSP == oldSP && caller.pc != callee.pc && (caller.trust == .cfi || frames.count == 1))
-                    || (caller.isInterrupted && !frames.contains { $0.pc == caller.pc && $0.registers[sp] == newSP })
+                    || caller.isInterrupted,
+                  seen.insert(FrameKey(pc: caller.pc, sp: newSP)).inserted
             else { break }
             if caller.pc == 0 { break }
             frames.append(caller)
@@ -143,8 +146,8 @@ public enum AArch64StackWalker {
         return StackFrame(pc: returnAddress, registers: caller, trust: .framePointer)
     }
 
-    /// The caller by scanning up from the callee's stack pointer for a word that is an address
-    /// in a known module.
+    /// The caller by scanning up from the callee's stack pointer for a word that can be a return
+    /// address (`isReturnAddress`).
     static func viaScan(_ callee: StackFrame, isFirst: Bool, input: WalkInput, mask: UInt64) -> StackFrame? {
         guard let stack = callee.registers[sp] else { return nil }
         let words = isFirst ? scanWords * 4 : scanWords
@@ -152,8 +155,7 @@ public enum AArch64StackWalker {
             let slot = stack &+ UInt64(index * 8)
             guard let word = input.memory(slot, 8) else { return nil }
             let value = word & mask
-            // Instructions are 4-byte aligned: a return address is too.
-            guard value % 4 == 0, input.module(at: value) != nil else { continue }
+            guard isReturnAddress(value, input: input) else { continue }
             var caller: [UInt16: UInt64] = [:]
             if let frame = callee.registers[fp] { caller[fp] = frame }
             // A frame record just below the return address (`stp x29, x30, [sp, ...]`) holds
@@ -165,5 +167,34 @@ public enum AArch64StackWalker {
             return StackFrame(pc: value, registers: caller, trust: .scan)
         }
         return nil
+    }
+
+    /// Whether the stack word `value` (stripped of any authentication code) can be a return
+    /// address: 4-byte aligned (instructions are), its call instruction (`value - 4`) in a known
+    /// module, and where the code is known (the module's ELF file or table, else the dump's
+    /// memory), that instruction a call (`isCall`); an address in a module's data is none; with no
+    /// code, the module test alone decides (x86_64's rule, `X86_64StackWalker.isReturnAddress`).
+    public static func isReturnAddress(_ value: UInt64, input: WalkInput) -> Bool {
+        guard value % 4 == 0, value >= 4, let module = input.module(at: value - 4) else { return false }
+        guard input.checksCallSites else { return true }
+        if let code = module.code {
+            switch code((value - 4) &- module.bias, 4) {
+            case .bytes(let bytes) where bytes.count == 4:
+                return isCall(bytes.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) })
+            case .notCode: return false
+            default: break
+            }
+        }
+        if let word = input.memory(value - 4, 4) { return isCall(UInt32(truncatingIfNeeded: word)) }
+        return true
+    }
+
+    /// Whether `instruction` is a call, one that sets x30 to the next instruction: `BL`, `BLR`,
+    /// and the pointer-authenticating `BLRAA`, `BLRAB`, `BLRAAZ`, `BLRABZ` (Arm ARM C6.2).
+    public static func isCall(_ instruction: UInt32) -> Bool {
+        instruction & 0xfc00_0000 == 0x9400_0000            // BL imm26
+            || instruction & 0xffff_fc1f == 0xd63f_0000     // BLR Xn
+            || instruction & 0xffff_f81f == 0xd63f_081f     // BLRAAZ, BLRABZ Xn
+            || instruction & 0xffff_f800 == 0xd73f_0800     // BLRAA, BLRAB Xn, Xm
     }
 }

@@ -15,8 +15,9 @@ public enum X86_64StackWalker {
     /// in order (`.context` is ignored there) for each caller.
     public static func walk(context: [UInt16: UInt64], input: WalkInput, maximumFrames: Int = 1024,
                             methods: [FrameTrust] = [.cfi, .framePointer, .scan]) -> [StackFrame] {
-        guard let pc = context[rip], context[rsp] != nil else { return [] }
+        guard let pc = context[rip], let firstSP = context[rsp] else { return [] }
         var frames = [StackFrame(pc: pc, registers: context, trust: .context)]
+        var seen: Set<FrameKey> = [FrameKey(pc: pc, sp: firstSP)]
         while frames.count < maximumFrames {
             let callee = frames[frames.count - 1]
             // No frame-pointer step from the first frame: the crashing function may be a leaf or
@@ -36,9 +37,11 @@ public enum X86_64StackWalker {
             // The stack grows down: a caller's frame is above its callee's. Not across a signal
             // frame: a handler on an alternate stack (sigaltstack) may lie anywhere relative
             // to the interrupted code's; the frame limit and the repeat check bound that walk.
+            // A frame seen before (the same pc at the same stack pointer: rules that send the
+            // walk round in a loop at one stack pointer, or back across a signal frame) ends it.
             guard let newSP = caller.registers[rsp], let oldSP = callee.registers[rsp],
-                  newSP > oldSP || (newSP == oldSP && caller.trust == .cfi && caller.pc != callee.pc)
-                    || (caller.isInterrupted && !frames.contains { $0.pc == caller.pc && $0.registers[rsp] == newSP })
+                  newSP > oldSP || (newSP == oldSP && caller.trust == .cfi && caller.pc != callee.pc) || caller.isInterrupted,
+                  seen.insert(FrameKey(pc: caller.pc, sp: newSP)).inserted
             else { break }
             if caller.pc == 0 { break }
             frames.append(caller)

@@ -96,3 +96,9 @@ public struct WalkInput {
         modules.first { address >= $0.start && address < $0.end }
     }
 }
+
+/// A frame's identity for the walkers' loop check: its pc and stack pointer.
+struct FrameKey: Hashable {
+    var pc: UInt64
+    var sp: UInt64
+}

@@ -302,6 +302,82 @@ import TestSupport
         #expect(frames[trampoline + 2]["address_kind"] as? String == "return-address")
     }
 
+    @Test("Stopped inside the vDSO (gdb stops date(1) in clock_gettime and writes the core): its CFI from the core's memory walks out as gdb and eu-stack do")
+    func throughTheVDSO() throws {
+        let directory = try Self.cores.get()
+        let core = directory + "/vdso-" + UUID().uuidString + ".core"
+        defer { try? FileManager.default.removeItem(atPath: core) }
+        // gdb reads the vDSO's symbols from the process's memory; date calls clock_gettime once.
+        let run = try Tool.run("/usr/bin/timeout", ["60", "gdb", "-q", "-nx", "-batch", "-ex", "set startup-with-shell off",
+                                                    "-ex", "starti", "-ex", "break __vdso_clock_gettime", "-ex", "continue",
+                                                    "-ex", "generate-core-file \(core)", "-ex", "bt", "/bin/date"])
+        let gdbPCs = run.text.split(separator: "\n").filter { $0.hasPrefix("#") }.compactMap { line -> UInt64? in
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            return words.count > 1 && words[1].hasPrefix("0x") ? UInt64(words[1].dropFirst(2), radix: 16) : nil
+        }
+        try #require(gdbPCs.count >= 4 && FileManager.default.fileExists(atPath: core), "gdb: \(run.text) \(run.stderr)")
+        let result = try CLI.run(["symbolicate", core, "--format", "json", "--cache-dir", directory + "/cache"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let pcs = frames.compactMap { ($0["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } }
+        // Frame 0 is in the vDSO, a module of the core's memory; its caller (libc's
+        // clock_gettime) by the vDSO's own CFI, and the frames after it by libc's and date's.
+        #expect(frames.first?["module"] as? String == "[vdso]", "\(frames.first ?? [:])")
+        #expect(frames.dropFirst().prefix(gdbPCs.count - 1).allSatisfy { $0["found_by"] as? String == "cfi" },
+                "\(frames.map { $0["found_by"] ?? "-" })")
+        #expect(Array(pcs.prefix(gdbPCs.count)) == gdbPCs, "ours \(pcs) gdb \(gdbPCs)")
+        let euStack = try #require(try Self.euStack(core, executable: "/bin/date").values.first)
+        #expect(Array(pcs.prefix(euStack.count)) == euStack.map(\.pc), "ours \(pcs) eu-stack \(euStack)")
+    }
+
+    /// The GNU build-id readelf -n prints for `path`.
+    static func readelfBuildID(_ path: String) throws -> String? {
+        let text = try Tool.output("/usr/bin/readelf", ["-n", path])
+        guard let range = text.range(of: "Build ID: ") else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isHexDigit })
+    }
+
+    @Test("A core without the images' first pages (coredump_filter bit 4 off): the build-ids from the files on disk, as readelf reads them")
+    func buildIDsFromDisk() throws {
+        let directory = try Self.cores.get()
+        let work = directory + "/no-headers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        // The filter is inherited: anonymous and file-backed private memory, no ELF header pages.
+        // The kernel's core when core_pattern is a plain name, else gdb's (which honours it).
+        let program = directory + "/crash-O2"
+        _ = try Tool.run("/bin/sh", ["-c", "cd '\(work)' && echo 0x23 > /proc/self/coredump_filter && ulimit -c unlimited && "
+                                     + "(setarch $(uname -m) -R '\(program)' || true) >/dev/null 2>&1; "
+                                     + "ls core* >/dev/null 2>&1 || gdb -q -nx -batch -ex 'set startup-with-shell off' -ex run "
+                                     + "-ex 'generate-core-file \(work)/core' '\(program)' >/dev/null 2>&1"])
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: work).first { $0.hasPrefix("core") })
+        let core = work + "/" + name
+        let run = try CLI.run(["symbolicate", core, "--format", "json", "--cache-dir", directory + "/cache"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let modules = try #require(document["modules"] as? [[String: Any]]).filter { ($0["path"] as? String)?.hasPrefix("/") == true }
+        #expect(modules.count >= 3)
+        // The core holds no image's first page (readelf -l: no segment with file bytes there) ...
+        let segments = try Tool.output("/usr/bin/readelf", ["-lW", core]).split(separator: "\n").compactMap { line -> Range<UInt64>? in
+            let words = line.split(separator: " ")
+            guard words.first == "LOAD", words.count >= 5, let address = UInt64(words[2].dropFirst(2), radix: 16),
+                  let size = UInt64(words[4].dropFirst(2), radix: 16) else { return nil }
+            return address..<(address + size)
+        }
+        #expect(segments.count > 3)
+        for module in modules {
+            let path = module["path"] as? String ?? ""
+            let start = (module["load_address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) } ?? 0
+            #expect(!segments.contains { $0.contains(start) }, "\(path): its first page is in the core")
+            // ... so each build-id is its file's.
+            #expect(module["build_id"] as? String == (try Self.readelfBuildID(path)), "\(path)")
+        }
+        let frames = try #require((document["stacks"] as? [[String: Any]])?.first?["frames"] as? [[String: Any]])
+        let names = frames.prefix(4).map { (($0["symbolized"] as? [[String: Any]])?.first?["function"] as? String) ?? "??" }
+        #expect(names == ["leaf", "middle", "top", "main"])
+    }
+
     /// The document of `crashsym symbolicate` with `arguments`, run through `/bin/sh -c` so that
     /// standard input can be a file or a pipe.
     static func shellJSON(_ command: String) throws -> [String: Any] {

@@ -187,6 +187,60 @@ import TestSupport
         let byScan = try #require(try Self.walk("crash-O0", methods: [.scan]).first)
         #expect(byScan.frames.count > 1 && byScan.frames[1].pc != byCFI.frames[1].pc)
     }
+    /// aarch64-linux-gnu-objdump's instructions of `path`: address, instruction word, mnemonic.
+    static func objdump(_ path: String) throws -> [(UInt64, UInt32, String)] {
+        let text = try Tool.output("/usr/bin/aarch64-linux-gnu-objdump", ["-d", "-w", path])
+        return text.split(separator: "\n").compactMap { line in
+            // "  400158:\t94000010 \tbl\t400198 <leaf>"
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count >= 3, fields[0].hasSuffix(":"),
+                  let address = UInt64(fields[0].dropLast().trimmingCharacters(in: .whitespaces), radix: 16),
+                  let word = UInt32(fields[1].trimmingCharacters(in: .whitespaces), radix: 16) else { return nil }
+            return (address, word, fields[2].trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    @Test("isCall: every instruction objdump decodes in the static programs (libc linked in), calls exactly")
+    func callInstructions() throws {
+        let directory = try #require(Self.cores, "scripts/build-aarch64-core-fixtures failed")
+        var calls = 0, others = 0
+        for name in ["crash-O2", "crash-pac"] {
+            for (address, word, mnemonic) in try Self.objdump("\(directory)/\(name)") {
+                let isCall = ["bl", "blr", "blraa", "blrab", "blraaz", "blrabz"].contains(mnemonic)
+                #expect(AArch64StackWalker.isCall(word) == isCall, "\(name) 0x\(String(address, radix: 16)) \(mnemonic) \(String(word, radix: 16))")
+                if isCall { calls += 1 } else { others += 1 }
+            }
+        }
+        #expect(calls > 1000 && others > 10_000)
+    }
+
+    @Test("Scanning checks the call: each scanned return address follows a BL or BLR, a word in the program that does not is skipped",
+          arguments: ["crash-O0", "crash-O2", "threads", "libc-strlen"])
+    func scanChecksCallSites(_ name: String) throws {
+        let directory = try #require(Self.cores)
+        let program = "\(directory)/\(name)"
+        let callSites = Set(try Self.objdump(program).filter { ["bl", "blr"].contains($0.2) }.map { $0.0 + 4 })
+        let core = try CoreFile(file: MappedFile(path: "\(program).core"))
+        let module = try Self.module(program, table: false)
+        let input = WalkInput(modules: [module]) { address, size in core.read(address, size: size) }
+        var refused = 0
+        for thread in core.threads {
+            let frames = try core.walk(thread, modules: [module], methods: [.scan])
+            #expect(frames.count > 1)
+            for frame in frames.dropFirst() { #expect(callSites.contains(frame.pc), "0x\(String(frame.pc, radix: 16)) follows no call") }
+            // The words of the stack the scan passed over: those in the program but after no call are refused.
+            let sp = try #require(thread.registers[31])
+            for slot in stride(from: sp, to: sp + 160 * 8, by: 8) {
+                guard let word = core.read(slot, size: 8), word % 4 == 0, word >= module.start + 4, word < module.end else { continue }
+                #expect(AArch64StackWalker.isReturnAddress(word, input: input) == callSites.contains(word), "0x\(String(word, radix: 16))")
+                if !callSites.contains(word) { refused += 1 }
+            }
+        }
+        // The stacks hold such words (pointers to the program's data and code), which the scan
+        // took for return addresses before it checked the call.
+        if name == "threads" || name == "crash-O0" { #expect(refused > 0) }
+    }
+
     @Test("An ARM64 minidump of a core's thread (MDRawContextARM64, its stack) walks to the core's frames",
           arguments: ["crash-O2", "libc-strlen", "crash-pac"])
     func minidumpOfTheCore(_ name: String) throws {

@@ -126,6 +126,41 @@ import TestSupport
         }
     }
 
+    @Test("The 64-bit memory list (full-memory dumps): ranges back to back from one base, read with the memory list's")
+    func memory64List() throws {
+        var bytes: [UInt8] = []
+        func u32(_ value: UInt32) { bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        func u64(_ value: UInt64) { bytes += withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        // Header, a directory of two streams: the 64-bit memory list (2 ranges) and the memory list (1).
+        u32(0x504d_444d); u32(0xa793); u32(2); u32(32); u32(0); u32(0); u64(0)
+        let directory = 32, list64 = directory + 24, list = list64 + 16 + 2 * 16, data = list + 4 + 16
+        u32(9); u32(UInt32(list - list64)); u32(UInt32(list64))
+        u32(5); u32(UInt32(data - list)); u32(UInt32(list))
+        // 0x7000 (16 bytes) and 0x9000 (8 bytes), their bytes from `data + 8` on; 0x5000 (8 bytes) at `data`.
+        u64(2); u64(UInt64(data + 8))
+        u64(0x7000); u64(16)
+        u64(0x9000); u64(8)
+        u32(1); u64(0x5000); u32(8); u32(UInt32(data))
+        u64(0x5555_5555_5555_5555)
+        u64(0x1111_1111_1111_1111); u64(0x2222_2222_2222_2222)
+        u64(0x9999_9999_9999_9999)
+        let dump = try Minidump(bytes: bytes)
+        #expect(dump.memory.map(\.start) == [0x5000, 0x7000, 0x9000])
+        #expect(dump.read(0x7000, size: 8) == 0x1111_1111_1111_1111)
+        #expect(dump.read(0x7008, size: 8) == 0x2222_2222_2222_2222)
+        #expect(dump.read(0x7004, size: 4) == 0x1111_1111)
+        #expect(dump.read(0x9000, size: 8) == 0x9999_9999_9999_9999)
+        #expect(dump.read(0x5000, size: 8) == 0x5555_5555_5555_5555)
+        // Past a range's end, or across two ranges: absent.
+        #expect(dump.read(0x700c, size: 8) == nil)
+        #expect(dump.read(0x9004, size: 8) == nil)
+        #expect(dump.read(0x8000, size: 1) == nil)
+        // A base that puts the second range past the file's end is refused.
+        var cut = bytes
+        cut.removeLast(4)
+        #expect { try Minidump(bytes: cut) } throws: { ($0 as? FormatError)?.code == .truncated }
+    }
+
     @Test("Crashpad annotations and thread names are read from a hand-made dump")
     func crashpadAndThreadNames() throws {
         var bytes: [UInt8] = []

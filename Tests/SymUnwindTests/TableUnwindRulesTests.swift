@@ -192,8 +192,28 @@ import TestSupport
                 if mismatches <= 3 { Issue.record("\(path) 0x\(String(addresses.lowerBound, radix: 16)): ELF \(expected ?? "none"), table \(found ?? "none")") }
             }
         }
-        #expect(mismatches == 0, "\(path): \(mismatches) ranges differ")
+        // And at every address where the ELF file's rules change (each row's start, each
+        // entry's end): with the checks above, at every boundary of either side, the two agree
+        // at every address (both are constant between boundaries).
+        for entry in cfi.entries {
+            for address in entry.rows.map(\.address) + [entry.end] {
+                let expected = cfi.row(at: address).map { Self.text($0.row) }
+                let found = try table.storedUnwindRule(at: address).map { Self.text($0.rule) }
+                if expected != found {
+                    mismatches += 1
+                    if mismatches <= 3 { Issue.record("\(path) 0x\(String(address, radix: 16)): ELF \(expected ?? "none"), table \(found ?? "none")") }
+                }
+            }
+        }
+        #expect(mismatches == 0, "\(path): \(mismatches) ranges or rows differ")
         return counts
+    }
+
+    @Test("Every ELF fixture (x86_64, i386, aarch64, armv7, riscv64; .eh_frame and .debug_frame): the table's rules are the ELF file's rows at every address",
+          arguments: BreakpadOracleTests.fixtures + ["riscv64-clang-start-O2", "gcc-c-O2-dwarf5-strip-all"])
+    func fixtureTablesAreTheELFRows(_ name: String) throws {
+        let counts = try Self.compareWithELFRows(UnwindFixtures.elf(name))
+        #expect(counts.ranges > 0)
     }
 
     @Test("The table's rules are the ELF file's rows, expressions included (PLT entries, __restore_rt)")
