@@ -109,8 +109,9 @@ public struct Addr2lineRenderer {
             let file = path(frame.directory, frame.file)
             // BFD names the first lookup of a DWARF function without a linkage name (C++ lambdas,
             // some templates) after the ELF symbol instead, and later ones after the DWARF name
-            // (dwarf2.c caches it): the DWARF name is the stable answer.
-            let name = function(frame.function, physical: index == frames.count - 1)
+            // (dwarf2.c caches it): the DWARF name is the stable answer. The physical frame's
+            // DWARF name, not the covering symbol's that `lookup` prints (`scopeFunction`).
+            let name = function(frame.scopeFunction, physical: index == frames.count - 1)
             line(name: name, file: file.isEmpty ? nil : file, line: frame.line, into: &output)
         }
     }
@@ -135,8 +136,8 @@ public struct Addr2lineRenderer {
         if let cached = names.functions.value(key) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
-        // The table names a physical frame after its ELF symbol; BFD uses the DWARF name, which
-        // lacks gcc's clone suffixes (`main.cold` is part of `main`).
+        // BFD uses the DWARF name, which lacks gcc's clone suffixes (`main.cold` is part of
+        // `main`); tables written before conversion 11 keep only the ELF symbol's name there.
         if physical { raw = Self.withoutCloneSuffix(raw) }
         let bytes = displayName(raw)
         names.functions.store(key, bytes)
