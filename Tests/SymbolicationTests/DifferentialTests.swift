@@ -118,7 +118,7 @@ import Testing
 
     static func report(_ name: String, _ outcome: Outcome) {
         var text = "differential \(name): \(outcome.identical)/\(outcome.addresses) identical ("
-            + String(format: "%.3f%%", outcome.rate * 100) + ")"
+            + String(format: "%.3f%%", outcome.rate * 100) + " identical or explained)"
         for (reason, count) in outcome.explained.sorted(by: { $0.key < $1.key }) {
             text += "\n  explained (\(count)): \(reason)"
         }
