@@ -107,9 +107,10 @@ public enum ModuleConverter {
         }
         // Symbol order matters: among symbols of one size at one address that the DWARF does not
         // choose between (`chooseAmongAliases`) the last one names the function, as in
-        // llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no `.symtab`). Like llvm-symbolizer, a stripped binary's functions are named by its own
-        // table (`abort`, `raise`, `__libc_start_main`) or else by their DWARF name, never by
-        // the debug file's aliases (`__GI_abort`, `__libc_start_main@GLIBC_2.2.5`,
+        // llvm-symbolizer, which reads `.symtab` (`.dynsym` only when there is no `.symtab`).
+        // Like llvm-symbolizer, a stripped binary's functions are named by its own table
+        // (`abort`, `raise`, `__libc_start_main`) or else by their DWARF name, never by the debug
+        // file's aliases (`__GI_abort`, `__libc_start_main@GLIBC_2.2.5`,
         // `str_to_mpn.part.0.constprop.0`): the debug file's symbols only name code that neither
         // the binary's table nor the DWARF does. Duplicates are found by interned name (an
         // integer), not by String: big modules have hundreds of thousands of long names.
