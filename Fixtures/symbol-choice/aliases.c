@@ -22,8 +22,21 @@ int foo_alias(int) __attribute__((alias("foo")));
 int foo_weak(int) __attribute__((weak, alias("foo")));
 static int foo_local(int) __attribute__((alias("foo"), used));
 
+/* A static function whose DWARF name is the only local one among the names at its first byte:
+ * a global and a weak alias (both after it in .symtab, so the symbol rule alone, like
+ * llvm-symbolizer, picks one of them) and a global untyped label. The DWARF subprogram names
+ * baz; binutils and elfutils say baz. */
+__asm__(".section .text.baz,\"ax\",@progbits\n\t.globl baz_label\nbaz_label:\n\t.previous");
+
+__attribute__((noinline, used, section(".text.baz"))) static int baz(int x) {
+    return x * 7 - 2;
+}
+
+int baz_global(int) __attribute__((alias("baz")));
+int baz_weak(int) __attribute__((weak, alias("baz")));
+
 __attribute__((noinline)) int bar(int x) {
-    return foo(x) - after(x);
+    return foo(x) - after(x) + baz(x);
 }
 
 int main(int argc, char **argv) {

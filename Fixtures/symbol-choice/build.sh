@@ -5,7 +5,9 @@
 # directory mapped to /fixtures, so a rebuild with the same tools gives the same bytes.
 #
 #   aliases-i386          aliases.c, i386 gcc -g -O1: gcc2_compiled. (NOTYPE LOCAL), foo_alias
-#                         (GLOBAL), foo_weak (WEAK), foo_local (LOCAL) all at foo's first byte
+#                         (GLOBAL), foo_weak (WEAK), foo_local (LOCAL) all at foo's first byte; and
+#                         baz (FUNC LOCAL, the DWARF subprogram's name), baz_global (GLOBAL), baz_weak
+#                         (WEAK) and baz_label (NOTYPE GLOBAL) at baz's first byte
 #   aliases-i386-nodwarf  the same with its DWARF removed (strip --strip-debug): the symbol table
 #                         alone names the code
 #   line-tables           line-tables.c, clang -gline-tables-only (DWARF 5): line rows, no functions

@@ -107,12 +107,25 @@ public struct Addr2lineRenderer {
             let frame = frames[index]
             if index > 0 && options.pretty { output.append(contentsOf: SymbolizerStrings.inlinedBy) }
             let file = path(frame.directory, frame.file)
-            // BFD names the first lookup of a DWARF function without a linkage name (C++ lambdas,
-            // some templates) after the ELF symbol instead, and later ones after the DWARF name
-            // (dwarf2.c caches it): the DWARF name is the stable answer.
-            let name = function(frame.function, physical: index == frames.count - 1)
+            // The physical frame as BFD names it (`bfdName`), inlined frames by their DWARF name.
+            let physical = index == frames.count - 1
+            let name = function(physical ? bfdName(frame) : frame.function, physical: physical)
             line(name: name, file: file.isEmpty ? nil : file, line: frame.line, into: &output)
         }
+    }
+
+    /// The name BFD gives a physical frame: the DWARF function's (`scopeFunction`, which the
+    /// covering symbol's may replace in `function`: DWARF subprogram first among aliases, else
+    /// the symbol, as `lookup` prints), except that BFD takes a function without a linkage name in
+    /// a language that mangles (C++ templates of lambdas) by its ELF symbol (dwarf2.c,
+    /// `_bfd_dwarf2_find_nearest_line`: `!function->is_linkage`): a plain DWARF name under a
+    /// mangled symbol gives the symbol. C names are linkage names to BFD (`non_mangled`).
+    private func bfdName(_ frame: Frame) -> StringRef {
+        guard frame.scopeFunction != frame.function, !frame.scopeFunction.isEmpty else { return frame.function }
+        var plainDWARFName = false, mangledSymbol = false
+        table.withUTF8(frame.scopeFunction) { plainDWARFName = !FrameRenderer.mayBeMangled($0) }
+        table.withUTF8(frame.function) { mangledSymbol = FrameRenderer.mayBeMangled($0) }
+        return plainDWARFName && mangledSymbol ? frame.function : frame.scopeFunction
     }
 
     private func line(name: [UInt8], file: [UInt8]?, line: UInt32, into output: inout [UInt8]) {
@@ -135,8 +148,8 @@ public struct Addr2lineRenderer {
         if let cached = names.functions.value(key) { return cached }
         var raw: [UInt8] = []
         table.withUTF8(reference) { raw = Array($0) }
-        // The table names a physical frame after its ELF symbol; BFD uses the DWARF name, which
-        // lacks gcc's clone suffixes (`main.cold` is part of `main`).
+        // BFD uses the DWARF name, which lacks gcc's clone suffixes (`main.cold` is part of
+        // `main`); tables written before conversion 11 keep only the ELF symbol's name there.
         if physical { raw = Self.withoutCloneSuffix(raw) }
         let bytes = displayName(raw)
         names.functions.store(key, bytes)

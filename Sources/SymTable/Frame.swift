@@ -18,10 +18,15 @@ public struct Frame: Sendable, Equatable {
     public var isInlined: Bool
     /// Whether the name comes from the ELF symbol table alone, with no DWARF scope.
     public var isSymbolOnly: Bool
+    /// The DWARF function's own name (its linkage name, else its name): the same as `function`
+    /// except on a physical frame that the covering ELF symbol names otherwise (`function` is then
+    /// the symbol's, which `lookup` prints; binutils' `addr2line` prints this one).
+    public var scopeFunction: StringRef
 
-    /// Creates a frame.
+    /// Creates a frame (`scopeFunction` defaults to `function`).
     public init(function: StringRef, directory: StringRef, file: StringRef, line: UInt32, column: UInt32,
-                isInlined: Bool, isSymbolOnly: Bool) {
+                isInlined: Bool, isSymbolOnly: Bool, scopeFunction: StringRef? = nil) {
+        self.scopeFunction = scopeFunction ?? function
         self.function = function
         self.directory = directory
         self.file = file

@@ -171,8 +171,14 @@ struct ModelFlattener {
                 id = try builder.scope(name: try name(innermost.name, builder: &builder), physicalName: physicalName,
                                        caller: try callerOf(Int(scope), builder: &builder) + TableFormat.callerBias)
             } else {
-                id = try builder.scope(name: try name(symbolName ?? innermost.name, builder: &builder),
-                                       physicalName: 0, caller: TableFormat.callerNone)
+                // The DWARF function's own name stays in `name` (the `addr2line` drop-in prints it,
+                // as binutils does); the covering symbol's, when another, overrides it as above.
+                var physicalName: UInt32 = 0
+                if let symbolName, !model.strings.equal(Int(symbolName), Int(innermost.name)) {
+                    physicalName = try name(symbolName, builder: &builder) + 1
+                }
+                id = try builder.scope(name: try name(innermost.name, builder: &builder),
+                                       physicalName: physicalName, caller: TableFormat.callerNone)
             }
         } else if let symbolName {
             id = try builder.scope(name: try name(symbolName, builder: &builder), physicalName: 0,

@@ -181,9 +181,11 @@ public final class SymbolTable: @unchecked Sendable {
         public mutating func next() throws(FormatError) -> Frame? {
             guard let frame = try nextIndices() else { return nil }
             let (directory, file) = try table.file(frame.file)
-            return Frame(function: try table.functionName(frame.name), directory: directory, file: file,
+            let function = try table.functionName(frame.name)
+            return Frame(function: function, directory: directory, file: file,
                          line: frame.line, column: frame.column, isInlined: frame.isInlined,
-                         isSymbolOnly: frame.isSymbolOnly)
+                         isSymbolOnly: frame.isSymbolOnly,
+                         scopeFunction: frame.scopeName == frame.name ? function : try table.functionName(frame.scopeName))
         }
 
         /// The next frame as table indices, strings not yet resolved (`functionName(_:)`,
@@ -254,7 +256,8 @@ public final class SymbolTable: @unchecked Sendable {
                 let name = current.caller == TableFormat.callerNone && physicalName != 0 ? physicalName - 1 : current.name
                 return FrameIndices(name: name, file: current.file, line: current.line, column: current.column,
                                     isInlined: current.caller >= TableFormat.callerBias,
-                                    isSymbolOnly: current.caller == TableFormat.callerSymbolOnly)
+                                    isSymbolOnly: current.caller == TableFormat.callerSymbolOnly,
+                                    scopeName: current.name)
             }
         }
     }
@@ -273,6 +276,10 @@ public final class SymbolTable: @unchecked Sendable {
         public var isInlined: Bool
         /// Whether the name comes from the ELF symbol table only.
         public var isSymbolOnly: Bool
+        /// The frame's own scope name (function-name record): the DWARF function's, which `name`
+        /// replaces on the physical frame by the covering ELF symbol's when that is another
+        /// (equal to `name` otherwise, and on symbol-only frames).
+        public var scopeName: UInt32
     }
 
     /// The name of function-name record `index`; throws when it is out of bounds.

@@ -6,6 +6,7 @@ import TestSupport
 enum DropIn {
     static let llvmSymbolizer = "/opt/swift/usr/bin/llvm-symbolizer"
     static let binutilsAddr2line = "/usr/bin/addr2line"
+    static let elfutilsAddr2line = "/usr/bin/eu-addr2line"
     static let clang = "/opt/swift/usr/bin/clang"
     static let clangxx = "/opt/swift/usr/bin/clang++"
 

@@ -54,9 +54,11 @@ import Testing
 
     /// gcc C++: byte-identical except where binutils is known to answer differently, each
     /// difference accepted only when llvm-symbolizer (the project's oracle) gives our answer:
-    /// - binutils names the *first* lookup of a DWARF function without a linkage name (lambdas,
-    ///   some templates) after the ELF symbol, later lookups after the DWARF name (dwarf2.c caches
-    ///   `is_linkage`), so its answer depends on query order; we always give the DWARF name;
+    /// - binutils names a DWARF function without a linkage name (lambdas, some templates) after
+    ///   the ELF symbol, and when that symbol does not start at the function's first byte only
+    ///   on the first lookup, later ones after the DWARF name (dwarf2.c caches `is_linkage`), so
+    ///   its answer depends on query order; we always give the symbol for such a function (a
+    ///   plain DWARF name under a mangled symbol);
     /// - binutils 2.40 resolves the file of some COMDAT functions' rows in this DWARF 5 unit to
     ///   `main.cpp` where the line table says `geometry.hpp`.
     /// `debuglink/prog` is the same program stripped, its DWARF in `prog.debug` next to it

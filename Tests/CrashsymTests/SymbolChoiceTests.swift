@@ -22,47 +22,90 @@ import TestSupport
         return String(frame.trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
     }
 
+    /// The function name `crashsym lookup --format json` gives for `address` (its physical frame).
+    static func lookupJSONName(_ file: String, _ address: String) throws -> String {
+        let result = try CLI.run(["lookup", file, address, "--format", "json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let frames = try #require(object["frames"] as? [[String: Any]])
+        return try #require(frames.last?["function"] as? String)
+    }
+
     /// `gcc2_compiled.` (a zero-size local label) and three aliases sit on foo's first byte: the
     /// label, which reaches past foo to the end of its section, no longer names foo (it did, where
-    /// binutils, elfutils and llvm-symbolizer name a function); among the function symbols the
-    /// table names the one llvm-symbolizer names, with and without DWARF.
+    /// binutils, elfutils and llvm-symbolizer name a function). With DWARF the subprogram names
+    /// foo, as binutils and elfutils do; without, the symbol rule names the one llvm-symbolizer
+    /// names.
     @Test func labelDoesNotNameTheFunction() throws {
         let withDWARF = Self.fixture("aliases-i386"), withoutDWARF = Self.fixture("aliases-i386-nodwarf")
         let foo = try Self.address(of: "foo", in: withDWARF)
         #expect(try Self.address(of: "gcc2_compiled.", in: withDWARF) == foo)
-        for file in [withDWARF, withoutDWARF] {
-            let llvm = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + file, foo]).stdout
-            let ours = try Self.lookupName(file, foo)
-            #expect(ours != "gcc2_compiled.")
-            #expect(llvm.hasPrefix(ours + "\n"), "\(file): \(ours) vs \(llvm)")
-        }
+        let binutils = try DropIn.run(DropIn.binutilsAddr2line, ["-f", "-e", withDWARF, foo]).stdout
+        let elfutils = try DropIn.run(DropIn.elfutilsAddr2line, ["-f", "-e", withDWARF, foo]).stdout
+        #expect(binutils.hasPrefix("foo\n") && elfutils.hasPrefix("foo\n"))
+        #expect(try Self.lookupName(withDWARF, foo) == "foo")
+        let llvm = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + withoutDWARF, foo]).stdout
+        let ours = try Self.lookupName(withoutDWARF, foo)
+        #expect(ours != "gcc2_compiled.")
+        #expect(llvm.hasPrefix(ours + "\n"), "\(ours) vs \(llvm)")
         // The label's code after foo (`after`) keeps its own name.
         let after = try Self.address(of: "after", in: withDWARF)
         #expect(try Self.lookupName(withDWARF, after) == "after")
         #expect(try Self.lookupName(withoutDWARF, after) == "after")
-        // binutils and elfutils name foo by its DWARF; the table keeps one name per function,
-        // llvm-symbolizer's (foo_weak), so the addr2line drop-in gives binutils' file:line under
-        // llvm's name (DWARF-first naming is open on issue 21).
-        let binutils = try DropIn.run(DropIn.binutilsAddr2line, ["-f", "-e", withDWARF, foo]).stdout
-        #expect(binutils.hasPrefix("foo\n"))
-        let ours = try CLI.run(["addr2line", "-f", "-e", withDWARF, foo]).stdout
-        #expect(ours.split(separator: "\n").dropFirst() == binutils.split(separator: "\n").dropFirst())
-        #expect(!ours.hasPrefix("gcc2_compiled."))
+        let ours2line = try CLI.run(["addr2line", "-f", "-e", withDWARF, foo]).stdout
+        #expect(ours2line == binutils)
+    }
+
+    /// DWARF subprogram first: at baz's first byte sit baz (a local function, the DWARF
+    /// subprogram's name), a global and a weak alias listed after it and a global untyped label.
+    /// The symbol rule alone picks an alias (as llvm-symbolizer does: `baz_weak`); the DWARF
+    /// names baz, as binutils and elfutils do. `lookup` (text and JSON) and `symbolicate` name
+    /// baz; the `addr2line` drop-in prints binutils' answer and the `llvm-symbolizer` drop-in
+    /// llvm-symbolizer's, each peer run on the same binary.
+    @Test(arguments: ["baz", "foo"])
+    func dwarfSubprogramNamesOneOfTheSymbols(function: String) throws {
+        let path = Self.fixture("aliases-i386")
+        let entry = try Self.address(of: function, in: path)
+        let inside = "0x" + String(UInt64(entry.dropFirst(2), radix: 16)! + 3, radix: 16)
+        // The fixture is what it claims: several symbols there, the DWARF names a local one that
+        // the symbol rule (and llvm-symbolizer) does not pick.
+        let aliases = try DropIn.run("/usr/bin/nm", [path]).stdout.split(separator: "\n")
+            .filter { $0.hasPrefix(String(repeating: "0", count: 8 - (entry.count - 2)) + entry.dropFirst(2) + " ") }
+        #expect(aliases.count >= 4, "\(aliases)")
+        for address in [entry, inside] {
+            let binutils = try DropIn.run(DropIn.binutilsAddr2line, ["-f", "-e", path, address]).stdout
+            let elfutils = try DropIn.run(DropIn.elfutilsAddr2line, ["-f", "-e", path, address]).stdout
+            #expect(binutils.hasPrefix(function + "\n") && elfutils.hasPrefix(function + "\n"), "\(binutils) \(elfutils)")
+            let llvm = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + path, address]).stdout
+            #expect(!llvm.hasPrefix(function + "\n"), "llvm-symbolizer picks an alias: \(llvm)")
+            #expect(try Self.lookupName(path, address) == function)
+            #expect(try Self.lookupJSONName(path, address) == function)
+            #expect(try CLI.run(["addr2line", "-f", "-e", path, address]).stdout == binutils)
+            #expect(try CLI.run(["llvm-symbolizer", "--obj=" + path, address]).stdout == llvm)
+        }
+        // symbolicate, from a glibc backtrace_symbols line of the same binary (the table it
+        // converts is the one the server would store).
+        let scratch = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try "\(path)(+\(inside))[0x5655\(inside.dropFirst(2))]\n".write(toFile: scratch + "/report.txt", atomically: true, encoding: .utf8)
+        let report = try CLI.run(["symbolicate", scratch + "/report.txt", "--symbols", path, "--format", "json",
+                                  "--no-module-paths", "--no-cache"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any], "\(report.stdout)\(report.stderr)")
+        let stacks = try #require(json["stacks"] as? [[String: Any]])
+        let frames = try #require(stacks.first?["frames"] as? [[String: Any]])
+        let symbolicated = try #require(frames.first?["symbolized"] as? [[String: Any]], "\(frames)")
+        #expect(symbolicated.last?["function"] as? String == function, "\(report.stdout)")
     }
 
     /// The drop-ins answer as their peers do on this file, at every function and in between.
     @Test(arguments: ["aliases-i386", "aliases-i386-nodwarf"])
     func dropInsMatchTheirPeers(file: String) throws {
         let path = Self.fixture(file)
-        let addresses = try ["foo", "after", "bar", "main"].map { try Self.address(of: $0, in: path) }
+        let addresses = try ["foo", "after", "baz", "bar", "main"].map { try Self.address(of: $0, in: path) }
         let input = addresses.joined(separator: "\n") + "\n"
         for flags in [["-f"], ["-f", "-i", "-a"], ["-f", "-p", "-C"]] {
             let binutils = try DropIn.run(DropIn.binutilsAddr2line, ["-e", path] + flags, input: input)
             let ours = try CLI.run(["addr2line", "-e", path] + flags, input: input)
-            // With DWARF, binutils names foo's aliases by the DWARF subprogram (foo); the table
-            // keeps llvm-symbolizer's choice (foo_weak): DWARF-first naming is open on issue 21.
-            let expected = file == "aliases-i386" ? binutils.stdout.replacing(/\bfoo\b/, with: "foo_weak") : binutils.stdout
-            #expect(ours.stdout == expected, "\(file) \(flags)")
+            #expect(ours.stdout == binutils.stdout, "\(file) \(flags)")
         }
         let llvm = try DropIn.run(DropIn.llvmSymbolizer, ["--obj=" + path], input: input)
         let ours = try CLI.run(["llvm-symbolizer", "--obj=" + path], input: input)

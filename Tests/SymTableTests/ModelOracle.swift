@@ -9,6 +9,9 @@ struct PlainFrame: Equatable, CustomStringConvertible {
     var column: UInt32
     var isInlined: Bool
     var isSymbolOnly: Bool
+    /// The frame's own scope name (`Frame.scopeFunction`): the DWARF function's where the
+    /// covering symbol renames the physical frame; not part of `description`.
+    var scopeFunction: [UInt8]
 
     var description: String {
         let name = String(decoding: function, as: UTF8.self)
@@ -23,7 +26,8 @@ extension SymbolTable {
         try frames(at: address).map { frame in
             PlainFrame(function: Array(string(frame.function).utf8), directory: Array(string(frame.directory).utf8),
                        file: Array(string(frame.file).utf8), line: frame.line, column: frame.column,
-                       isInlined: frame.isInlined, isSymbolOnly: frame.isSymbolOnly)
+                       isInlined: frame.isInlined, isSymbolOnly: frame.isSymbolOnly,
+                       scopeFunction: Array(string(frame.scopeFunction).utf8))
         }
     }
 }
@@ -96,12 +100,14 @@ struct ModelOracle {
     func frames(at address: UInt64) -> [PlainFrame] {
         let row = row(at: address)
         let symbol = symbol(at: address)
-        func frame(name: UInt32, file: UInt32, line: UInt32, column: UInt32, inlined: Bool, symbolOnly: Bool) -> PlainFrame {
+        func frame(name: UInt32, scopeName: UInt32? = nil, file: UInt32, line: UInt32, column: UInt32, inlined: Bool,
+                   symbolOnly: Bool) -> PlainFrame {
             let source = model.files[Int(file)]
             return PlainFrame(function: Array(model.strings[Int(name)].utf8),
                               directory: Array(model.strings[Int(source.directory)].utf8),
                               file: Array(model.strings[Int(source.name)].utf8),
-                              line: line, column: column, isInlined: inlined, isSymbolOnly: symbolOnly)
+                              line: line, column: column, isInlined: inlined, isSymbolOnly: symbolOnly,
+                              scopeFunction: Array(model.strings[Int(scopeName ?? name)].utf8))
         }
         guard let innermost = innermostScope(at: address) else {
             guard let symbol else { return [] }
@@ -117,12 +123,12 @@ struct ModelOracle {
             let scope = model.scopes[index]
             let name = position == chain.count - 1 ? (symbol?.name ?? scope.name) : scope.name
             if position == 0 {
-                frames.append(frame(name: name, file: row?.file ?? 0, line: row?.line ?? 0, column: row?.column ?? 0,
-                                    inlined: scope.isInlined, symbolOnly: false))
+                frames.append(frame(name: name, scopeName: scope.name, file: row?.file ?? 0, line: row?.line ?? 0,
+                                    column: row?.column ?? 0, inlined: scope.isInlined, symbolOnly: false))
             } else {
                 let callee = model.scopes[chain[position - 1]]
-                frames.append(frame(name: name, file: callee.callFile, line: callee.callLine, column: callee.callColumn,
-                                    inlined: scope.isInlined, symbolOnly: false))
+                frames.append(frame(name: name, scopeName: scope.name, file: callee.callFile, line: callee.callLine,
+                                    column: callee.callColumn, inlined: scope.isInlined, symbolOnly: false))
             }
         }
         return frames

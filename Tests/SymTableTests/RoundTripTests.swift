@@ -86,7 +86,8 @@ import Testing
                 resolved.append(PlainFrame(
                     function: Array(table.string(try table.functionName(frame.name)).utf8),
                     directory: Array(table.string(directory).utf8), file: Array(table.string(file).utf8),
-                    line: frame.line, column: frame.column, isInlined: frame.isInlined, isSymbolOnly: frame.isSymbolOnly))
+                    line: frame.line, column: frame.column, isInlined: frame.isInlined, isSymbolOnly: frame.isSymbolOnly,
+                    scopeFunction: Array(table.string(try table.functionName(frame.scopeName)).utf8)))
             }
             #expect(resolved == oracle.frames(at: address), "seed \(seed) 0x\(String(address, radix: 16))")
             #expect(try cursor.nextIndices(in: table) == nil, "an exhausted cursor stays exhausted")
