@@ -23,7 +23,7 @@ struct MinidumpUploadTests {
         return crash
     }
 
-    @Test("Crashpad's request (gzip'd multipart, chunked, ?key=) after the binary's symbols: walked with CFI to Breakpad's 5 frames, frame 1 at 0x402079, annotations kept; the retry answers the same id")
+    @Test("Crashpad's request (gzip'd multipart, chunked, ?key=) after the binary's symbols: Breakpad's CFI frames (frame 1 at 0x402079, found by CFI; its scanned fifth frame refused), annotations kept; the retry answers the same id")
     func crashpadAfterSymbols() throws {
         let server = try TestServer()
         try MinidumpClients.uploadBinary(to: server, version: "1.0")
@@ -32,8 +32,9 @@ struct MinidumpUploadTests {
                            "ptype": "crashpad-handler", "channel": "<b>beta</b> & \"more\""]
         let request = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations,
                                                        files: ["log": ("app.log", log)], gzip: true)
+        // The URL as crashpad_handler makes it: the configured one, then product, version and guid.
         let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
-                                                      query: "key=\(server.key)")
+                                                      query: "key=\(server.key)", identifying: annotations)
         #expect(answer.status == 200, "\(answer.text)")
         #expect(answer.headers["content-type"]?.hasPrefix("text/plain") == true)
         let id = answer.text
@@ -83,7 +84,7 @@ struct MinidumpUploadTests {
         // A client retrying sends the same minidump with a new boundary: the first id, no second crash.
         let again = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations, gzip: true)
         let retried = try MinidumpClients.crashpadPost(server, body: again.body, contentType: again.contentType, gzip: true,
-                                                       query: "key=\(server.key)")
+                                                       query: "key=\(server.key)", identifying: annotations)
         #expect(retried.status == 200)
         #expect(retried.text == id)
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
@@ -96,12 +97,23 @@ struct MinidumpUploadTests {
     @Test("Breakpad's HTTPUpload (curl form, no gzip) before the binary's symbols: resolved and re-walked with CFI after the upload")
     func breakpadLateSymbols() throws {
         let server = try TestServer()
+        let log = server.scratch + "/session.txt"
+        try Data("a log line\n".utf8).write(to: URL(fileURLWithPath: log))
         let answer = try MinidumpClients.breakpadPost(server, minidump: MinidumpClients.minidump,
-                                                      parameters: [("prod", "crash_linux"), ("ver", "2.0")], query: "")
+                                                      parameters: [("prod", "crash_linux"), ("ver", "2.0"), ("email", "a@b.c")],
+                                                      query: "version=9.9", files: [("log", log)])
         #expect(answer.status == 200, "\(answer.text)")
         let id = answer.text
         #expect(Self.isCrashID(id))
         let before = try Self.processed(server, id)
+        // curl's form: text parts are annotations, the second file part an attachment.
+        let details = before["minidump"] as? [String: Any]
+        #expect(details?["product"] as? String == "crash_linux")
+        #expect((details?["annotations"] as? [String: String]) == ["prod": "crash_linux", "ver": "2.0", "email": "a@b.c"])
+        let attachments = details?["attachments"] as? [[String: Any]]
+        #expect(attachments?.map { $0["filename"] as? String } == ["session.txt"])
+        #expect(attachments?.first?["name"] as? String == "log")
+        #expect(attachments?.first?["size"] as? Int == 11)
         #expect(before["state"] as? String == "done")
         #expect((before["missing_build_ids"] as? [String])?.contains(MinidumpClients.buildID) == true)
         let unresolved = MinidumpClients.crashedFrames(before)
@@ -122,7 +134,7 @@ struct MinidumpUploadTests {
                 "the late symbols' CFI walks the stack again: \(frames.map { $0["address"] ?? "" })")
         #expect(frames.count > 1 && frames[1]["address"] as? String == "0x40207a")
         #expect(frames.count > 1 && MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
-        #expect(try server.crash(id)["version"] as? String == "2.0")
+        #expect(try server.crash(id)["version"] as? String == "2.0", "the ver part wins over ?version=")
     }
 
     @Test("a bare minidump body with a Bearer key; JSON when asked; ?version= when no ver annotation")
@@ -165,14 +177,31 @@ struct MinidumpUploadTests {
         #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
     }
 
-    @Test("keys given in the URL appear in no log line")
+    @Test("keys given in the URL appear in no log line (trace level: the server's and its libraries'), no metric and no error body")
     func keyRedaction() throws {
-        let server = try TestServer(arguments: ["--log-level", "debug"])
+        let server = try TestServer(arguments: ["--log-level", "trace"])
         let body = ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + MinidumpClients.minidump]
         let route = "/api/v1/apps/\(server.appID)/minidump"
         #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
         #expect(try server.request("POST", route + "?key=wrong-key-1234567890", key: .some(nil), extra: body).status == 401)
-        #expect(try server.request("POST", route + "?version=bad%20version&key=\(server.key)", key: .some(nil), extra: body).status == 400)
+        let refused = try server.request("POST", route + "?version=bad%20version&key=\(server.key)", key: .some(nil), extra: body)
+        #expect(refused.status == 400)
+        // Failures of every kind: a body too large for the limit, a malformed form, a route that
+        // does not exist, a route that takes no key in the URL, the key given twice.
+        let failures = [
+            try server.request("POST", route + "?key=\(server.key)", key: .some(nil),
+                               extra: ["-H", "Content-Type: multipart/form-data; boundary=B", "--data-binary", "--B\r\nbroken"]),
+            try server.request("POST", route + "x?key=\(server.key)", key: .some(nil), extra: body),
+            try server.request("GET", "/api/v1/apps/\(server.appID)/crashes?key=\(server.key)", key: .some(nil)),
+        ]
+        #expect(failures.map(\.status) == [400, 404, 401])
+        let twice = try server.request("POST", route + "?key=\(server.key)&sentry_key=\(server.key)&key=wrong-key-1234567890",
+                                       key: .some(nil), extra: body)
+        #expect(twice.status == 200 || twice.status == 401)
+        for answer in [refused] + failures { #expect(!answer.text.contains(server.key)) }
+        let metrics = try server.request("GET", "/metrics", key: .some(nil))
+        #expect(metrics.status == 200)
+        #expect(!metrics.text.contains(server.key) && !metrics.text.contains("wrong-key-1234567890"))
         _ = server.terminate()
         let logs = try FileManager.default.contentsOfDirectory(atPath: server.scratch).filter { $0.hasSuffix(".log") }
         let text = try logs.map { try String(contentsOfFile: server.scratch + "/" + $0, encoding: .utf8) }.joined()
@@ -288,6 +317,51 @@ struct MinidumpUploadTests {
             }
         }
         #expect(failed >= 3)
+        #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
+    }
+
+    @Test("hostile minidumps that read: a million threads on one stack, overlapping and outside ranges, looping stacks, a stack on the thread list; failed with the reason or walked as far as they hold, in bounded time and memory")
+    func hostileMinidumpsThatRead() throws {
+        let server = try TestServer()
+        guard let pid = server.process?.processIdentifier else { throw TestFailure("no server") }
+        let baseline = try ProcessProbe.peakResidentKiB(pid)
+        // 1,300,000 threads (62 MB, under the 64 MiB default, about 80 KB gzip'd) sharing one
+        // stack: walked in full, 14 million frames; each memory read once searched every thread.
+        let cases: [(String, MinidumpClients.Hostile)] = [
+            ("threads", .threads(1_300_000)), ("overlapping", .overlappingMemory(100_000)), ("outside", .memoryOutsideFile),
+            ("looping", .loopingStack), ("stack on the thread list", .stackOnThreadList(1_000)),
+        ]
+        var ids: [String: String] = [:]
+        for (name, kind) in cases {
+            let path = server.scratch + "/hostile.dmp.gz"
+            try MinidumpClients.gzipped(try MinidumpClients.hostile(kind)).write(to: URL(fileURLWithPath: path))
+            let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                            extra: ["-H", "Content-Type: application/octet-stream", "-H", "Content-Encoding: gzip",
+                                                    "-H", "Accept: application/json", "--data-binary", "@" + path])
+            #expect(answer.status == 200, "\(name): \(answer.text)")
+            ids[name] = answer.json["id"] as? String
+        }
+        var crashes: [String: [String: Any]] = [:]
+        for (name, id) in ids { crashes[name] = try Self.processed(server, id, within: 300) }
+        let threads = crashes["threads"]
+        #expect(threads?["state"] as? String == "failed")
+        #expect((threads?["failure"] as? String)?.contains("1300000 threads walk to more than 100000 frames") == true,
+                "\(threads?["failure"] ?? "")")
+        #expect((threads?["failure"] as? String)?.contains("--max-report-frames") == true)
+        let outside = crashes["outside"]
+        #expect(outside?["state"] as? String == "failed")
+        #expect((outside?["failure"] as? String)?.contains("past the end of the file") == true, "\(outside?["failure"] ?? "")")
+        // Overlapping ranges and a stack on the thread list read: walked as far as they hold.
+        for name in ["overlapping", "looping", "stack on the thread list"] {
+            #expect(crashes[name]?["state"] as? String == "done", "\(name): \(crashes[name]?["failure"] ?? "")")
+        }
+        // The looping stack: the walk goes on only while the stack pointer rises, at most 1,024 frames.
+        let looping = MinidumpClients.crashedFrames(crashes["looping"] ?? [:])
+        #expect((2...1024).contains(looping.count), "\(looping.count) frames")
+        // Generous: the server never held the walks of a million threads (gigabytes).
+        let peak = try ProcessProbe.peakResidentKiB(pid)
+        #expect(peak - baseline < 1_000_000, "peak \(peak) KiB, \(baseline) KiB before")
+        print("hostileMinidumpsThatRead: peak \(peak) KiB, \(baseline) KiB before")
         #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
     }
 

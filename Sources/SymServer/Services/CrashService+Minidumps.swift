@@ -108,15 +108,15 @@ extension CrashService {
     func completeMinidump(_ dump: Minidump, parsed: Parsed, rules: GroupingRules, stored: ReportTables) throws -> CrashStore.ProcessingResult {
         let result: SymbolicatedReport
         do {
+            // The walks stop once they pass the frame limit (a million threads sharing a stack,
+            // stacks that loop): bounded time and memory whatever the dump.
             result = try symbolication.symbolicateNow(minidump: dump, appID: parsed.input.appID, version: parsed.version,
-                                                      renderings: .json, stored: stored)
+                                                      maximumFrames: configuration.maxFrames, renderings: .json, stored: stored)
+        } catch let error as FormatError where error.code == .limitExceeded {
+            return CrashStore.ProcessingResult(state: .failed, failure: "\(error.message), over the limit of \(configuration.maxFrames) (--max-report-frames)",
+                                               missing: [])
         } catch let error as FormatError {
             return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])
-        }
-        guard result.report.frameCount <= configuration.maxFrames else {
-            return CrashStore.ProcessingResult(
-                state: .failed, failure: "the minidump walks to \(result.report.frameCount) frames, over the limit of \(configuration.maxFrames)",
-                missing: [])
         }
         return Self.outcome(result, format: CrashStore.minidumpFormat, reportVersion: nil, rules: rules)
     }
