@@ -80,6 +80,17 @@ struct MinidumpUploadTests {
             server.dataDirectory + "/objects/sha256/" + $0.prefix(2) + "/" + $0.dropFirst(2)
         } ?? ""
         #expect(FileManager.default.contents(atPath: attachmentObject) == log, "the attachment is kept in the object store")
+        // And served back, as a download whatever type the client gave it.
+        let attached = try server.get("crashes/\(id)/attachments/0")
+        #expect(attached.status == 200, "\(attached.text)")
+        #expect(attached.body == log)
+        #expect(attached.headers["content-type"] == "application/octet-stream")
+        #expect(attached.headers["content-disposition"] == "attachment; filename=\"app.log\"")
+        #expect(attached.headers["x-content-type-options"] == "nosniff")
+        #expect(try server.get("crashes/\(id)/attachments/1").status == 404)
+        #expect(try server.get("crashes/\(id)/attachments/-1").status == 400)
+        #expect(try server.get("crashes/\(id)/attachments/x").status == 400)
+        #expect(try server.request("GET", "/api/v1/apps/\(server.appID)/crashes/\(id)/attachments/0", key: .some("wrong")).status == 401)
 
         // A client retrying sends the same minidump with a new boundary: the first id, no second crash.
         let again = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations, gzip: true)
@@ -92,6 +103,7 @@ struct MinidumpUploadTests {
         // Deleting the crash removes its minidump and its attachment.
         #expect(try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(id)").status == 204)
         #expect(!FileManager.default.fileExists(atPath: attachmentObject))
+        #expect(try server.get("crashes/\(id)/attachments/0").status == 404)
     }
 
     @Test("Breakpad's HTTPUpload (curl form, no gzip) before the binary's symbols: resolved and re-walked with CFI after the upload")
@@ -421,6 +433,19 @@ struct MinidumpUploadTests {
         #expect(page.text.contains("&lt;b&gt;beta&lt;/b&gt; &amp; co"))
         #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(page.text.contains("&lt;i&gt;x&lt;/i&gt;.log"))
+        // The console links the attachment, a download behind the session.
+        #expect(page.text.contains("href=\"/apps/\(server.appID)/crashes/\(answer.text)/attachments/0\""))
+        let fromConsole = try console.get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/0")
+        #expect(fromConsole.status == 200)
+        #expect(fromConsole.text == "hi")
+        #expect(fromConsole.headers["content-type"] == "application/octet-stream")
+        #expect(fromConsole.headers["content-security-policy"]?.contains("sandbox") == true)
+        #expect(try console.get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/1").status == 404)
+        #expect(try ConsoleClient(server).get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/0").status != 200,
+                "not without a session")
+        let download = try server.get("crashes/\(answer.text)/attachments/0")
+        #expect(download.body == Data("hi".utf8))
+        #expect(download.headers["content-disposition"] == "attachment; filename=\"_i_x__i_.log\"")
         #expect(!page.text.contains("<b>beta</b>"))
         #expect(!page.text.contains("<script>alert(1)"))
     }

@@ -41,6 +41,44 @@ extension SymbolServer {
         return Self.json(Answer(id: receipt.id, state: receipt.state, duplicate: receipt.replayed))
     }
 
+    /// `GET …/crashes/{id}/attachments/{index}`: a file a crash client attached to a minidump
+    /// (`minidump.attachments[index]` of the crash), as a download: always
+    /// `application/octet-stream` with `nosniff` (the client chose the part's type; it is in the
+    /// crash's JSON), its file name in `Content-Disposition` with anything but
+    /// `[A-Za-z0-9._-]` replaced by `_`.
+    func minidumpAttachment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        let id = try Self.crashID(context)
+        let text = try context.parameters.require("index")
+        guard let index = Int(text), index >= 0, text.utf8.count <= 4 else {
+            throw ServerError(.badRequest, "the attachment index must be a number from 0 (its place in minidump.attachments)")
+        }
+        guard let details = try await crashes.store.minidumpDetails(appID: appID, id: id) else {
+            throw ServerError(.notFound, "no minidump crash \(id)")
+        }
+        guard index < details.attachments.count else {
+            throw ServerError(.notFound, "crash \(id) has \(details.attachments.count) attachments")
+        }
+        return try await attachmentResponse(details.attachments[index], context)
+    }
+
+    /// An attachment's bytes as a download (the API's route and the console's).
+    func attachmentResponse(_ attachment: CrashStore.MinidumpAttachment, _ context: BasicRequestContext) async throws -> Response {
+        let body = try await objectBody(try await objects.file(sha256: attachment.sha256), context)
+        let filename = String(attachment.filename.unicodeScalars.prefix(200).map { scalar -> Character in
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": Character(scalar)
+            default: "_"
+            }
+        })
+        var headers = HTTPFields()
+        headers[.contentType] = "application/octet-stream"
+        headers[.contentLength] = String(attachment.size)
+        headers[.contentDisposition] = "attachment; filename=\"\(filename.isEmpty ? "attachment" : filename)\""
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
     /// The app of an upload route, authenticated by `Authorization: Bearer KEY`, or, because a
     /// crash client's upload URL is often all an app can configure, by `?key=KEY` or
     /// `?sentry_key=KEY` (as Sentry's minidump endpoint takes it, and sentry-native sends it).
