@@ -257,6 +257,61 @@ struct MinidumpUploadTests {
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 0)
     }
 
+    @Test("a ver annotation that is not a version loses nothing: 200, the crash stored with ver kept, its version the trimmed ver, else ?version=, else unknown, and a note saying why; an invalid ?version= alone is still a 400")
+    func invalidVerAnnotation() throws {
+        let server = try TestServer()
+        /// The reference minidump with `tag` appended (a distinct digest, not a retry; read the same).
+        func minidump(_ tag: Int) -> Data { Self.minidump + Data(repeating: UInt8(tag), count: 1) }
+        func stored(_ answer: HTTPAnswer) throws -> (crash: [String: Any], details: [String: Any]) {
+            #expect(answer.status == 200, "\(answer.text.prefix(300))")
+            guard answer.status == 200, Self.isCrashID(answer.text) else { throw TestFailure("no crash id: \(answer.text.prefix(300))") }
+            let crash = try server.crash(answer.text)
+            return (crash, try #require(crash["minidump"] as? [String: Any]))
+        }
+        // Crashpad's request, identify_client_via_url copying ver into ?version= (invalid too).
+        for (tag, ver) in [(1, "1.0 (42)"), (2, String(repeating: "1.0 ", count: 2560))] {
+            let annotations = ["prod": "crash_linux", "ver": ver, "guid": "4e7b6f0a-0000-4000-8000-00000000000\(tag)"]
+            let request = try MinidumpClients.crashpadBody(minidump: minidump(tag), annotations: annotations, gzip: true)
+            let (crash, details) = try stored(try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType,
+                                                                               gzip: true, query: "key=\(server.key)", identifying: annotations))
+            #expect(crash["version"] as? String == "unknown")
+            #expect((details["annotations"] as? [String: String]) == annotations, "the client's ver is kept as it came")
+            let note = details["version_note"] as? String ?? ""
+            #expect(note.contains("the ver annotation (\(ver.utf8.count) bytes") && note.contains("not 1 to 128 characters"), "\(note)")
+            #expect(note.hasSuffix("nor is ?version=; the version is unknown"), "\(note)")
+            #expect(note.utf8.count < 300, "the note does not repeat a long ver")
+        }
+        // Breakpad's form with ?version= in the URL: the version is ?version=.
+        let fallback = server.scratch + "/tagged-3.dmp"
+        try minidump(3).write(to: URL(fileURLWithPath: fallback))
+        let (crash, details) = try stored(try MinidumpClients.breakpadPost(server, minidump: fallback, parameters: [("ver", "1.0 (42)")],
+                                                                           query: "version=1.0"))
+        #expect(crash["version"] as? String == "1.0")
+        #expect((details["annotations"] as? [String: String])?["ver"] == "1.0 (42)")
+        #expect((details["version_note"] as? String)?.hasSuffix("; the version is ?version= instead") == true, "\(details)")
+        // White space around a version: taken without it, and said so.
+        let padded = server.scratch + "/tagged-4.dmp"
+        try minidump(4).write(to: URL(fileURLWithPath: padded))
+        let (trimmed, trimmedDetails) = try stored(try MinidumpClients.breakpadPost(server, minidump: padded, parameters: [("ver", " 2.1.0\r\n")],
+                                                                                     query: "version=9.9"))
+        #expect(trimmed["version"] as? String == "2.1.0")
+        #expect((trimmedDetails["annotations"] as? [String: String])?["ver"] == " 2.1.0\r\n")
+        #expect((trimmedDetails["version_note"] as? String)?.hasSuffix("; taken without its surrounding white space") == true)
+        // A valid ver: no note.
+        let plain = server.scratch + "/tagged-5.dmp"
+        try minidump(5).write(to: URL(fileURLWithPath: plain))
+        let (_, plainDetails) = try stored(try MinidumpClients.breakpadPost(server, minidump: plain, parameters: [("ver", "3.0")], query: ""))
+        #expect(plainDetails["version_note"] == nil)
+        // ?version= alone is the caller's own parameter: 400, as on POST …/crashes, and nothing stored.
+        let explicit = server.scratch + "/tagged-6.dmp"
+        try minidump(6).write(to: URL(fileURLWithPath: explicit))
+        let refused = try MinidumpClients.breakpadPost(server, minidump: explicit, parameters: [("prod", "crash_linux")],
+                                                       query: "version=1.0%20(42)")
+        #expect(refused.status == 400, "\(refused.text)")
+        #expect(refused.text.contains("version must be 1 to 128 characters"))
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 5)
+    }
+
     @Test("hostile multipart bodies get a 400 saying what is wrong, and store nothing")
     func hostileMultipart() throws {
         let server = try TestServer()

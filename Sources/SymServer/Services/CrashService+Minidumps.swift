@@ -22,6 +22,8 @@ extension CrashService {
     struct MinidumpSubmission: Sendable {
         var minidump: [UInt8] = []
         var version: String?
+        /// Why the version is not the `ver` annotation as sent (see `SymbolServer.minidumpVersion`).
+        var versionNote: String?
         var product: String?
         var annotations: [String: String] = [:]
         var attachments: [Attachment] = []
@@ -63,7 +65,7 @@ extension CrashService {
                                     inputFormat: CrashStore.minidumpFormat, rawSHA256: sha256, rawSize: submission.minidump.count,
                                     idempotencyKey: "minidump-sha256:" + sha256, receivedMilliseconds: currentMilliseconds()),
                 details: CrashStore.MinidumpDetails(product: submission.product, annotations: submission.annotations,
-                                                    attachments: attachments))
+                                                    attachments: attachments, versionNote: submission.versionNote))
         } catch {
             try? await removeUnused(added)
             throw error
