@@ -115,7 +115,7 @@ extension CrashService {
             result = try symbolication.symbolicateNow(minidump: dump, appID: parsed.input.appID, version: parsed.version,
                                                       maximumFrames: configuration.maxFrames, renderings: .json, stored: stored)
         } catch let error as FormatError where error.code == .limitExceeded {
-            return CrashStore.ProcessingResult(state: .failed, failure: "\(error.message), over the limit of \(configuration.maxFrames) (--max-report-frames)",
+            return CrashStore.ProcessingResult(state: .failed, failure: error.message,
                                                missing: [])
         } catch let error as FormatError {
             return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])

@@ -51,7 +51,7 @@ extension Symbolicator {
             let frames = try dump.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
             frameCount += frames.count
             guard frameCount <= maximumFrames else {
-                throw FormatError(.limitExceeded, "the minidump's \(dump.threads.count) threads walk to more than \(maximumFrames) frames")
+                throw FormatError(.limitExceeded, "the minidump's \(dump.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
             }
             for (number, frame) in frames.enumerated() {
                 let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
