@@ -473,7 +473,8 @@ struct MinidumpUploadTests {
     func consolePage() throws {
         let server = try TestServer()
         let request = try MinidumpClients.crashpadBody(minidump: Self.minidump,
-                                                       annotations: ["prod": "<script>alert(1)</script>", "channel": "<b>beta</b> & co"],
+                                                       annotations: ["prod": "<script>alert(1)</script>", "channel": "<b>beta</b> & co",
+                                                                     "ver": "1.0 <b>(42)</b>"],
                                                        files: ["log": ("<i>x</i>.log", Data("hi".utf8))], gzip: true)
         let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
                                                       query: "key=\(server.key)")
@@ -488,6 +489,10 @@ struct MinidumpUploadTests {
         #expect(page.text.contains("&lt;b&gt;beta&lt;/b&gt; &amp; co"))
         #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(page.text.contains("&lt;i&gt;x&lt;/i&gt;.log"))
+        // Why the version is not the ver annotation.
+        #expect(page.text.contains("1.0 &lt;b&gt;(42)&lt;/b&gt;"))
+        #expect(page.text.contains("<p>Version: the ver annotation (15 bytes, kept with the annotations) is not 1 to 128 characters"))
+        #expect(page.text.contains("; the version is unknown</p>"))
         // The console links the attachment, a download behind the session.
         #expect(page.text.contains("href=\"/apps/\(server.appID)/crashes/\(answer.text)/attachments/0\""))
         let fromConsole = try console.get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/0")
