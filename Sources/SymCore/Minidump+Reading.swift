@@ -55,6 +55,7 @@ extension Minidump {
         system = parsed.system
         linuxFiles = parsed.linuxFiles
         annotations = parsed.annotations
+        stacksByStart = parsed.threads.map(\.stack).sorted { $0.start < $1.start }
     }
 
     /// The minidump's fields, read from its bytes.
@@ -302,19 +303,27 @@ extension Minidump {
             guard offset <= UInt64(range.location.count), UInt64(count) <= UInt64(range.location.count) - offset else { return nil }
             return range.location.lowerBound + Int(offset)
         }
-        for thread in threads { if let found = inside(thread.stack) { return found } }
-        // `memory` is sorted by start: the last range starting at or below the address.
-        var low = 0, high = memory.count
-        while low < high {
-            let middle = (low + high) / 2
-            if memory[middle].start <= address { low = middle + 1 } else { high = middle }
+        // Sorted by start: the last ranges starting at or below the address (ranges may overlap
+        // in a hostile dump; the eight nearest are tried, so a read costs a binary search).
+        func search(_ ranges: [MemoryRange]) -> Int? {
+            var low = 0, high = ranges.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ranges[middle].start <= address { low = middle + 1 } else { high = middle }
+            }
+            var index = low - 1
+            while index >= 0 && index >= low - 8 {
+                if let found = inside(ranges[index]) { return found }
+                index -= 1
+            }
+            return nil
         }
-        var index = low - 1
-        while index >= 0 && index >= low - 8 {
-            if let found = inside(memory[index]) { return found }
-            index -= 1
+        if stacksByStart.count == threads.count {
+            if let found = search(stacksByStart) { return found }
+        } else {
+            for thread in threads { if let found = inside(thread.stack) { return found } }
         }
-        return nil
+        return search(memory)
     }
 
     /// The bytes at `location` in the file (a context, a stream).

@@ -32,6 +32,10 @@ public struct Minidump: Sendable {
     public var linuxFiles: [LinuxFile: [UInt8]]
     /// Crashpad's annotations (simple key/value pairs of the process and of each module).
     public var annotations: CrashpadAnnotations?
+    /// The thread stacks sorted by start address (for `read`: a memory read searches them, not
+    /// every thread, so walking a hostile list of a million threads stays linear); used while it
+    /// matches `threads`.
+    var stacksByStart: [MemoryRange]
 
     /// Most streams read from a directory.
     public static let maximumStreams = 4096

@@ -14,8 +14,10 @@ extension Symbolicator {
     /// parsing): once per path, in input order, one call at a time, from whichever worker thread
     /// completed the reports up to it. No thread waits for a batch to be printed: workers stay at
     /// most `jobs × 256` reports ahead of the printing. Modules are resolved once for all reports.
+    /// A minidump whose walks pass `maximumFrames` frames in all is a `limitExceeded` error
+    /// (`report(minidump:path:maximumFrames:)`).
     public func symbolicateFiles(_ paths: [String], inputFormat: ReportFormat? = nil, jobs: Int = FileSystem.processorCount,
-                                 render: @Sendable (SymbolicatedReport) -> [UInt8],
+                                 maximumFrames: Int = .max, render: @Sendable (SymbolicatedReport) -> [UInt8],
                                  emit: @Sendable (Int, Result<[UInt8], FormatError>) -> Void) {
         guard !paths.isEmpty else { return }
         let window = max(1, jobs) * 256
@@ -33,7 +35,7 @@ extension Symbolicator {
                 while index >= emitted.load(ordering: .acquiring) + window { usleep(200) }
                 let outcome: Result<[UInt8], FormatError>
                 do throws(FormatError) {
-                    let report = try readReport(paths[index], format: inputFormat)
+                    let report = try readReport(paths[index], format: inputFormat, maximumFrames: maximumFrames)
                     outcome = .success(render(symbolicate(report, worker: worker, reportDirectory: Self.directory(of: paths[index]))))
                 } catch {
                     outcome = .failure(error.at(path: paths[index]))

@@ -19,7 +19,7 @@ extension Crashsym {
             discussion: """
                 The format is detected (--input-format forces one). A text report is reprinted line for line, each frame line completed with function and file:line, and one line per enclosing inlined frame under it; --format json prints the model of docs/crash-report.md instead. Frames that do not resolve are flagged ([crashsym: build-id-mismatch: …]); --explain says what was tried.
 
-                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are, each frame followed by how it was found (Found by: context, cfi, frame-pointer or scan; "found_by" in JSON); --format json marks the crashed thread and gives the signal. A core or minidump may come on standard input (crashsym symbolicate - < core): it is copied to an unlinked temporary file under $TMPDIR in constant memory and mapped. Pass the program with --executable (or --symbols) when the core's paths are not on this machine.
+                A core file (ELF ET_CORE) or a Breakpad/Crashpad minidump is detected by its first bytes and read through a mapping: every thread's stack is walked (call-frame information of each module's ELF file, found like its symbols; else frame pointers, then stack scanning) and printed like eu-stack -i output (PID n - core, TID n:, #N 0xPC), completed as the other formats are, each frame followed by how it was found (Found by: context, cfi, frame-pointer or scan; "found_by" in JSON); --format json marks the crashed thread and gives the signal. A core or minidump may come on standard input (crashsym symbolicate - < core): it is copied to an unlinked temporary file under $TMPDIR in constant memory and mapped. Pass the program with --executable (or --symbols) when the core's paths are not on this machine. A minidump whose threads walk to more than --max-report-frames frames in all is refused as soon as the walks pass it (exit 1), as the server refuses it.
 
                 Symbols are looked up by GNU build-id, in order: --symbols paths (directories of .csym tables, ELF files or .build-id trees; repeatable), the conversion cache, the module path in the report when its build-id matches, --debug-dir and /usr/lib/debug .build-id trees, .gnu_debuglink. A file with another build-id is never used. ELF files are converted on the fly and cached under --cache-dir (precedence: --cache-dir, then $CRASHSYM_CACHE_DIR, then $XDG_CACHE_HOME/crashsym, then ~/.cache/crashsym).
 
@@ -68,6 +68,12 @@ extension Crashsym {
         @Option(name: .shortAndLong, help: "Reports symbolicated in parallel (default: number of cores).")
         var jobs: Int?
 
+        @Option(name: .customLong("max-report-frames"), help: ArgumentHelp("Most stack frames walked from one minidump, its threads together (default \(Self.defaultMaximumFrames), as crashsym serve): a dump that walks to more (a hostile thread list, stacks that loop) is an error, exit 1, and is not printed in part.", valueName: "n"))
+        var maxReportFrames: Int = Self.defaultMaximumFrames
+
+        /// The default of `--max-report-frames` (the server's too).
+        static let defaultMaximumFrames = 100_000
+
         @OptionGroup var naming: NameOptions
 
         @OptionGroup var debug: DebugOptions
@@ -76,6 +82,7 @@ extension Crashsym {
 
         func validate() throws {
             if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+            if maxReportFrames < 1 { throw ValidationError("--max-report-frames must be at least 1") }
         }
 
         func run() throws {
@@ -97,7 +104,7 @@ extension Crashsym {
                     inputs.append(path)
                 }
             }
-            let json = format == .json, explain = self.explain, several = inputs.count > 1
+            let json = format == .json, explain = self.explain, several = inputs.count > 1, maximumFrames = maxReportFrames
             let render: @Sendable (SymbolicatedReport) -> [UInt8] = { result in
                 var bytes: [UInt8] = []
                 // About what a frame takes (an inline chain of two or three), and for text the
@@ -119,7 +126,8 @@ extension Crashsym {
                 let head = Self.readHead()
                 let failed: Bool
                 if let binary = head.withUnsafeBytes(Symbolicator.binaryFormat(of:)) ?? inputFormat.flatMap({ $0.isBinary ? $0 : nil }) {
-                    failed = Self.symbolicateBinaryStandardInput(head, format: binary, symbolicator: symbolicator, json: json, render: render)
+                    failed = Self.symbolicateBinaryStandardInput(head, format: binary, symbolicator: symbolicator, json: json,
+                                                                 maximumFrames: maximumFrames, render: render)
                 } else {
                     failed = json ? Self.symbolicateStandardInput(head, symbolicate)
                                   : Self.streamStandardInput(head, format: inputFormat, symbolicate)
@@ -127,7 +135,7 @@ extension Crashsym {
                 if failed { output.withLock { $0.failed = true } }
             }
             symbolicator.symbolicateFiles(files, inputFormat: inputFormat, jobs: jobs ?? FileSystem.processorCount,
-                                          render: render) { index, outcome in
+                                          maximumFrames: maximumFrames, render: render) { index, outcome in
                 output.withLock { output in
                     switch outcome {
                     case .success(let bytes):
@@ -174,14 +182,14 @@ extension Crashsym {
         /// to an unlinked temporary file in constant memory (`FileIO.spool`), mapped and walked
         /// like a file; returns whether it failed.
         static func symbolicateBinaryStandardInput(_ head: [UInt8], format: ReportFormat, symbolicator: Symbolicator, json: Bool,
-                                                   render: (SymbolicatedReport) -> [UInt8]) -> Bool {
+                                                   maximumFrames: Int, render: (SymbolicatedReport) -> [UInt8]) -> Bool {
             do throws(FormatError) {
                 let file = try FileIO.spool(STDIN_FILENO, prefix: head)
                 let detected = file.bytes.count >= 18 ? Symbolicator.binaryFormat(of: file.bytes) : nil
                 guard detected == format else {
                     throw FormatError(.badMagic, "not a \(format.rawValue) (its first bytes are not \(format == .core ? "an ELF core file's" : "\"MDMP\""))", path: "<stdin>")
                 }
-                let bytes = render(symbolicator.symbolicate(try symbolicator.report(binary: file, format: format, path: "-")))
+                let bytes = render(symbolicator.symbolicate(try symbolicator.report(binary: file, format: format, path: "-", maximumFrames: maximumFrames)))
                 FileOutput.writeAll(json ? ReportWriter.addingSource("-", toJSON: bytes) : bytes, to: STDOUT_FILENO)
                 return false
             } catch {

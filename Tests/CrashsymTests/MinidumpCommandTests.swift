@@ -93,4 +93,47 @@ import TestSupport
         #expect(frames.allSatisfy { $0["module"] as? String != nil })
         #expect(frames.allSatisfy { $0["status"] as? String == "no-symbols" })
     }
+
+    @Test("--max-report-frames: a minidump of 100,000 threads is refused once its walks pass the budget (default 100000, as the server's), exit 1 with the reason and nothing printed in part, from a file (text, JSON) and from standard input; under the budget it is walked in full")
+    func frameBudget() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hostile = directory + "/threads.dmp"
+        // 100,000 copies of the one thread (the same stack and context): ~5 MB.
+        try HostileMinidump.bytes(.threads(100_000), from: Self.directory + "/crash_linux.dmp").write(to: URL(fileURLWithPath: hostile))
+        let symbols = ["--no-cache", "--symbols", Self.directory + "/crash_linux"]
+        let refused = try CLI.run(["symbolicate", hostile] + symbols)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("the minidump's 100000 threads walk to more than 100000 frames (--max-report-frames)"), "\(refused.stderr)")
+        #expect(refused.stdout.isEmpty, "nothing printed in part")
+        let json = try CLI.run(["symbolicate", hostile, "--format", "json"] + symbols)
+        #expect(json.status == 1)
+        let failure = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(failure?["source"] as? String == hostile)
+        #expect(((failure?["error"] as? [String: Any])?["message"] as? String)?.contains("more than 100000 frames") == true, "\(json.stdout)")
+        let input = try Data(contentsOf: URL(fileURLWithPath: hostile))
+        let piped = try Tool.run(CLI.binary, ["symbolicate", "-", "--max-report-frames", "5000"] + symbols, input: input, environment: [:], directory: CLI.root)
+        #expect(piped.status == 1)
+        #expect(piped.stderr.contains("<stdin>") && piped.stderr.contains("walk to more than 5000 frames (--max-report-frames)"), "\(piped.stderr)")
+
+        // Under the budget: every thread, each with the reference's own frames.
+        let few = directory + "/few.dmp"
+        try HostileMinidump.bytes(.threads(3), from: Self.directory + "/crash_linux.dmp").write(to: URL(fileURLWithPath: few))
+        let walked = try CLI.run(["symbolicate", few, "--format", "json"] + symbols)
+        #expect(walked.status == 0, "\(walked.stderr)")
+        let stacks = (try JSONSerialization.jsonObject(with: Data(walked.stdout.utf8)) as? [String: Any])?["stacks"] as? [[String: Any]]
+        #expect(stacks?.count == 3)
+        let perThread = (stacks?.first?["frames"] as? [[String: Any]])?.count ?? 0
+        for stack in stacks ?? [] { Self.expectBreakpadFrames(stack["frames"] as? [[String: Any]] ?? []) }
+        // The budget is the sum over threads: exactly their frames pass, one fewer does not.
+        let exact = try CLI.run(["symbolicate", few, "--max-report-frames", String(3 * perThread)] + symbols)
+        #expect(exact.status == 0, "\(exact.stderr)")
+        let short = try CLI.run(["symbolicate", few, "--max-report-frames", String(3 * perThread - 1)] + symbols)
+        #expect(short.status == 1)
+        #expect(short.stderr.contains("the minidump's 3 threads walk to more than \(3 * perThread - 1) frames"), "\(short.stderr)")
+        let usage = try CLI.run(["symbolicate", few, "--max-report-frames", "0"])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("--max-report-frames must be at least 1"))
+        #expect(try CLI.run(["symbolicate", "--help"]).stdout.contains("--max-report-frames"))
+    }
 }

@@ -97,6 +97,35 @@ import TestSupport
         }
     }
 
+    @Test("Threads sharing one stack (a hostile list): every thread reads the stack and walks to the same frames")
+    func threadsSharingAStack() throws {
+        var bytes = try Self.realBytes()
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func le32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        let directory = u32(12)
+        let entry = try #require((0..<u32(8)).map { directory + 12 * $0 }.first { u32($0) == 3 })
+        let list = u32(entry + 8)
+        let thread = Array(bytes[(list + 4)..<(list + 52)])
+        let copies = 5_000
+        let rva = bytes.count
+        bytes += le32(copies)
+        for _ in 0..<copies { bytes += thread }
+        bytes.replaceSubrange((entry + 4)..<(entry + 12), with: le32(4 + 48 * copies) + le32(rva))
+        let original = try Minidump(bytes: try Self.realBytes())
+        let dump = try Minidump(bytes: bytes)
+        #expect(dump.threads.count == copies)
+        let stack = try #require(original.threads.first?.stack)
+        for offset in stride(from: UInt64(0), to: UInt64(stack.location.count), by: 512) {
+            #expect(dump.read(stack.start + offset, size: 8) == original.read(stack.start + offset, size: 8))
+        }
+        #expect(dump.read(stack.start + UInt64(stack.location.count) - 4, size: 8) == nil, "a read past the stack's end")
+        let expected = try original.walk(original.threads[0]) { _ in nil }.map(\.pc)
+        #expect(expected.count > 1)
+        for index in [0, 1, copies / 2, copies - 1] {
+            #expect(try dump.walk(dump.threads[index]) { _ in nil }.map(\.pc) == expected, "thread \(index)")
+        }
+    }
+
     /// A minidump with one stream, for hand-made hostile cases.
     static func dump(streamType: UInt32, stream: [UInt8], streamCount: UInt32 = 1) -> [UInt8] {
         var bytes: [UInt8] = []

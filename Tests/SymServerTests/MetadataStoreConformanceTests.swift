@@ -292,7 +292,11 @@ struct MetadataStoreConformanceTests {
             #expect(try await store.minidumpDetails(appID: app, id: first.id) == details)
             var other = Self.crash(app, raw: "d2")
             other.inputFormat = CrashStore.minidumpFormat
-            let second = try await store.acceptMinidump(other, details: CrashStore.MinidumpDetails(product: nil, annotations: [:], attachments: [shared]))
+            // Why the version is not the ver annotation, kept with the client's data.
+            let noted = CrashStore.MinidumpDetails(product: nil, annotations: ["ver": "1.0 (42)"], attachments: [shared],
+                                                   versionNote: "the ver annotation is not a version")
+            let second = try await store.acceptMinidump(other, details: noted)
+            #expect(try await store.minidumpDetails(appID: app, id: second.id) == noted)
             let plain = try await store.accept(Self.crash(app, raw: "r9"))
             #expect(try await store.minidumpDetails(appID: app, id: plain.id) == nil)
             #expect(try await store.minidumpDetails(appID: "other", id: first.id) == nil)

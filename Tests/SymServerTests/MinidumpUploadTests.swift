@@ -23,7 +23,7 @@ struct MinidumpUploadTests {
         return crash
     }
 
-    @Test("Crashpad's request (gzip'd multipart, chunked, ?key=) after the binary's symbols: walked with CFI to Breakpad's 5 frames, frame 1 at 0x402079, annotations kept; the retry answers the same id")
+    @Test("Crashpad's request (gzip'd multipart, chunked, ?key=) after the binary's symbols: Breakpad's CFI frames (frame 1 at 0x402079, found by CFI; its scanned fifth frame refused), annotations kept; the retry answers the same id")
     func crashpadAfterSymbols() throws {
         let server = try TestServer()
         try MinidumpClients.uploadBinary(to: server, version: "1.0")
@@ -32,8 +32,9 @@ struct MinidumpUploadTests {
                            "ptype": "crashpad-handler", "channel": "<b>beta</b> & \"more\""]
         let request = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations,
                                                        files: ["log": ("app.log", log)], gzip: true)
+        // The URL as crashpad_handler makes it: the configured one, then product, version and guid.
         let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
-                                                      query: "key=\(server.key)")
+                                                      query: "key=\(server.key)", identifying: annotations)
         #expect(answer.status == 200, "\(answer.text)")
         #expect(answer.headers["content-type"]?.hasPrefix("text/plain") == true)
         let id = answer.text
@@ -79,11 +80,22 @@ struct MinidumpUploadTests {
             server.dataDirectory + "/objects/sha256/" + $0.prefix(2) + "/" + $0.dropFirst(2)
         } ?? ""
         #expect(FileManager.default.contents(atPath: attachmentObject) == log, "the attachment is kept in the object store")
+        // And served back, as a download whatever type the client gave it.
+        let attached = try server.get("crashes/\(id)/attachments/0")
+        #expect(attached.status == 200, "\(attached.text)")
+        #expect(attached.body == log)
+        #expect(attached.headers["content-type"] == "application/octet-stream")
+        #expect(attached.headers["content-disposition"] == "attachment; filename=\"app.log\"")
+        #expect(attached.headers["x-content-type-options"] == "nosniff")
+        #expect(try server.get("crashes/\(id)/attachments/1").status == 404)
+        #expect(try server.get("crashes/\(id)/attachments/-1").status == 400)
+        #expect(try server.get("crashes/\(id)/attachments/x").status == 400)
+        #expect(try server.request("GET", "/api/v1/apps/\(server.appID)/crashes/\(id)/attachments/0", key: .some("wrong")).status == 401)
 
         // A client retrying sends the same minidump with a new boundary: the first id, no second crash.
         let again = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: annotations, gzip: true)
         let retried = try MinidumpClients.crashpadPost(server, body: again.body, contentType: again.contentType, gzip: true,
-                                                       query: "key=\(server.key)")
+                                                       query: "key=\(server.key)", identifying: annotations)
         #expect(retried.status == 200)
         #expect(retried.text == id)
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
@@ -91,17 +103,29 @@ struct MinidumpUploadTests {
         // Deleting the crash removes its minidump and its attachment.
         #expect(try server.request("DELETE", "/api/v1/apps/\(server.appID)/crashes/\(id)").status == 204)
         #expect(!FileManager.default.fileExists(atPath: attachmentObject))
+        #expect(try server.get("crashes/\(id)/attachments/0").status == 404)
     }
 
     @Test("Breakpad's HTTPUpload (curl form, no gzip) before the binary's symbols: resolved and re-walked with CFI after the upload")
     func breakpadLateSymbols() throws {
         let server = try TestServer()
+        let log = server.scratch + "/session.txt"
+        try Data("a log line\n".utf8).write(to: URL(fileURLWithPath: log))
         let answer = try MinidumpClients.breakpadPost(server, minidump: MinidumpClients.minidump,
-                                                      parameters: [("prod", "crash_linux"), ("ver", "2.0")], query: "")
+                                                      parameters: [("prod", "crash_linux"), ("ver", "2.0"), ("email", "a@b.c")],
+                                                      query: "version=9.9", files: [("log", log)])
         #expect(answer.status == 200, "\(answer.text)")
         let id = answer.text
         #expect(Self.isCrashID(id))
         let before = try Self.processed(server, id)
+        // curl's form: text parts are annotations, the second file part an attachment.
+        let details = before["minidump"] as? [String: Any]
+        #expect(details?["product"] as? String == "crash_linux")
+        #expect((details?["annotations"] as? [String: String]) == ["prod": "crash_linux", "ver": "2.0", "email": "a@b.c"])
+        let attachments = details?["attachments"] as? [[String: Any]]
+        #expect(attachments?.map { $0["filename"] as? String } == ["session.txt"])
+        #expect(attachments?.first?["name"] as? String == "log")
+        #expect(attachments?.first?["size"] as? Int == 11)
         #expect(before["state"] as? String == "done")
         #expect((before["missing_build_ids"] as? [String])?.contains(MinidumpClients.buildID) == true)
         let unresolved = MinidumpClients.crashedFrames(before)
@@ -122,7 +146,7 @@ struct MinidumpUploadTests {
                 "the late symbols' CFI walks the stack again: \(frames.map { $0["address"] ?? "" })")
         #expect(frames.count > 1 && frames[1]["address"] as? String == "0x40207a")
         #expect(frames.count > 1 && MinidumpClients.function(frames[1]) == "(anonymous namespace)::start()")
-        #expect(try server.crash(id)["version"] as? String == "2.0")
+        #expect(try server.crash(id)["version"] as? String == "2.0", "the ver part wins over ?version=")
     }
 
     @Test("a bare minidump body with a Bearer key; JSON when asked; ?version= when no ver annotation")
@@ -165,14 +189,31 @@ struct MinidumpUploadTests {
         #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
     }
 
-    @Test("keys given in the URL appear in no log line")
+    @Test("keys given in the URL appear in no log line (trace level: the server's and its libraries'), no metric and no error body")
     func keyRedaction() throws {
-        let server = try TestServer(arguments: ["--log-level", "debug"])
+        let server = try TestServer(arguments: ["--log-level", "trace"])
         let body = ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + MinidumpClients.minidump]
         let route = "/api/v1/apps/\(server.appID)/minidump"
         #expect(try server.request("POST", route + "?key=\(server.key)", key: .some(nil), extra: body).status == 200)
         #expect(try server.request("POST", route + "?key=wrong-key-1234567890", key: .some(nil), extra: body).status == 401)
-        #expect(try server.request("POST", route + "?version=bad%20version&key=\(server.key)", key: .some(nil), extra: body).status == 400)
+        let refused = try server.request("POST", route + "?version=bad%20version&key=\(server.key)", key: .some(nil), extra: body)
+        #expect(refused.status == 400)
+        // Failures of every kind: a body too large for the limit, a malformed form, a route that
+        // does not exist, a route that takes no key in the URL, the key given twice.
+        let failures = [
+            try server.request("POST", route + "?key=\(server.key)", key: .some(nil),
+                               extra: ["-H", "Content-Type: multipart/form-data; boundary=B", "--data-binary", "--B\r\nbroken"]),
+            try server.request("POST", route + "x?key=\(server.key)", key: .some(nil), extra: body),
+            try server.request("GET", "/api/v1/apps/\(server.appID)/crashes?key=\(server.key)", key: .some(nil)),
+        ]
+        #expect(failures.map(\.status) == [400, 404, 401])
+        let twice = try server.request("POST", route + "?key=\(server.key)&sentry_key=\(server.key)&key=wrong-key-1234567890",
+                                       key: .some(nil), extra: body)
+        #expect(twice.status == 200 || twice.status == 401)
+        for answer in [refused] + failures { #expect(!answer.text.contains(server.key)) }
+        let metrics = try server.request("GET", "/metrics", key: .some(nil))
+        #expect(metrics.status == 200)
+        #expect(!metrics.text.contains(server.key) && !metrics.text.contains("wrong-key-1234567890"))
         _ = server.terminate()
         let logs = try FileManager.default.contentsOfDirectory(atPath: server.scratch).filter { $0.hasSuffix(".log") }
         let text = try logs.map { try String(contentsOfFile: server.scratch + "/" + $0, encoding: .utf8) }.joined()
@@ -214,6 +255,61 @@ struct MinidumpUploadTests {
             #expect(refused.status == 400, "\(name): \(refused.text)")
         }
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 0)
+    }
+
+    @Test("a ver annotation that is not a version loses nothing: 200, the crash stored with ver kept, its version the trimmed ver, else ?version=, else unknown, and a note saying why; an invalid ?version= alone is still a 400")
+    func invalidVerAnnotation() throws {
+        let server = try TestServer()
+        /// The reference minidump with `tag` appended (a distinct digest, not a retry; read the same).
+        func minidump(_ tag: Int) -> Data { Self.minidump + Data(repeating: UInt8(tag), count: 1) }
+        func stored(_ answer: HTTPAnswer) throws -> (crash: [String: Any], details: [String: Any]) {
+            #expect(answer.status == 200, "\(answer.text.prefix(300))")
+            guard answer.status == 200, Self.isCrashID(answer.text) else { throw TestFailure("no crash id: \(answer.text.prefix(300))") }
+            let crash = try server.crash(answer.text)
+            return (crash, try #require(crash["minidump"] as? [String: Any]))
+        }
+        // Crashpad's request, identify_client_via_url copying ver into ?version= (invalid too).
+        for (tag, ver) in [(1, "1.0 (42)"), (2, String(repeating: "1.0 ", count: 2560))] {
+            let annotations = ["prod": "crash_linux", "ver": ver, "guid": "4e7b6f0a-0000-4000-8000-00000000000\(tag)"]
+            let request = try MinidumpClients.crashpadBody(minidump: minidump(tag), annotations: annotations, gzip: true)
+            let (crash, details) = try stored(try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType,
+                                                                               gzip: true, query: "key=\(server.key)", identifying: annotations))
+            #expect(crash["version"] as? String == "unknown")
+            #expect((details["annotations"] as? [String: String]) == annotations, "the client's ver is kept as it came")
+            let note = details["version_note"] as? String ?? ""
+            #expect(note.contains("the ver annotation (\(ver.utf8.count) bytes") && note.contains("not 1 to 128 characters"), "\(note)")
+            #expect(note.hasSuffix("nor is ?version=; the version is unknown"), "\(note)")
+            #expect(note.utf8.count < 300, "the note does not repeat a long ver")
+        }
+        // Breakpad's form with ?version= in the URL: the version is ?version=.
+        let fallback = server.scratch + "/tagged-3.dmp"
+        try minidump(3).write(to: URL(fileURLWithPath: fallback))
+        let (crash, details) = try stored(try MinidumpClients.breakpadPost(server, minidump: fallback, parameters: [("ver", "1.0 (42)")],
+                                                                           query: "version=1.0"))
+        #expect(crash["version"] as? String == "1.0")
+        #expect((details["annotations"] as? [String: String])?["ver"] == "1.0 (42)")
+        #expect((details["version_note"] as? String)?.hasSuffix("; the version is ?version= instead") == true, "\(details)")
+        // White space around a version: taken without it, and said so.
+        let padded = server.scratch + "/tagged-4.dmp"
+        try minidump(4).write(to: URL(fileURLWithPath: padded))
+        let (trimmed, trimmedDetails) = try stored(try MinidumpClients.breakpadPost(server, minidump: padded, parameters: [("ver", " 2.1.0\r\n")],
+                                                                                     query: "version=9.9"))
+        #expect(trimmed["version"] as? String == "2.1.0")
+        #expect((trimmedDetails["annotations"] as? [String: String])?["ver"] == " 2.1.0\r\n")
+        #expect((trimmedDetails["version_note"] as? String)?.hasSuffix("; taken without its surrounding white space") == true)
+        // A valid ver: no note.
+        let plain = server.scratch + "/tagged-5.dmp"
+        try minidump(5).write(to: URL(fileURLWithPath: plain))
+        let (_, plainDetails) = try stored(try MinidumpClients.breakpadPost(server, minidump: plain, parameters: [("ver", "3.0")], query: ""))
+        #expect(plainDetails["version_note"] == nil)
+        // ?version= alone is the caller's own parameter: 400, as on POST …/crashes, and nothing stored.
+        let explicit = server.scratch + "/tagged-6.dmp"
+        try minidump(6).write(to: URL(fileURLWithPath: explicit))
+        let refused = try MinidumpClients.breakpadPost(server, minidump: explicit, parameters: [("prod", "crash_linux")],
+                                                       query: "version=1.0%20(42)")
+        #expect(refused.status == 400, "\(refused.text)")
+        #expect(refused.text.contains("version must be 1 to 128 characters"))
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 5)
     }
 
     @Test("hostile multipart bodies get a 400 saying what is wrong, and store nothing")
@@ -291,6 +387,51 @@ struct MinidumpUploadTests {
         #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
     }
 
+    @Test("hostile minidumps that read: a million threads on one stack, overlapping and outside ranges, looping stacks, a stack on the thread list; failed with the reason or walked as far as they hold, in bounded time and memory")
+    func hostileMinidumpsThatRead() throws {
+        let server = try TestServer()
+        guard let pid = server.process?.processIdentifier else { throw TestFailure("no server") }
+        let baseline = try ProcessProbe.peakResidentKiB(pid)
+        // 1,300,000 threads (62 MB, under the 64 MiB default, about 80 KB gzip'd) sharing one
+        // stack: walked in full, 14 million frames; each memory read once searched every thread.
+        let cases: [(String, MinidumpClients.Hostile)] = [
+            ("threads", .threads(1_300_000)), ("overlapping", .overlappingMemory(100_000)), ("outside", .memoryOutsideFile),
+            ("looping", .loopingStack), ("stack on the thread list", .stackOnThreadList(1_000)),
+        ]
+        var ids: [String: String] = [:]
+        for (name, kind) in cases {
+            let path = server.scratch + "/hostile.dmp.gz"
+            try MinidumpClients.gzipped(try MinidumpClients.hostile(kind)).write(to: URL(fileURLWithPath: path))
+            let answer = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                            extra: ["-H", "Content-Type: application/octet-stream", "-H", "Content-Encoding: gzip",
+                                                    "-H", "Accept: application/json", "--data-binary", "@" + path])
+            #expect(answer.status == 200, "\(name): \(answer.text)")
+            ids[name] = answer.json["id"] as? String
+        }
+        var crashes: [String: [String: Any]] = [:]
+        for (name, id) in ids { crashes[name] = try Self.processed(server, id, within: 300) }
+        let threads = crashes["threads"]
+        #expect(threads?["state"] as? String == "failed")
+        #expect((threads?["failure"] as? String)?.contains("1300000 threads walk to more than 100000 frames") == true,
+                "\(threads?["failure"] ?? "")")
+        #expect((threads?["failure"] as? String)?.contains("--max-report-frames") == true)
+        let outside = crashes["outside"]
+        #expect(outside?["state"] as? String == "failed")
+        #expect((outside?["failure"] as? String)?.contains("past the end of the file") == true, "\(outside?["failure"] ?? "")")
+        // Overlapping ranges and a stack on the thread list read: walked as far as they hold.
+        for name in ["overlapping", "looping", "stack on the thread list"] {
+            #expect(crashes[name]?["state"] as? String == "done", "\(name): \(crashes[name]?["failure"] ?? "")")
+        }
+        // The looping stack: the walk goes on only while the stack pointer rises, at most 1,024 frames.
+        let looping = MinidumpClients.crashedFrames(crashes["looping"] ?? [:])
+        #expect((2...1024).contains(looping.count), "\(looping.count) frames")
+        // Generous: the server never held the walks of a million threads (gigabytes).
+        let peak = try ProcessProbe.peakResidentKiB(pid)
+        #expect(peak - baseline < 1_000_000, "peak \(peak) KiB, \(baseline) KiB before")
+        print("hostileMinidumpsThatRead: peak \(peak) KiB, \(baseline) KiB before")
+        #expect(try server.request("GET", "/healthz", key: .some(nil)).status == 200)
+    }
+
     @Test("crashsym upload-minidump sends as Crashpad does; its --help; usage and input errors")
     func uploadCommand() throws {
         let server = try TestServer()
@@ -332,7 +473,8 @@ struct MinidumpUploadTests {
     func consolePage() throws {
         let server = try TestServer()
         let request = try MinidumpClients.crashpadBody(minidump: Self.minidump,
-                                                       annotations: ["prod": "<script>alert(1)</script>", "channel": "<b>beta</b> & co"],
+                                                       annotations: ["prod": "<script>alert(1)</script>", "channel": "<b>beta</b> & co",
+                                                                     "ver": "1.0 <b>(42)</b>"],
                                                        files: ["log": ("<i>x</i>.log", Data("hi".utf8))], gzip: true)
         let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: true,
                                                       query: "key=\(server.key)")
@@ -347,6 +489,23 @@ struct MinidumpUploadTests {
         #expect(page.text.contains("&lt;b&gt;beta&lt;/b&gt; &amp; co"))
         #expect(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(page.text.contains("&lt;i&gt;x&lt;/i&gt;.log"))
+        // Why the version is not the ver annotation.
+        #expect(page.text.contains("1.0 &lt;b&gt;(42)&lt;/b&gt;"))
+        #expect(page.text.contains("<p>Version: the ver annotation (15 bytes, kept with the annotations) is not 1 to 128 characters"))
+        #expect(page.text.contains("; the version is unknown</p>"))
+        // The console links the attachment, a download behind the session.
+        #expect(page.text.contains("href=\"/apps/\(server.appID)/crashes/\(answer.text)/attachments/0\""))
+        let fromConsole = try console.get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/0")
+        #expect(fromConsole.status == 200)
+        #expect(fromConsole.text == "hi")
+        #expect(fromConsole.headers["content-type"] == "application/octet-stream")
+        #expect(fromConsole.headers["content-security-policy"]?.contains("sandbox") == true)
+        #expect(try console.get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/1").status == 404)
+        #expect(try ConsoleClient(server).get("/apps/\(server.appID)/crashes/\(answer.text)/attachments/0").status != 200,
+                "not without a session")
+        let download = try server.get("crashes/\(answer.text)/attachments/0")
+        #expect(download.body == Data("hi".utf8))
+        #expect(download.headers["content-disposition"] == "attachment; filename=\"_i_x__i_.log\"")
         #expect(!page.text.contains("<b>beta</b>"))
         #expect(!page.text.contains("<script>alert(1)"))
     }

@@ -4,9 +4,11 @@ extension ConsoleReportView {
     static func minidump(_ details: CrashStore.MinidumpDetails) -> [String: Any] {
         [
             "product": details.product as Any,
+            // Why the crash's version is not the ver annotation as sent.
+            "versionNote": details.versionNote as Any,
             "annotations": details.annotations.sorted { $0.key < $1.key }.map { ["key": $0.key, "value": $0.value] },
-            "attachments": details.attachments.map { attachment -> [String: Any] in
-                ["filename": attachment.filename, "size": attachment.size, "contentType": attachment.contentType as Any]
+            "attachments": details.attachments.enumerated().map { index, attachment -> [String: Any] in
+                ["index": index, "filename": attachment.filename, "size": attachment.size, "contentType": attachment.contentType as Any]
             },
         ]
     }

@@ -161,7 +161,8 @@ enum ConsoleTemplates {
         {{#failure}}<p class="error">Processing failed: {{failure}}</p>{{/failure}}
         {{#minidump}}<section aria-labelledby="client"><h2 id="client">Sent by the crash client</h2>
         <dl class="facts">{{#product}}<dt>Product</dt><dd>{{product}}</dd>{{/product}}{{#annotations}}<dt>{{key}}</dt><dd>{{value}}</dd>{{/annotations}}</dl>
-        {{#attachments}}<p>Attached: {{filename}} ({{size}} bytes{{#contentType}}, {{contentType}}{{/contentType}})</p>{{/attachments}}
+        {{#versionNote}}<p>Version: {{versionNote}}</p>{{/versionNote}}
+        {{#attachments}}<p>Attached: <a href="/apps/{{appID}}/crashes/{{id}}/attachments/{{index}}">{{filename}}</a> ({{size}} bytes{{#contentType}}, {{contentType}}{{/contentType}})</p>{{/attachments}}
         </section>{{/minidump}}
         {{{report}}}
         <h2>Modules</h2>

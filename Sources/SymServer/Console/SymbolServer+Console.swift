@@ -42,6 +42,9 @@ extension SymbolServer {
         router.get("apps/:appId/crashes/:crashId/json") { request, context in
             try await consolePage { try await consoleCrashDownload(request, context, raw: false) }
         }
+        router.get("apps/:appId/crashes/:crashId/attachments/:index") { request, context in
+            try await consolePage { try await consoleAttachmentDownload(request, context) }
+        }
         router.post("apps/:appId/crashes/:crashId/symbolicate") { request, context in
             try await consolePage { try await consoleResymbolicate(request, context) }
         }
@@ -417,6 +420,23 @@ extension SymbolServer {
             throw ConsoleFailure(.notFound, "There is no such crash.")
         }
         return id
+    }
+
+    /// A file a crash client attached to a minidump, as a download (never rendered: sandboxed,
+    /// `application/octet-stream`, its name reduced to `[A-Za-z0-9._-]`).
+    private func consoleAttachmentDownload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let session = try await requireSession(request)
+        let app = try await visibleApp(session, context)
+        let id = try Self.consoleCrashID(context)
+        guard let index = Int(try context.parameters.require("index")), index >= 0,
+              let details = try await crashes.store.minidumpDetails(appID: app.id, id: id), index < details.attachments.count else {
+            throw ConsoleFailure(.notFound, "There is no such attachment.")
+        }
+        var response = try await attachmentResponse(details.attachments[index], context)
+        ConsoleRenderer.addSecurityHeaders(&response.headers)
+        response.headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; sandbox"
+        response.headers[.cacheControl] = "no-store"
+        return response
     }
 
     private func consoleCrashDownload(_ request: Request, _ context: BasicRequestContext, raw: Bool) async throws -> Response {

@@ -34,6 +34,7 @@ extension SymbolServer {
         apps.get("crashes") { request, context in try await listCrashes(request, context) }
         apps.get("crashes/:crashId") { request, context in try await showCrash(request, context) }
         apps.get("crashes/:crashId/raw") { request, context in try await rawCrash(request, context) }
+        apps.get("crashes/:crashId/attachments/:index") { request, context in try await minidumpAttachment(request, context) }
         apps.delete("crashes/:crashId") { request, context in try await deleteCrash(request, context) }
         apps.post("symbolicate") { request, context in try await symbolicateReport(request, context) }
         apps.get("symbolicate") { request, context in try await lookupAddresses(request, context) }
@@ -383,7 +384,7 @@ extension SymbolServer {
         }
     }
 
-    private static func crashID(_ context: BasicRequestContext) throws -> String {
+    static func crashID(_ context: BasicRequestContext) throws -> String {
         let id = try context.parameters.require("crashId")
         guard id.utf8.count == 32, id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
             throw ServerError(.badRequest, "invalid crash id")

@@ -19,15 +19,8 @@ extension SymbolServer {
         let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
         defer { charge.release() }
         var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes, charge: charge)
-        if let version = submission.annotations["ver"] {
-            guard BundleManifest.isVersion(version) else {
-                throw ServerError(.badRequest, "the ver annotation must be 1 to 128 characters of [A-Za-z0-9._+-], not \"\(version.prefix(40))\"")
-            }
-            submission.version = version
-        } else if let version = query["version"].map(String.init) {
-            guard BundleManifest.isVersion(version) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
-            submission.version = version
-        }
+        (submission.version, submission.versionNote) = try Self.minidumpVersion(annotation: submission.annotations["ver"],
+                                                                                query: query["version"].map(String.init))
         submission.product = submission.annotations["prod"]
         let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
         guard Self.wantsJSON(request.headers[.accept]) else {
@@ -39,6 +32,67 @@ extension SymbolServer {
             var duplicate: Bool
         }
         return Self.json(Answer(id: receipt.id, state: receipt.state, duplicate: receipt.replayed))
+    }
+
+    /// The version of a minidump crash, and why the `ver` annotation was not taken as it came.
+    /// The `ver` annotation (what the crash client sends, often with no say of the app's: a
+    /// crash must not be lost for it) wins; one that is not a version is taken with its
+    /// surrounding white space removed when that makes it one (nothing else is guessed: "1.0
+    /// (42)" could be 1.0, 1.0.42 or 1.0+42), else `?version=` when it is one, else the crash's
+    /// version is unknown, as when the client sends none; the note says which. Crashpad copies `ver` into
+    /// `?version=` (`identify_client_via_url`), so an invalid `?version=` beside a `ver` is not an
+    /// error either. `?version=` alone is the caller's own parameter and is checked as
+    /// `POST …/crashes` checks it (`400`).
+    static func minidumpVersion(annotation: String?, query: String?) throws -> (version: String?, note: String?) {
+        guard let annotation else {
+            guard let query else { return (nil, nil) }
+            guard BundleManifest.isVersion(query) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+            return (query, nil)
+        }
+        if BundleManifest.isVersion(annotation) { return (annotation, nil) }
+        let why = "the ver annotation (\(annotation.utf8.count) bytes, kept with the annotations) is not 1 to 128 characters of [A-Za-z0-9._+-]"
+        let trimmed = annotation.trimmingCharacters(in: .whitespacesAndNewlines)
+        if BundleManifest.isVersion(trimmed) { return (trimmed, why + "; taken without its surrounding white space") }
+        if let query, BundleManifest.isVersion(query) { return (query, why + "; the version is ?version= instead") }
+        return (nil, why + (query == nil ? "" : ", nor is ?version=") + "; the version is unknown")
+    }
+
+    /// `GET …/crashes/{id}/attachments/{index}`: a file a crash client attached to a minidump
+    /// (`minidump.attachments[index]` of the crash), as a download: always
+    /// `application/octet-stream` with `nosniff` (the client chose the part's type; it is in the
+    /// crash's JSON), its file name in `Content-Disposition` with anything but
+    /// `[A-Za-z0-9._-]` replaced by `_`.
+    func minidumpAttachment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let appID = try await authenticate(request, context)
+        let id = try Self.crashID(context)
+        let text = try context.parameters.require("index")
+        guard let index = Int(text), index >= 0, text.utf8.count <= 4 else {
+            throw ServerError(.badRequest, "the attachment index must be a number from 0 (its place in minidump.attachments)")
+        }
+        guard let details = try await crashes.store.minidumpDetails(appID: appID, id: id) else {
+            throw ServerError(.notFound, "no minidump crash \(id)")
+        }
+        guard index < details.attachments.count else {
+            throw ServerError(.notFound, "crash \(id) has \(details.attachments.count) attachments")
+        }
+        return try await attachmentResponse(details.attachments[index], context)
+    }
+
+    /// An attachment's bytes as a download (the API's route and the console's).
+    func attachmentResponse(_ attachment: CrashStore.MinidumpAttachment, _ context: BasicRequestContext) async throws -> Response {
+        let body = try await objectBody(try await objects.file(sha256: attachment.sha256), context)
+        let filename = String(attachment.filename.unicodeScalars.prefix(200).map { scalar -> Character in
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": Character(scalar)
+            default: "_"
+            }
+        })
+        var headers = HTTPFields()
+        headers[.contentType] = "application/octet-stream"
+        headers[.contentLength] = String(attachment.size)
+        headers[.contentDisposition] = "attachment; filename=\"\(filename.isEmpty ? "attachment" : filename)\""
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     /// The app of an upload route, authenticated by `Authorization: Bearer KEY`, or, because a

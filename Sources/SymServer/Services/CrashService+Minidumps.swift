@@ -22,6 +22,8 @@ extension CrashService {
     struct MinidumpSubmission: Sendable {
         var minidump: [UInt8] = []
         var version: String?
+        /// Why the version is not the `ver` annotation as sent (see `SymbolServer.minidumpVersion`).
+        var versionNote: String?
         var product: String?
         var annotations: [String: String] = [:]
         var attachments: [Attachment] = []
@@ -63,7 +65,7 @@ extension CrashService {
                                     inputFormat: CrashStore.minidumpFormat, rawSHA256: sha256, rawSize: submission.minidump.count,
                                     idempotencyKey: "minidump-sha256:" + sha256, receivedMilliseconds: currentMilliseconds()),
                 details: CrashStore.MinidumpDetails(product: submission.product, annotations: submission.annotations,
-                                                    attachments: attachments))
+                                                    attachments: attachments, versionNote: submission.versionNote))
         } catch {
             try? await removeUnused(added)
             throw error
@@ -108,15 +110,15 @@ extension CrashService {
     func completeMinidump(_ dump: Minidump, parsed: Parsed, rules: GroupingRules, stored: ReportTables) throws -> CrashStore.ProcessingResult {
         let result: SymbolicatedReport
         do {
+            // The walks stop once they pass the frame limit (a million threads sharing a stack,
+            // stacks that loop): bounded time and memory whatever the dump.
             result = try symbolication.symbolicateNow(minidump: dump, appID: parsed.input.appID, version: parsed.version,
-                                                      renderings: .json, stored: stored)
+                                                      maximumFrames: configuration.maxFrames, renderings: .json, stored: stored)
+        } catch let error as FormatError where error.code == .limitExceeded {
+            return CrashStore.ProcessingResult(state: .failed, failure: error.message,
+                                               missing: [])
         } catch let error as FormatError {
             return CrashStore.ProcessingResult(state: .failed, failure: "cannot read the minidump: \(error)", missing: [])
-        }
-        guard result.report.frameCount <= configuration.maxFrames else {
-            return CrashStore.ProcessingResult(
-                state: .failed, failure: "the minidump walks to \(result.report.frameCount) frames, over the limit of \(configuration.maxFrames)",
-                missing: [])
         }
         return Self.outcome(result, format: CrashStore.minidumpFormat, reportVersion: nil, rules: rules)
     }

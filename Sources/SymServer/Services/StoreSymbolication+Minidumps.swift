@@ -16,10 +16,12 @@ extension StoreSymbolication {
     /// Walks and symbolicates a minidump with the tables found for it (`storedTablesNow` or
     /// `storedTables`), on the calling thread: the engine walks each thread with the CFI the tables
     /// carry (`.csym` v4) and symbolicates, as `crashsym symbolicate` does a minidump.
-    func symbolicateNow(minidump dump: Minidump, appID: String, version: String?,
+    /// More than `maximumFrames` frames in all is a `limitExceeded` `FormatError`, thrown before
+    /// the rest of the threads are walked.
+    func symbolicateNow(minidump dump: Minidump, appID: String, version: String?, maximumFrames: Int = .max,
                         renderings: LocationChain.Renderings, stored: ReportTables) throws -> SymbolicatedReport {
         try Symbolicator(providers: [try provider(appID: appID, version: version, stored: stored)],
                          conversion: ConversionSettings(tableCache: nil), renderings: renderings)
-            .symbolicate(minidump: dump, path: "minidump")
+            .symbolicate(minidump: dump, path: "minidump", maximumFrames: maximumFrames)
     }
 }

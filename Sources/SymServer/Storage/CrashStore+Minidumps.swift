@@ -29,6 +29,18 @@ extension CrashStore {
         /// Every annotation (text part) the client sent, by name (the first of a repeated name).
         public var annotations: [String: String]
         public var attachments: [MinidumpAttachment]
+        /// Why the crash's version is not the `ver` annotation as sent (it was not a version);
+        /// nil when it is, or when there was none.
+        public var versionNote: String?
+
+        enum CodingKeys: String, CodingKey { case product, annotations, attachments, versionNote = "version_note" }
+
+        public init(product: String?, annotations: [String: String], attachments: [MinidumpAttachment], versionNote: String? = nil) {
+            self.product = product
+            self.annotations = annotations
+            self.attachments = attachments
+            self.versionNote = versionNote
+        }
     }
 
     static func registerMinidumpMigrations(_ migrator: inout DatabaseMigrator) {
@@ -46,6 +58,9 @@ extension CrashStore {
                 CREATE INDEX crash_attachment_by_object ON crash_attachment(sha256);
                 """)
         }
+        migrator.registerMigration("crash-minidump-version-note") { db in
+            try db.execute(sql: "ALTER TABLE crash_minidump ADD COLUMN version_note TEXT")
+        }
     }
 
     /// Records a minidump crash, what its client sent and its processing job in one
@@ -59,8 +74,8 @@ extension CrashStore {
         return try await write { db in
             let (receipt, seq) = try Self.insert(db, crash)
             if let seq {
-                try db.execute(sql: "INSERT INTO crash_minidump (crash_seq, product, annotations, attachments) VALUES (?, ?, ?, ?)",
-                               arguments: [seq, details.product, annotations, attachments])
+                try db.execute(sql: "INSERT INTO crash_minidump (crash_seq, product, annotations, attachments, version_note) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [seq, details.product, annotations, attachments, details.versionNote])
                 for attachment in details.attachments {
                     try db.execute(sql: "INSERT OR IGNORE INTO crash_attachment (crash_seq, sha256) VALUES (?, ?)",
                                    arguments: [seq, attachment.sha256])
@@ -74,13 +89,14 @@ extension CrashStore {
     public func minidumpDetails(appID: String, id: String) async throws -> MinidumpDetails? {
         try await read { db in
             guard let row = try Row.fetchOne(db, sql: """
-                SELECT m.product, m.annotations, m.attachments FROM crash c JOIN crash_minidump m ON m.crash_seq = c.seq
+                SELECT m.product, m.annotations, m.attachments, m.version_note FROM crash c JOIN crash_minidump m ON m.crash_seq = c.seq
                 WHERE c.app_id = ? AND c.id = ?
                 """, arguments: [appID, id]) else { return nil }
             let decoder = JSONDecoder()
             let annotations = try? decoder.decode([String: String].self, from: Data((row["annotations"] as String).utf8))
             let attachments = try? decoder.decode([MinidumpAttachment].self, from: Data((row["attachments"] as String).utf8))
-            return MinidumpDetails(product: row["product"], annotations: annotations ?? [:], attachments: attachments ?? [])
+            return MinidumpDetails(product: row["product"], annotations: annotations ?? [:], attachments: attachments ?? [],
+                                   versionNote: row["version_note"])
         }
     }
 

@@ -125,23 +125,27 @@ extension Symbolicator {
 extension Symbolicator {
     /// The report in the file at `path`: a core file or a minidump (detected by their first
     /// bytes, or forced by `format`; read through a mapping and walked), else a text or JSON
-    /// report parsed as `format` says (or detected).
-    func readReport(_ path: String, format: ReportFormat?) throws(FormatError) -> CrashReport {
+    /// report parsed as `format` says (or detected). `maximumFrames`: as for `report(binary:…)`.
+    func readReport(_ path: String, format: ReportFormat?, maximumFrames: Int = .max) throws(FormatError) -> CrashReport {
         if format == nil || format?.isBinary == true {
             let detected = Self.binaryFormat(path)
             if let format, format != detected {
                 throw FormatError(.badMagic, "not a \(format.rawValue) (its first bytes are not \(format == .core ? "an ELF core file's" : "\"MDMP\""))", path: path)
             }
-            if let detected { return try report(binary: try MappedFile(path: path), format: detected, path: path) }
+            if let detected {
+                return try report(binary: try MappedFile(path: path), format: detected, path: path, maximumFrames: maximumFrames)
+            }
         }
         return try CrashReport.parse(try Self.readText(path), format: format)
     }
 
     /// The report of the core file or minidump mapped in `file` (`format` says which), walked.
-    public func report(binary file: MappedFile, format: ReportFormat, path: String) throws(FormatError) -> CrashReport {
+    /// A minidump's walks stop with a `limitExceeded` error once they pass `maximumFrames` frames
+    /// in all (`report(minidump:path:maximumFrames:)`).
+    public func report(binary file: MappedFile, format: ReportFormat, path: String, maximumFrames: Int = .max) throws(FormatError) -> CrashReport {
         switch format {
         case .core: return try report(core: try CoreFile(file: file), path: path)
-        case .minidump: return try report(minidump: try Minidump(file: file), path: path)
+        case .minidump: return try report(minidump: try Minidump(file: file), path: path, maximumFrames: maximumFrames)
         default: throw FormatError(.invalidValue, "\(format.rawValue) is not a binary report format", path: path)
         }
     }

@@ -6,9 +6,9 @@ import SymTable
 import SymUnwind
 
 extension Symbolicator {
-    /// Walks every thread of `dump` and symbolicates the frames (see `report(minidump:path:)`).
-    public func symbolicate(minidump dump: Minidump, path: String) throws(FormatError) -> SymbolicatedReport {
-        symbolicate(try report(minidump: dump, path: path))
+    /// Walks every thread of `dump` and symbolicates the frames (see `report(minidump:path:maximumFrames:)`).
+    public func symbolicate(minidump dump: Minidump, path: String, maximumFrames: Int = .max) throws(FormatError) -> SymbolicatedReport {
+        symbolicate(try report(minidump: dump, path: path, maximumFrames: maximumFrames))
     }
 
     /// The report of a Breakpad/Crashpad minidump: its modules (build-ids from their CodeView
@@ -16,8 +16,10 @@ extension Symbolicator {
     /// (`.csym` v4) or else its ELF file, as the providers find them
     /// (`walkModule(of:start:end:binary:wholeCFI:)`), else by frame pointers and stack scanning; the
     /// exception's signal and address, its thread marked crashed. Lines in `eu-stack -i`'s
-    /// layout, as for core files.
-    public func report(minidump dump: Minidump, path: String) throws(FormatError) -> CrashReport {
+    /// layout, as for core files. More than `maximumFrames` frames in all (a hostile dump: a
+    /// million threads, stacks that loop) is a `limitExceeded` error as soon as the walks pass it,
+    /// before the rest is walked.
+    public func report(minidump dump: Minidump, path: String, maximumFrames: Int = .max) throws(FormatError) -> CrashReport {
         var report = CrashReport(format: .minidump)
         var walkModules: [WalkModule] = []
         var indexByBase: [UInt64: Int] = [:]
@@ -39,11 +41,18 @@ extension Symbolicator {
         }
         if let system = dump.system { report.metadata.append(ReportMetadata("os", system.operatingSystem)) }
         let crashed = dump.crashedThread?.id
+        var frameCount = 0
         for thread in dump.threads {
             var stack = ReportStack(name: thread.name.map { "TID \(thread.id) \($0)" } ?? "TID \(thread.id)",
                                     thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            let frames = try dump.walk(thread, modules: walkModules)
+            // One frame past the budget is enough to know it is exceeded.
+            let room = maximumFrames - frameCount
+            let frames = try dump.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
+            frameCount += frames.count
+            guard frameCount <= maximumFrames else {
+                throw FormatError(.limitExceeded, "the minidump's \(dump.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
+            }
             for (number, frame) in frames.enumerated() {
                 let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module.flatMap { indexByBase[$0.base] },

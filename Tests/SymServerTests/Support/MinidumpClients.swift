@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Requests as the crash clients send them, for `POST …/minidump`, and the reference minidump
 /// (`../shared/reference/minidump-linux/`, read its README).
@@ -48,31 +49,43 @@ enum MinidumpClients {
         return try Data(contentsOf: URL(fileURLWithPath: directory + "/body.gz"))
     }
 
-    /// What crashpad_handler's Linux transport sends: POST with the body chunked (it sets no
-    /// Content-Length), `Content-Encoding: gzip` when compressed, its user agent, the key in the
-    /// URL (often all a Crashpad `StartHandler` url can carry).
-    /// `route` is the path before the query (default `/api/v1/apps/APP/minidump`).
+    /// What crashpad_handler's Linux transport (`HTTPTransportLibcurl`) sends: POST with the body
+    /// chunked (it sets no Content-Length), `Expect:` emptied (no 100-continue), any response
+    /// encoding accepted, libcurl's `Accept: */*`, `Content-Encoding: gzip` when compressed, its
+    /// user agent;
+    /// the key in the URL (often all a Crashpad `StartHandler` url can carry), to which
+    /// `CrashReportUploadThread` appends, with `identify_client_via_url` (its default), `product`,
+    /// `version` and `guid` from the `prod`, `ver` and `guid` annotations (`identifying`),
+    /// URL-encoded, after `?` or `&`. `route` is the path before the query (default
+    /// `/api/v1/apps/APP/minidump`).
     static func crashpadPost(_ server: TestServer, body: Data, contentType: String, gzip: Bool, query: String,
-                             route: String? = nil, extra: [String] = []) throws -> HTTPAnswer {
+                             identifying: [String: String] = [:], route: String? = nil, extra: [String] = []) throws -> HTTPAnswer {
         let path = server.scratch + "/crashpad-\(UUID().uuidString)"
         try body.write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        var arguments = ["-H", "Content-Type: \(contentType)", "-H", "Transfer-Encoding: chunked", "-A", "Crashpad/0.8.0",
+        var arguments = ["-H", "Content-Type: \(contentType)", "-H", "Transfer-Encoding: chunked", "-H", "Expect:", "--compressed", "-A", "Crashpad/0.8.0 libcurl/7.88.1 Linux/6.1.0 (x86_64)",
                          "--data-binary", "@" + path]
         if gzip { arguments += ["-H", "Content-Encoding: gzip"] }
-        return try server.request("POST", (route ?? "/api/v1/apps/\(server.appID)/minidump") + "?" + query, key: .some(nil),
-                                  extra: arguments + extra)
+        var url = (route ?? "/api/v1/apps/\(server.appID)/minidump") + (query.isEmpty ? "" : "?" + query)
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+        for (key, field) in [("prod", "product"), ("ver", "version"), ("guid", "guid")] {
+            guard let value = identifying[key] else { continue }
+            url += (url.contains("?") ? "&" : "?") + field + "=" + (value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value)
+        }
+        return try server.request("POST", url, key: .some(nil), extra: arguments + extra)
     }
 
     /// What Breakpad's Linux `HTTPUpload::SendRequest` sends: a libcurl form post
     /// (`curl_formadd` COPYNAME/COPYCONTENTS per parameter, CURLFORM_FILE for the minidump under
     /// `upload_file_minidump`), `Expect:` emptied, user agent `Breakpad/1.0 (Linux)`, no gzip. The
     /// curl tool's `-F` builds the same form with the same library.
+    /// `files` are further `files` map entries (newer `HTTPUpload::SendRequest` takes a map of
+    /// part names to paths, each a CURLFORM_FILE part).
     static func breakpadPost(_ server: TestServer, minidump path: String, parameters: [(String, String)], query: String,
-                             key: String?? = .none) throws -> HTTPAnswer {
+                             files: [(String, String)] = [], key: String?? = .none) throws -> HTTPAnswer {
         var arguments = ["-A", "Breakpad/1.0 (Linux)", "-H", "Expect:"]
         for (name, value) in parameters { arguments += ["--form-string", "\(name)=\(value)"] }
-        arguments += ["-F", "upload_file_minidump=@\(path)"]
+        for (name, file) in [("upload_file_minidump", path)] + files { arguments += ["-F", "\(name)=@\(file)"] }
         return try server.request("POST", "/api/v1/apps/\(server.appID)/minidump\(query.isEmpty ? "" : "?" + query)", key: key,
                                   extra: arguments)
     }
@@ -99,6 +112,13 @@ enum MinidumpClients {
             throw TestFailure("crashsym symbolicate \(minidump): \(output.status) \(output.stderr)")
         }
         return crashedFrames(["report": report])
+    }
+
+    /// Hostile variants of the reference minidump (`HostileMinidump`, shared with CrashsymTests).
+    typealias Hostile = HostileMinidump.Kind
+
+    static func hostile(_ kind: Hostile) throws -> Data {
+        try HostileMinidump.bytes(kind, from: minidump)
     }
 
     /// The outermost function of a frame.

@@ -52,8 +52,8 @@ extension PostgresMetadataStore {
             let (receipt, seq) = try await Self.insert(db, crash)
             if let seq {
                 try await db.rows("""
-                    INSERT INTO crash_minidump (crash_seq, product, annotations, attachments)
-                    VALUES (\(seq), \(details.product), \(annotations), \(attachments))
+                    INSERT INTO crash_minidump (crash_seq, product, annotations, attachments, version_note)
+                    VALUES (\(seq), \(details.product), \(annotations), \(attachments), \(details.versionNote))
                     """)
                 for attachment in details.attachments {
                     try await db.rows("""
@@ -67,14 +67,15 @@ extension PostgresMetadataStore {
 
     public func minidumpDetails(appID: String, id: String) async throws -> CrashStore.MinidumpDetails? {
         guard let row = try await rows("""
-            SELECT m.product, m.annotations, m.attachments FROM crash c JOIN crash_minidump m ON m.crash_seq = c.seq
+            SELECT m.product, m.annotations, m.attachments, m.version_note FROM crash c JOIN crash_minidump m ON m.crash_seq = c.seq
             WHERE c.app_id = \(appID) AND c.id = \(id)
             """).first else { return nil }
-        let (product, annotationText, attachmentText) = try row.decode((String?, String, String).self)
+        let (product, annotationText, attachmentText, versionNote) = try row.decode((String?, String, String, String?).self)
         let decoder = JSONDecoder()
         let annotations = try? decoder.decode([String: String].self, from: Data(annotationText.utf8))
         let attachments = try? decoder.decode([CrashStore.MinidumpAttachment].self, from: Data(attachmentText.utf8))
-        return CrashStore.MinidumpDetails(product: product, annotations: annotations ?? [:], attachments: attachments ?? [])
+        return CrashStore.MinidumpDetails(product: product, annotations: annotations ?? [:], attachments: attachments ?? [],
+                                          versionNote: versionNote)
     }
 
     public func collectOrphanAttachments() async throws -> [String] {

@@ -148,5 +148,9 @@ enum PostgresSchema {
             // The OS and kernel a crash happened on (`?system=`, CrashStore.swift).
             "ALTER TABLE crash ADD COLUMN system TEXT",
         ]),
+        ("crash-minidump-version-note", [
+            // Why a minidump crash's version is not its ver annotation (CrashStore+Minidumps.swift).
+            "ALTER TABLE crash_minidump ADD COLUMN version_note TEXT",
+        ]),
     ]
 }
