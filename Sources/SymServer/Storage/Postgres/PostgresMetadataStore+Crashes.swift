@@ -7,8 +7,48 @@ import PostgresNIO
 extension PostgresMetadataStore {
     // MARK: Ingestion
 
+    /// A crash with an idempotency key is a transaction of its own (the key serialises requests);
+    /// the others are committed together with those of concurrent requests (`PostgresIngestBatcher`).
     public func accept(_ crash: CrashStore.NewCrash) async throws -> CrashStore.Receipt {
-        try await transaction { db in try await Self.insert(db, crash).receipt }
+        guard crash.idempotencyKey == nil else {
+            return try await transaction { db in try await Self.insert(db, crash).receipt }
+        }
+        let item = PostgresIngestBatcher.Item(id: CrashStore.randomHex(bytes: 16), crash: crash)
+        return try await ingestBatcher.accept(item) { [self] items in try await insert(items) }
+    }
+
+    /// Inserts `items` (crashes without idempotency keys), their jobs and the notification of
+    /// idle workers in one statement, which commits or fails as a whole. Errors are PostgreSQL's.
+    func insert(_ items: [PostgresIngestBatcher.Item]) async throws {
+        let crashes = items.map(\.crash)
+        let ids = items.map(\.id), apps = crashes.map(\.appID), received = crashes.map(\.receivedMilliseconds)
+        let versions = crashes.map { $0.version ?? "unknown" }, given = crashes.map { $0.version != nil }
+        let hosts = NullableTextArray(elements: crashes.map(\.host)), systems = NullableTextArray(elements: crashes.map(\.system))
+        let environments = NullableTextArray(elements: crashes.map(\.environment))
+        let formats = NullableTextArray(elements: crashes.map(\.inputFormat))
+        let raws = crashes.map(\.rawSHA256), sizes = crashes.map { Int64($0.rawSize) }
+        let kind = CrashStore.Job.Kind.process
+        let query: PostgresQuery = """
+            WITH new AS (
+                INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
+                                   raw_sha256, raw_size, state)
+                SELECT id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size,
+                       'pending'
+                FROM unnest(\(ids)::text[], \(apps)::text[], \(received)::bigint[], \(versions)::text[], \(given)::bool[], \(hosts),
+                            \(systems), \(environments), \(formats), \(raws)::text[], \(sizes)::bigint[])
+                     AS n(id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size)
+                RETURNING seq, received_ms),
+            queued AS (
+                INSERT INTO crash_job (crash_seq, kind, priority, created_ms)
+                SELECT seq, \(kind.rawValue), \(kind.priority), received_ms FROM new RETURNING crash_seq)
+            SELECT pg_notify('crashsym_jobs', '') WHERE EXISTS (SELECT 1 FROM queued)
+            """
+        let (client, logger) = (client, logger)
+        _ = try await bounded {
+            try await client.withConnection { connection in
+                try await connection.query(query, logger: logger).collect().count
+            }
+        }
     }
 
     /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
