@@ -348,6 +348,70 @@ struct MetadataStoreConformanceTests {
         }
     }
 
+    /// Crashes accepted at once (PostgreSQL commits concurrent ones together) are each stored once
+    /// with what they were sent, each with its job; keyed ones among them still replay.
+    @Test(arguments: Backend.allCases)
+    func concurrentAcceptsAreEachStoredOnce(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let count = 120
+            func crash(_ index: Int) -> CrashStore.NewCrash {
+                CrashStore.NewCrash(appID: app, version: index % 3 == 0 ? nil : "1.\(index)", host: index % 2 == 0 ? nil : "host-\(index)",
+                                    system: index % 5 == 0 ? nil : "Linux \(index)", environment: index % 4 == 0 ? "prod" : nil,
+                                    inputFormat: index % 7 == 0 ? "asan" : nil, rawSHA256: "raw-\(index)", rawSize: index,
+                                    idempotencyKey: index % 10 == 0 ? "key-\(index)" : nil, receivedMilliseconds: Int64(1_000 + index))
+            }
+            let receipts = try await withThrowingTaskGroup(of: (Int, CrashStore.Receipt).self) { group in
+                for index in 0..<count { group.addTask { (index, try await store.accept(crash(index))) } }
+                var receipts: [Int: CrashStore.Receipt] = [:]
+                for try await (index, receipt) in group { receipts[index] = receipt }
+                return receipts
+            }
+            #expect(Set(receipts.values.map(\.id)).count == count && receipts.values.allSatisfy { $0.state == .pending && !$0.replayed })
+            for index in 0..<count {
+                let expected = crash(index), receipt = try #require(receipts[index])
+                let summary = try await store.crash(appID: app, id: receipt.id).summary
+                #expect(summary.version == expected.version ?? "unknown" && summary.host == expected.host
+                    && summary.system == expected.system && summary.rawSize == index, "crash \(index)")
+                #expect(try await store.rawObject(appID: app, id: receipt.id).sha256 == "raw-\(index)")
+            }
+            #expect(try await store.pendingJobCount() == count)
+            let leased = try await store.leaseJobs(limit: 1_000, now: 10_000, lease: 1_000)
+            #expect(leased.count == count && Set(leased.map(\.seq)).count == count && leased.allSatisfy { $0.kind == .process })
+            let inputs = try await store.processingInputs(seqs: leased.map(\.seq))
+            #expect(Set(inputs.values.map(\.id)) == Set(receipts.values.map(\.id)))
+            #expect(inputs.values.filter { $0.inputFormat == "asan" }.count == (0..<count).filter { $0 % 7 == 0 }.count)
+            let replay = try await store.accept(crash(30))
+            #expect(replay.replayed && replay.id == receipts[30]?.id)
+        }
+    }
+
+    /// A crash the database refuses (a NUL byte, which PostgreSQL's text cannot hold) fails alone:
+    /// the crashes accepted with it are stored, each with its job, and it leaves nothing behind.
+    @Test(arguments: Backend.allCases)
+    func aRefusedCrashDoesNotFailTheOthers(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let outcomes = await withTaskGroup(of: (Int, String?).self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        var crash = Self.crash(app, raw: "raw-\(index)", at: Int64(index))
+                        if index == 17 { crash.host = "bad\u{0}host" }
+                        return (index, try? await store.accept(crash).id)
+                    }
+                }
+                var outcomes: [Int: String?] = [:]
+                for await (index, id) in group { outcomes[index] = id }
+                return outcomes
+            }
+            let stored = outcomes.compactMap { $0.value }
+            for (index, id) in outcomes where index != 17 { #expect(id != nil, "crash \(index)") }
+            #expect(try await store.pendingJobCount() == stored.count)
+            #expect(try await store.crashes(appID: app, filter: .init(), limit: 100, cursor: nil).crashes.count == stored.count)
+            if backend == .postgres { #expect(outcomes[17] == .some(nil)) }
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func concurrentLeasesNeverShareAJob(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
@@ -549,6 +613,25 @@ struct MetadataStoreConformanceTests {
     }
 
     // MARK: Node-local versus shared
+
+    /// Concurrent crashes are committed together on PostgreSQL (group commit): the rows of one
+    /// transaction share its id (`xmin`), and there are fewer transactions than crashes.
+    @Test func concurrentIngestionIsCommittedTogether() async throws {
+        try await PostgresCluster.with { cluster in
+            var quiet = Logger(label: "test.postgres")
+            quiet.logLevel = .critical
+            try await PostgresMetadataStore.with(url: cluster.url(), password: nil, logger: quiet) { store in
+                let app = try await Self.app(store)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<200 { group.addTask { _ = try await store.accept(Self.crash(app, at: Int64(index))) } }
+                    try await group.waitForAll()
+                }
+            }
+            let counts = try cluster.psql("SELECT count(*), count(DISTINCT xmin::text) FROM crash").stdout
+                .split(whereSeparator: { $0 == "|" || $0.isNewline }).compactMap { Int($0) }
+            #expect(counts.count == 2 && counts[0] == 200 && counts[1] < 200, "crashes, transactions: \(counts)")
+        }
+    }
 
     /// A job queued through one PostgreSQL store wakes the idle workers of another (LISTEN/NOTIFY);
     /// an embedded store has no other node to hear from.

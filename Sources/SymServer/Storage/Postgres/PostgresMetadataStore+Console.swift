@@ -9,7 +9,8 @@ extension PostgresMetadataStore {
     // MARK: Group events (in `finish`'s transaction)
 
     static func recordGroupEvents(_ db: Transaction, appID: String, change: CrashStore.GroupChange, crashID: String, version: String,
-                                  received: Int64, now: Int64, spike rule: CrashStore.SpikeRule) async throws {
+                                  received: Int64, now: Int64, spike rule: CrashStore.SpikeRule,
+                                  hooks: [(id: String, events: Set<String>)]? = nil) async throws {
         let minute = received / 60_000
         let oldest = minute - CrashStore.minutesKept
         try await db.rows("""
@@ -17,10 +18,7 @@ extension PostgresMetadataStore {
             INSERT INTO crash_group_minute (group_id, minute, count) VALUES (\(change.groupID), \(minute), 1)
             ON CONFLICT (group_id, minute) DO UPDATE SET count = crash_group_minute.count + 1
             """)
-        let hooks = try await db.rows("SELECT id, events FROM webhook WHERE app_id = \(appID)").map { row in
-            let (id, events) = try row.decode((String, String).self)
-            return (id: id, events: Set(events.split(separator: ",").map(String.init)))
-        }
+        let hooks = if let hooks { hooks } else { try await webhooks(db, appID: appID) }
         guard !hooks.isEmpty else { return }
         func wanted(_ event: Webhook.Event) -> Bool { hooks.contains { $0.events.contains(event.rawValue) } }
         var events: [(Webhook.Event, lastHour: Int?, average: Double?)] = []
@@ -46,6 +44,14 @@ extension PostgresMetadataStore {
                             \(now), \(now))
                     """)
             }
+        }
+    }
+
+    /// The app's webhooks with the events each wants (read once per `finish` batch).
+    static func webhooks(_ db: Transaction, appID: String) async throws -> [(id: String, events: Set<String>)] {
+        try await db.rows("SELECT id, events FROM webhook WHERE app_id = \(appID)").map { row in
+            let (id, events) = try row.decode((String, String).self)
+            return (id: id, events: Set(events.split(separator: ",").map(String.init)))
         }
     }
 

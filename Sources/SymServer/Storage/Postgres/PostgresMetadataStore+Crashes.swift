@@ -7,8 +7,48 @@ import PostgresNIO
 extension PostgresMetadataStore {
     // MARK: Ingestion
 
+    /// A crash with an idempotency key is a transaction of its own (the key serialises requests);
+    /// the others are committed together with those of concurrent requests (`PostgresIngestBatcher`).
     public func accept(_ crash: CrashStore.NewCrash) async throws -> CrashStore.Receipt {
-        try await transaction { db in try await Self.insert(db, crash).receipt }
+        guard crash.idempotencyKey == nil else {
+            return try await transaction { db in try await Self.insert(db, crash).receipt }
+        }
+        let item = PostgresIngestBatcher.Item(id: CrashStore.randomHex(bytes: 16), crash: crash)
+        return try await ingestBatcher.accept(item) { [self] items in try await insert(items) }
+    }
+
+    /// Inserts `items` (crashes without idempotency keys), their jobs and the notification of
+    /// idle workers in one statement, which commits or fails as a whole. Errors are PostgreSQL's.
+    func insert(_ items: [PostgresIngestBatcher.Item]) async throws {
+        let crashes = items.map(\.crash)
+        let ids = items.map(\.id), apps = crashes.map(\.appID), received = crashes.map(\.receivedMilliseconds)
+        let versions = crashes.map { $0.version ?? "unknown" }, given = crashes.map { $0.version != nil }
+        let hosts = NullableTextArray(elements: crashes.map(\.host)), systems = NullableTextArray(elements: crashes.map(\.system))
+        let environments = NullableTextArray(elements: crashes.map(\.environment))
+        let formats = NullableTextArray(elements: crashes.map(\.inputFormat))
+        let raws = crashes.map(\.rawSHA256), sizes = crashes.map { Int64($0.rawSize) }
+        let kind = CrashStore.Job.Kind.process
+        let query: PostgresQuery = """
+            WITH new AS (
+                INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
+                                   raw_sha256, raw_size, state)
+                SELECT id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size,
+                       'pending'
+                FROM unnest(\(ids)::text[], \(apps)::text[], \(received)::bigint[], \(versions)::text[], \(given)::bool[], \(hosts),
+                            \(systems), \(environments), \(formats), \(raws)::text[], \(sizes)::bigint[])
+                     AS n(id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size)
+                RETURNING seq, received_ms),
+            queued AS (
+                INSERT INTO crash_job (crash_seq, kind, priority, created_ms)
+                SELECT seq, \(kind.rawValue), \(kind.priority), received_ms FROM new RETURNING crash_seq)
+            SELECT pg_notify('crashsym_jobs', '') WHERE EXISTS (SELECT 1 FROM queued)
+            """
+        let (client, logger) = (client, logger)
+        _ = try await bounded {
+            try await client.withConnection { connection in
+                try await connection.query(query, logger: logger).collect().count
+            }
+        }
     }
 
     /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
@@ -186,28 +226,52 @@ extension PostgresMetadataStore {
     public func finish(_ outcomes: [(seq: Int64, result: CrashStore.ProcessingResult)], now: Int64, spike: CrashStore.SpikeRule)
         async throws -> [String?] {
         try await transaction { db in
+            // The batch's crash rows in one round trip, locked in seq order (FOR UPDATE: a node
+            // that finishes the same crash after an expired lease waits, then sees the group this
+            // one set, so counters move once); the apps' webhooks once.
+            let seqs = outcomes.map(\.seq)
+            var crashes: [Int64: FinishingCrash] = [:]
+            for row in try await db.rows("""
+                SELECT seq, id, app_id, version, version_given, host, received_ms, group_id FROM crash
+                WHERE seq = ANY(\(seqs)) ORDER BY seq FOR UPDATE
+                """) {
+                let (seq, id, app, version, given, host, received, group) =
+                    try row.decode((Int64, String, String, String, Bool, String?, Int64, String?).self)
+                crashes[seq] = FinishingCrash(id: id, appID: app, version: version, versionGiven: given, host: host,
+                                              received: received, group: group)
+            }
+            var hooks: [String: [(id: String, events: Set<String>)]] = [:]
+            for app in Set(crashes.values.map(\.appID)) { hooks[app] = try await Self.webhooks(db, appID: app) }
             var groups: [String?] = []
             for outcome in outcomes {
-                groups.append(try await Self.finish(db, seq: outcome.seq, result: outcome.result, now: now, spike: spike))
+                guard let crash = crashes[outcome.seq] else {
+                    try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(outcome.seq)")
+                    groups.append(nil)
+                    continue
+                }
+                groups.append(try await Self.finish(db, seq: outcome.seq, crash: crash, result: outcome.result, now: now, spike: spike,
+                                                    hooks: hooks[crash.appID] ?? []))
             }
             return groups
         }
     }
 
-    private static func finish(_ db: Transaction, seq: Int64, result: CrashStore.ProcessingResult, now: Int64,
-                               spike: CrashStore.SpikeRule) async throws -> String? {
-        // FOR UPDATE: a node that finishes the same crash after an expired lease waits, then sees
-        // the group this one set, so counters move once.
-        guard let row = try await db.rows("""
-            SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = \(seq) FOR UPDATE
-            """).first else {
-            try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(seq)")
-            return nil
-        }
-        let (crashID, appID, storedVersion, versionGiven, host, received, oldGroup) =
-            try row.decode((String, String, String, Bool, String?, Int64, String?).self)
+    /// What `finish` reads of a crash before recording its outcome.
+    struct FinishingCrash {
+        var id: String
+        var appID: String
+        var version: String
+        var versionGiven: Bool
+        var host: String?
+        var received: Int64
+        var group: String?
+    }
+
+    private static func finish(_ db: Transaction, seq: Int64, crash: FinishingCrash, result: CrashStore.ProcessingResult, now: Int64,
+                               spike: CrashStore.SpikeRule, hooks: [(id: String, events: Set<String>)]) async throws -> String? {
+        let (crashID, appID, storedVersion, received, oldGroup) = (crash.id, crash.appID, crash.version, crash.received, crash.group)
         var version = storedVersion
-        if !versionGiven, let stated = result.reportVersion, !stated.isEmpty { version = String(stated.prefix(128)) }
+        if !crash.versionGiven, let stated = result.reportVersion, !stated.isEmpty { version = String(stated.prefix(128)) }
         var newGroup: String?
         var created = false
         if result.state == .done, let signature = result.signature {
@@ -216,24 +280,26 @@ extension PostgresMetadataStore {
         if oldGroup != newGroup {
             if let oldGroup { try await leave(db, group: oldGroup, version: storedVersion, crashID: crashID) }
             if let newGroup {
-                let reopened = try await join(db, group: newGroup, crashID: crashID, version: version, host: host, received: received)
+                let reopened = try await join(db, group: newGroup, crashID: crashID, version: version, host: crash.host, received: received)
                 try await recordGroupEvents(db, appID: appID, change: CrashStore.GroupChange(groupID: newGroup, created: created,
                                                                                             reopened: reopened),
-                                            crashID: crashID, version: version, received: received, now: now, spike: spike)
+                                            crashID: crashID, version: version, received: received, now: now, spike: spike, hooks: hooks)
             }
         }
         let missingIDs = result.missing.map(\.buildID)
         let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
         let report = result.report.map { ByteBuffer(bytes: $0) }
         let symbolicated: Int64? = result.state == .done ? now : nil
+        // The crash's missing build-ids and names are replaced: the old ones go in the same statement.
         try await db.rows("""
+            WITH old_missing AS (DELETE FROM crash_missing WHERE crash_seq = \(seq)),
+                 old_names AS (DELETE FROM crash_missing_name WHERE crash_seq = \(seq))
             UPDATE crash SET state = \(result.state.rawValue), failure = \(result.failure), format = \(result.format),
                 signal = \(result.signal), signature = \(result.signature), title = \(result.title), group_id = \(newGroup),
                 report = \(report), symbolicated_ms = \(symbolicated), missing_build_ids = \(missingJSON), version = \(version),
                 grouping = \(result.grouping.map { ByteBuffer(bytes: $0) })
             WHERE seq = \(seq)
             """)
-        try await db.rows("DELETE FROM crash_missing WHERE crash_seq = \(seq)")
         if !result.missing.isEmpty {
             let names = result.missing.map(\.name)
             try await db.rows("""
@@ -242,7 +308,7 @@ extension PostgresMetadataStore {
                 ON CONFLICT DO NOTHING
                 """)
         }
-        try await recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames, now: now)
+        try await recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames, now: now, replacing: false)
         // Symbols that arrived while this job ran re-armed it: run again instead of ending (the
         // two statements touch disjoint rows: `again` false, `again` true).
         try await db.rows("""

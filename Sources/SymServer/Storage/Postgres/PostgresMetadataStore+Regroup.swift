@@ -10,9 +10,10 @@ extension PostgresMetadataStore {
 
     /// Replaces the names crash `seq` lacked (in `finish`'s transaction); a name that became
     /// matchable meanwhile (one table of that name in the version) queues the crash again.
+    /// `replacing: false`: the caller removed the crash's old names already.
     static func recordMissingNames(_ db: Transaction, seq: Int64, appID: String, version: String, names: [String],
-                                   now: Int64) async throws {
-        try await db.rows("DELETE FROM crash_missing_name WHERE crash_seq = \(seq)")
+                                   now: Int64, replacing: Bool = true) async throws {
+        if replacing { try await db.rows("DELETE FROM crash_missing_name WHERE crash_seq = \(seq)") }
         guard !names.isEmpty else { return }
         try await db.rows("""
             INSERT INTO crash_missing_name (app_id, version, name, crash_seq)

@@ -18,6 +18,8 @@ public final class PostgresMetadataStore: MetadataStore {
     let location: Location
     /// Wakes idle workers when a node queued jobs.
     let notifications: PostgresJobNotifications
+    /// Commits the crashes of concurrent ingestion requests together.
+    let ingestBatcher = PostgresIngestBatcher()
 
     /// Where to connect, read from a `postgres://user[:password]@host[:port]/database[?sslmode=…&sslrootcert=…]`
     /// URL (TLS: PostgresMetadataStore+TLS.swift).
@@ -134,21 +136,27 @@ public final class PostgresMetadataStore: MetadataStore {
     /// `connectionWait` ends it (the pool retries connecting to a server that is down for ever).
     private func mapped<T: Sendable>(_ body: @Sendable @escaping () async throws -> T) async throws -> T {
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: Self.connectionWait)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw StoreError.unavailable("PostgreSQL at \(location.host):\(location.port) did not answer within "
-                        + "\(Self.connectionWait.components.seconds) s")
-                }
-                return value
-            }
+            return try await bounded(body)
         } catch {
             throw Self.storeError(error)
+        }
+    }
+
+    /// Runs `body`, ended by a wait longer than `connectionWait` (`StoreError.unavailable`); its
+    /// own failures are thrown as they are (PostgreSQL's), for callers that tell them apart.
+    func bounded<T: Sendable>(_ body: @Sendable @escaping () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: Self.connectionWait)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw StoreError.unavailable("PostgreSQL at \(location.host):\(location.port) did not answer within "
+                    + "\(Self.connectionWait.components.seconds) s")
+            }
+            return value
         }
     }
 
