@@ -412,6 +412,22 @@ struct MetadataStoreConformanceTests {
         }
     }
 
+    /// PostgreSQL's data exceptions (class 22: a NUL byte in text) are the request's fault: a
+    /// conflict (400), never `unavailable` (503, which a client retries for ever).
+    @Test func dataExceptionsAreTheRequestsFault() async throws {
+        try await Self.withStore(.postgres) { store in
+            let app = try await Self.app(store)
+            var crash = Self.crash(app, raw: "raw-nul", at: 1)
+            crash.host = "bad\u{0}host"
+            await #expect {
+                _ = try await store.accept(crash)
+            } throws: { error in
+                if case .conflict = error as? StoreError { return true }
+                return false
+            }
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func concurrentLeasesNeverShareAJob(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in

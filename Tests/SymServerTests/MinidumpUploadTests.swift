@@ -302,6 +302,14 @@ struct MinidumpUploadTests {
         try minidump(5).write(to: URL(fileURLWithPath: plain))
         let (_, plainDetails) = try stored(try MinidumpClients.breakpadPost(server, minidump: plain, parameters: [("ver", "3.0")], query: ""))
         #expect(plainDetails["version_note"] == nil)
+        // A prod that is no label (a NUL, a newline): the crash is stored, prod kept only as an annotation.
+        let unlabelled = ["prod": "crash\u{0}linux\n", "ver": "3.0"]
+        let unlabelledRequest = try MinidumpClients.crashpadBody(minidump: minidump(7), annotations: unlabelled, gzip: true)
+        let (_, unlabelledDetails) = try stored(try MinidumpClients.crashpadPost(server, body: unlabelledRequest.body,
+                                                                                 contentType: unlabelledRequest.contentType, gzip: true,
+                                                                                 query: "key=\(server.key)", identifying: [:]))
+        #expect(unlabelledDetails["product"] == nil, "\(unlabelledDetails)")
+        #expect((unlabelledDetails["annotations"] as? [String: String])?["prod"] == "crash\u{0}linux\n")
         // ?version= alone is the caller's own parameter: 400, as on POST …/crashes, and nothing stored.
         let explicit = server.scratch + "/tagged-6.dmp"
         try minidump(6).write(to: URL(fileURLWithPath: explicit))
@@ -309,7 +317,7 @@ struct MinidumpUploadTests {
                                                        query: "version=1.0%20(42)")
         #expect(refused.status == 400, "\(refused.text)")
         #expect(refused.text.contains("version must be 1 to 128 characters"))
-        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 5)
+        #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 6)
     }
 
     @Test("hostile multipart bodies get a 400 saying what is wrong, and store nothing")

@@ -402,10 +402,14 @@ extension SymbolServer {
     /// A free-text label (host, system, environment): 1 to 255 printable bytes.
     private static func label(_ query: FlatDictionary<Substring, Substring>, _ name: String) throws -> String? {
         guard let value = query[Substring(name)].map(String.init) else { return nil }
-        guard !value.isEmpty, value.utf8.count <= 255, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-            throw ServerError(.badRequest, "\(name) must be 1 to 255 printable characters")
-        }
+        guard isLabel(value) else { throw ServerError(.badRequest, "\(name) must be 1 to 255 printable characters") }
         return value
+    }
+
+    /// Whether `value` may be stored as a label: 1 to 255 bytes, no control characters (which
+    /// PostgreSQL's text refuses in the case of NUL, and which no console line should carry).
+    static func isLabel(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 255 && !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
     }
 
     private static func inputFormat(_ query: FlatDictionary<Substring, Substring>) throws -> ReportFormat? {

@@ -21,7 +21,8 @@ extension SymbolServer {
         var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes, charge: charge)
         (submission.version, submission.versionNote) = try Self.minidumpVersion(annotation: submission.annotations["ver"],
                                                                                 query: query["version"].map(String.init))
-        submission.product = submission.annotations["prod"]
+        // The product is a label (listed, filtered on); a `prod` that is not one stays only an annotation.
+        submission.product = submission.annotations["prod"].flatMap { Self.isLabel($0) ? $0 : nil }
         let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
         guard Self.wantsJSON(request.headers[.accept]) else {
             return Self.raw(Array(receipt.id.utf8), contentType: "text/plain; charset=utf-8")

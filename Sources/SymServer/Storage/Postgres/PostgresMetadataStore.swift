@@ -168,7 +168,9 @@ public final class PostgresMetadataStore: MetadataStore {
         }
         if let error = error as? PSQLError {
             let message = error.serverInfo?[.message] ?? String(reflecting: error)
-            if let state = error.serverInfo?[.sqlState], state.hasPrefix("23") { return .conflict(message) }
+            // Class 23 (integrity) and 22 (data exception: a NUL byte in text, a value out of range)
+            // are the request's fault and will fail again: 400, not 503 with a retry.
+            if let state = error.serverInfo?[.sqlState], state.hasPrefix("23") || state.hasPrefix("22") { return .conflict(message) }
             return .unavailable("PostgreSQL: \(message)")
         }
         if error is CancellationError { return .unavailable("cancelled") }
