@@ -323,9 +323,12 @@ public final class Symbolicator: Sendable {
 
     /// The key of a module without a build-id: its path, and for a relative path the report's
     /// directory too (`./bin/app` of two reports in two directories may be two programs).
+    /// A module whose file was refused (`ReportModule.refusal`) has a key of its own: another
+    /// report of the same path may have its file verified.
     static func pathKey(_ module: ReportModule, reportDirectory: String?) -> String {
-        guard let reportDirectory, !module.path.hasPrefix("/") else { return module.path }
-        return reportDirectory + "\0" + module.path
+        let path = module.refusal.map { module.path + "\0refused: " + $0 } ?? module.path
+        guard let reportDirectory, !module.path.hasPrefix("/") else { return path }
+        return reportDirectory + "\0" + path
     }
 
     func resolveEntry(_ module: ReportModule, reportDirectory: String? = nil) -> ModuleEntry {
@@ -350,6 +353,13 @@ public final class Symbolicator: Sendable {
     /// cache), and takes the module's layout from an ELF file of the build when there is one.
     private func findModule(_ module: ReportModule, reportDirectory: String?) -> ResolvedModule {
         var result = ResolvedModule()
+        if module.buildID == nil, let refusal = module.refusal {
+            // The file at the module's path contradicts the report: no file is taken by path or
+            // name (without a build-id that is all the providers could match on).
+            result.reason = refusal
+            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal))]
+            return result
+        }
         var query = ModuleQuery(module)
         query.reportDirectory = reportDirectory
         let answer = provider.find(query)
