@@ -25,6 +25,9 @@ public final class Symbolicator: Sendable {
     /// Function symbol values by ELF path, read only for `func+0x…` frames whose name the
     /// module's table does not keep (`SymbolTable.address(ofFunction:offset:)` places the others).
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
+    /// ELF images read from a report's memory (a core's vDSO), by build-id: the symbols of a
+    /// module that no file holds, used when the providers have none.
+    let memoryImages = Mutex<[String: ELFFile]>([:])
 
     /// The renderings made once per resolved address (`LocationChain`): those of the writers
     /// that will print the results (the others render from the locations when asked).
@@ -370,6 +373,12 @@ public final class Symbolicator: Sendable {
         for object in answer.objects {
             let verdict = query.check(object, source: .answer)
             if verdict.isMatch { objects.append(object) } else { candidates.append(verdict) }
+        }
+        if objects.isEmpty && answer.table == nil, let id = module.buildID, let image = memoryImages.withLock({ $0[id] }) {
+            // No file of the build anywhere: the image in the report's memory (its `.dynsym`).
+            objects = [image]
+            candidates.append(SymbolCandidate(source: SymbolCandidate.Source(rawValue: "memory"), location: module.path,
+                                              outcome: .matched(.elf(hasDWARF: image.hasDWARF), byName: false)))
         }
         if let table = answer.table {
             let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name
