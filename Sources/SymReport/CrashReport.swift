@@ -86,6 +86,10 @@ public struct ReportModule: Sendable, Equatable {
     public var size: UInt64?
     /// The offset of the ELF file inside its container (an APK), when the report gives it.
     public var fileOffset: UInt64?
+    /// Why the file at `path` was refused as this module's (it contradicts what the report
+    /// says of its mappings: a core's `NT_FILE` ranges or memory), when it was: no file is
+    /// then taken by path or name, and the module's frames are unresolved with this reason.
+    public var refusal: String?
 
     /// Creates a module; `name` defaults to the last component of `path`.
     public init(path: String, name: String? = nil, buildID: String? = nil, loadAddress: UInt64? = nil,

@@ -25,6 +25,9 @@ public final class Symbolicator: Sendable {
     /// Function symbol values by ELF path, read only for `func+0x…` frames whose name the
     /// module's table does not keep (`SymbolTable.address(ofFunction:offset:)` places the others).
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
+    /// ELF images read from a report's memory (a core's vDSO), by build-id: the symbols of a
+    /// module that no file holds, used when the providers have none.
+    let memoryImages = Mutex<[String: ELFFile]>([:])
 
     /// The renderings made once per resolved address (`LocationChain`): those of the writers
     /// that will print the results (the others render from the locations when asked).
@@ -323,9 +326,12 @@ public final class Symbolicator: Sendable {
 
     /// The key of a module without a build-id: its path, and for a relative path the report's
     /// directory too (`./bin/app` of two reports in two directories may be two programs).
+    /// A module whose file was refused (`ReportModule.refusal`) has a key of its own: another
+    /// report of the same path may have its file verified.
     static func pathKey(_ module: ReportModule, reportDirectory: String?) -> String {
-        guard let reportDirectory, !module.path.hasPrefix("/") else { return module.path }
-        return reportDirectory + "\0" + module.path
+        let path = module.refusal.map { module.path + "\0refused: " + $0 } ?? module.path
+        guard let reportDirectory, !module.path.hasPrefix("/") else { return path }
+        return reportDirectory + "\0" + path
     }
 
     func resolveEntry(_ module: ReportModule, reportDirectory: String? = nil) -> ModuleEntry {
@@ -350,6 +356,13 @@ public final class Symbolicator: Sendable {
     /// cache), and takes the module's layout from an ELF file of the build when there is one.
     private func findModule(_ module: ReportModule, reportDirectory: String?) -> ResolvedModule {
         var result = ResolvedModule()
+        if module.buildID == nil, let refusal = module.refusal {
+            // The file at the module's path contradicts the report: no file is taken by path or
+            // name (without a build-id that is all the providers could match on).
+            result.reason = refusal
+            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal))]
+            return result
+        }
         var query = ModuleQuery(module)
         query.reportDirectory = reportDirectory
         let answer = provider.find(query)
@@ -360,6 +373,12 @@ public final class Symbolicator: Sendable {
         for object in answer.objects {
             let verdict = query.check(object, source: .answer)
             if verdict.isMatch { objects.append(object) } else { candidates.append(verdict) }
+        }
+        if objects.isEmpty && answer.table == nil, let id = module.buildID, let image = memoryImages.withLock({ $0[id] }) {
+            // No file of the build anywhere: the image in the report's memory (its `.dynsym`).
+            objects = [image]
+            candidates.append(SymbolCandidate(source: SymbolCandidate.Source(rawValue: "memory"), location: module.path,
+                                              outcome: .matched(.elf(hasDWARF: image.hasDWARF), byName: false)))
         }
         if let table = answer.table {
             let location = answer.tableLocation ?? table.cachedPath ?? table.table.module.name

@@ -302,7 +302,7 @@ import TestSupport
         #expect(frames[trampoline + 2]["address_kind"] as? String == "return-address")
     }
 
-    @Test("Stopped inside the vDSO (gdb stops date(1) in clock_gettime and writes the core): its CFI from the core's memory walks out as gdb and eu-stack do")
+    @Test("Stopped inside the vDSO (gdb stops date(1) in clock_gettime and writes the core): its CFI from the core's memory walks out as gdb and eu-stack do, its frame named from its .dynsym there as eu-stack names it")
     func throughTheVDSO() throws {
         let directory = try Self.cores.get()
         let core = directory + "/vdso-" + UUID().uuidString + ".core"
@@ -329,6 +329,10 @@ import TestSupport
         #expect(Array(pcs.prefix(gdbPCs.count)) == gdbPCs, "ours \(pcs) gdb \(gdbPCs)")
         let euStack = try #require(try Self.euStack(core, executable: "/bin/date").values.first)
         #expect(Array(pcs.prefix(euStack.count)) == euStack.map(\.pc), "ours \(pcs) eu-stack \(euStack)")
+        // Frame 0 named from the vDSO's .dynsym in the core's memory, as eu-stack names it.
+        let vdsoName = (frames.first?["symbolized"] as? [[String: Any]])?.first?["function"] as? String
+        #expect(frames.first?["status"] as? String == "ok", "\(frames.first ?? [:])")
+        #expect(vdsoName != nil && vdsoName == euStack.first?.functions.first, "ours \(vdsoName ?? "none") eu-stack \(euStack.first.map { "\($0)" } ?? "")")
     }
 
     /// The GNU build-id readelf -n prints for `path`.

@@ -13,7 +13,7 @@ extension Symbolicator {
     }
 
     /// The report of a core: its modules (mapped ELF images with the build-ids the core's memory
-    /// holds, else their files' on disk), one stack per thread walked with each module's CFI
+    /// holds, else their files' on disk once verified against the core: `CoreFile.diskImage`), one stack per thread walked with each module's CFI
     /// (`StackWalker`), the signal of `NT_SIGINFO`, the thread that took it marked crashed. Its
     /// lines are `eu-stack -i`'s (`PID n - core`, `TID n:`, `#N  0xPC`), which the text writer
     /// completes like any eu-stack report.
@@ -26,19 +26,33 @@ extension Symbolicator {
         for module in core.modules {
             var buildID = module.buildID
             var binary: ELFFile?
-            if let executable, let entry, entry >= module.start && entry < module.end,
-               let file = try? ELFFile(path: executable), buildID == nil || file.buildIDHex == buildID {
+            var refusal: String?
+            // The file on disk when the core did not keep the image's first page: it names the
+            // build once it agrees with what the core says of the mappings (their places in its
+            // segments, the read-only pages the core holds); a file that contradicts it is not
+            // used, and the reason says how.
+            func fromDisk(_ path: String) -> Bool {
+                switch core.diskImage(at: path, mappedAt: module.path) {
+                case .verified(let file): buildID = file.buildIDHex; binary = file
+                case .refused(let reason): refusal = reason
+                case .none: return false
+                }
+                return true
+            }
+            if let executable, let entry, entry >= module.start && entry < module.end {
                 // --executable: the program's file, wherever the core says it was. Checked
-                // against the build-id the core kept; taken on trust when it kept none.
-                buildID = file.buildIDHex
-                binary = file
-            } else if buildID == nil, let file = try? ELFFile(path: module.path) {
-                // The core did not keep the image's first page: the file on disk names the build.
-                buildID = file.buildIDHex
-                binary = file
+                // against the build-id the core kept, else against its mappings.
+                if let known = buildID {
+                    if let file = try? ELFFile(path: executable), file.buildIDHex == known { binary = file }
+                } else if !fromDisk(executable) {
+                    _ = fromDisk(module.path)
+                }
+            } else if buildID == nil {
+                _ = fromDisk(module.path)
             }
             let index = report.moduleIndex(path: module.path, buildID: buildID, loadAddress: module.start)
             report.modules[index].size = module.end - module.start
+            if buildID == nil, let refusal { report.modules[index].refusal = refusal }
             walkModules.append(walkModule(of: report.modules[index], start: module.start, end: module.end, binary: binary))
             moduleIndices.append(index)
         }
@@ -46,6 +60,8 @@ extension Symbolicator {
         if let address = core.auxiliaryValue(33), let segment = core.segment(at: address),
            let bytes = core.bytes(at: address, count: Int(min(segment.memorySize - (address - segment.address), 1 << 20))),
            let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
+            // Its symbols too (`__vdso_clock_gettime`, from its `.dynsym`), as eu-stack names them.
+            if let id = image.buildIDHex { memoryImages.withLock { $0[id] = image } }
             let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
             report.modules[index].size = UInt64(bytes.count)
             walkModules.append(WalkModule(start: address, end: address + UInt64(bytes.count), binary: image))
@@ -109,7 +125,9 @@ extension Symbolicator {
         let found = resolveEntry(module).module.binaryPath
         // The module path only where the chain reads module paths (not with --no-module-paths).
         let readsModulePaths = provider.providers.contains { $0 is ModulePathProvider }
-        for candidate in [found, readsModulePaths ? module.path : nil].compactMap({ $0 }) {
+        // A module whose file was refused (`ReportModule.refusal`) takes none by path.
+        let byPath = readsModulePaths && module.refusal == nil
+        for candidate in [found, byPath ? module.path : nil].compactMap({ $0 }) {
             if let file = try? ELFFile(path: candidate), module.buildID == nil || file.buildIDHex == module.buildID { return file }
         }
         return nil
