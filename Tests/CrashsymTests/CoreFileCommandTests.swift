@@ -255,6 +255,21 @@ import TestSupport
         #expect(lines.contains { $0.hasPrefix("#0  0x") && $0.contains(" in leaf ") && $0.contains("crash.c:4") })
     }
 
+    @Test("--max-report-frames bounds a core's walks, its threads together: exactly their frames pass, one fewer is exit 1 with the reason and nothing printed")
+    func frameBudget() throws {
+        let directory = try Self.cores.get()
+        let core = "\(directory)/threads.core"
+        let total = try Self.ours(core).threads.values.reduce(0) { $0 + $1.count }
+        #expect(total > 5, "the threaded core walks to several frames")
+        let cache = ["--cache-dir", "\(directory)/cache"]
+        let exact = try CLI.run(["symbolicate", core, "--max-report-frames", String(total)] + cache)
+        #expect(exact.status == 0, "\(exact.stderr)")
+        let short = try CLI.run(["symbolicate", core, "--max-report-frames", String(total - 1)] + cache)
+        #expect(short.status == 1)
+        #expect(short.stderr.contains("threads walk to more than \(total - 1) frames (--max-report-frames)"), "\(short.stderr)")
+        #expect(short.stdout.isEmpty, "nothing printed in part")
+    }
+
     @Test("The program from --symbols alone (module paths not read): its CFI walks the program's frames")
     func programFromSymbols() throws {
         let directory = try Self.cores.get()

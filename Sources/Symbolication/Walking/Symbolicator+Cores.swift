@@ -8,16 +8,18 @@ import SymUnwind
 extension Symbolicator {
     /// Walks every thread of `core` and symbolicates the frames, through the same providers,
     /// build-id checks and address rules as any report. `path` names the core in the report.
-    public func symbolicate(core: CoreFile, path: String) throws(FormatError) -> SymbolicatedReport {
-        symbolicate(try report(core: core, path: path))
+    public func symbolicate(core: CoreFile, path: String, maximumFrames: Int = .max) throws(FormatError) -> SymbolicatedReport {
+        symbolicate(try report(core: core, path: path, maximumFrames: maximumFrames))
     }
 
     /// The report of a core: its modules (mapped ELF images with the build-ids the core's memory
     /// holds, else their files' on disk once verified against the core: `CoreFile.diskImage`), one stack per thread walked with each module's CFI
     /// (`StackWalker`), the signal of `NT_SIGINFO`, the thread that took it marked crashed. Its
     /// lines are `eu-stack -i`'s (`PID n - core`, `TID n:`, `#N  0xPC`), which the text writer
-    /// completes like any eu-stack report.
-    public func report(core: CoreFile, path: String) throws(FormatError) -> CrashReport {
+    /// completes like any eu-stack report. More than `maximumFrames` frames in all (a hostile
+    /// core: a million thread notes, stacks that loop) is a `limitExceeded` error, thrown as soon
+    /// as the walks pass it, before the rest is walked (as for minidumps).
+    public func report(core: CoreFile, path: String, maximumFrames: Int = .max) throws(FormatError) -> CrashReport {
         var report = CrashReport(format: .core)
         var walkModules: [WalkModule] = []
         var moduleIndices: [Int] = []
@@ -77,10 +79,17 @@ extension Symbolicator {
             lines.append("Signal \(signal.name) (\(report.reason!))")
         }
         let crashed = core.crashedThread?.id
+        var frameCount = 0
         for thread in core.threads {
             var stack = ReportStack(name: "TID \(thread.id)", thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            let frames = try core.walk(thread, modules: walkModules)
+            // One frame past the budget is enough to know it is exceeded.
+            let room = maximumFrames - frameCount
+            let frames = try core.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
+            frameCount += frames.count
+            guard frameCount <= maximumFrames else {
+                throw FormatError(.limitExceeded, "the core's \(core.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
+            }
             for (number, frame) in frames.enumerated() {
                 let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
@@ -158,11 +167,11 @@ extension Symbolicator {
     }
 
     /// The report of the core file or minidump mapped in `file` (`format` says which), walked.
-    /// A minidump's walks stop with a `limitExceeded` error once they pass `maximumFrames` frames
-    /// in all (`report(minidump:path:maximumFrames:)`).
+    /// Its walks stop with a `limitExceeded` error once they pass `maximumFrames` frames in all
+    /// (`report(core:path:maximumFrames:)`, `report(minidump:path:maximumFrames:)`).
     public func report(binary file: MappedFile, format: ReportFormat, path: String, maximumFrames: Int = .max) throws(FormatError) -> CrashReport {
         switch format {
-        case .core: return try report(core: try CoreFile(file: file), path: path)
+        case .core: return try report(core: try CoreFile(file: file), path: path, maximumFrames: maximumFrames)
         case .minidump: return try report(minidump: try Minidump(file: file), path: path, maximumFrames: maximumFrames)
         default: throw FormatError(.invalidValue, "\(format.rawValue) is not a binary report format", path: path)
         }
