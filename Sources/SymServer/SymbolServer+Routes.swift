@@ -113,9 +113,12 @@ extension SymbolServer {
                     debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size, change: change), puts)
             }
         }
-        for put in planned.flatMap(\.puts) { try await objects.put(fileAt: put.path, sha256: put.sha256) }
+        // Confirmed after the commit: a removal between a put and the commit (the sweeper's
+        // DELETE on S3, which no put can stop) is undone by putting the file again.
         let modules = planned.map(\.module)
-        let result = try await metadata.commit(appID: appID, manifest: bundle.manifest, modules: modules)
+        let result = try await objects.put(files: planned.flatMap(\.puts)) {
+            try await metadata.commit(appID: appID, manifest: bundle.manifest, modules: modules)
+        }
         metrics.uploaded(stored: result.stored.count, alreadyPresent: result.alreadyPresent.count)
         // Late symbols: by build-id (new and improved tables) and, for modules reported without
         // one, by name (every table the bundle links to its version, present before or not).

@@ -38,6 +38,48 @@ struct ObjectRemovalRaceTests {
         #expect(try await objects.read(sha256: sha256) == body)
     }
 
+    @Test("a bundle's table removed between its put and the commit of its module is put back", arguments: Kind.allCases)
+    func removalBeforeBundleCommit(_ kind: Kind) async throws {
+        let (objects, directory) = try ObjectStoreConformanceTests.makeStore(kind)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashes = CrashStore(symbols: try SymbolStore(dataDirectory: directory + "/meta", objects: objects))
+        let app = try crashes.symbols.createApp(name: "race").app.id
+        var generator = SystemRandomNumberGenerator()
+        var module = try Bundles.synthetic(symbolCount: 64, into: directory, using: &generator)
+        let debug = ObjectStoreConformanceTests.bytes(100_000, seed: UInt8.random(in: 0 ... 255))
+        module.debug = directory + "/libsynthetic.so.debug"
+        try Data(debug).write(to: URL(fileURLWithPath: module.debug!))
+        let manifest = try Bundles.manifest(appID: app, version: "1.0", modules: [module])
+        let entry = manifest.modules[0]
+        let table = Array(try Data(contentsOf: URL(fileURLWithPath: module.symbols)))
+        let stored = SymbolStore.StoredModule(
+            buildID: entry.buildID, name: entry.name, arch: entry.arch, hasDWARF: entry.hasDWARF,
+            symbolsSHA256: entry.symbols.sha256, symbolsSize: entry.symbols.size,
+            debugSHA256: entry.debug?.sha256, debugSize: entry.debug?.size)
+        // The table is put, its row not yet committed: a remover that looked at the object before
+        // this put removes it now (the sweeper's DELETE after its listing on S3, which has no
+        // conditional delete), modelled by a cutoff later than the put.
+        let paused = PausingObjectStore(base: objects, pauseAfter: .put) {
+            let cutoff = Int64(Date().timeIntervalSince1970) + 3600
+            let removed = try await objects.removeUnused([entry.symbols.sha256], in: crashes, unlessWrittenAfter: cutoff)
+            let present = try await objects.contains(sha256: entry.symbols.sha256)
+            #expect(removed == 1)
+            #expect(!present)
+        }
+        let puts = [(path: try ObjectStoreConformanceTests.scratchFile(objects, table), sha256: entry.symbols.sha256),
+                    (path: try ObjectStoreConformanceTests.scratchFile(objects, debug), sha256: entry.debug!.sha256)]
+        let result = try await paused.put(files: puts) {
+            try await crashes.commit(appID: app, manifest: manifest, modules: [stored])
+        }
+        #expect(paused.paused)
+        #expect(result.stored == [entry.buildID])
+        #expect(try await crashes.table(appID: app, buildID: entry.buildID)?.sha256 == entry.symbols.sha256)
+        #expect(try await objects.read(sha256: entry.symbols.sha256) == table)
+        #expect(try await objects.read(sha256: entry.debug!.sha256) == debug)
+        // Nothing kept for the confirmation is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: objects.scratchDirectory).isEmpty)
+    }
+
     @Test("an object put again between the sweeper's listing and its removal stays")
     func putDuringSweep() async throws {
         // The directory store only: the object is made older than the grace period by setting its

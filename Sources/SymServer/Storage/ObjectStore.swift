@@ -1,3 +1,5 @@
+import Foundation
+
 /// The object store: immutable blobs (symbol tables, debug files, raw crash reports) named by the
 /// SHA-256 of their bytes (lowercase hex). Two implementations: a directory on the node's disk
 /// (`DirectoryObjectStore`, the embedded default) and an S3-compatible store shared by several
@@ -8,7 +10,8 @@
 /// by the path that dropped the last row naming it. Removal and upload of the same bytes race:
 /// a remover checks for rows and removes under the metadata store's lock
 /// (`removeUnused`), so a row either is seen or commits after the removal, and a writer
-/// confirms its objects after its commit (`confirm`), putting back one removed meanwhile.
+/// confirms its objects after its commit (`confirm`, `put(files:thenCommit:)`), putting back one
+/// removed meanwhile.
 /// Every method throws `StoreError`: `.notFound` for a missing object, `.unavailable` when the store
 /// cannot be reached or written now (the API answers 503 with Retry-After), `.corrupt` when it
 /// gives back other bytes than were put.
@@ -84,6 +87,32 @@ extension ObjectStore {
     /// row never names a missing object.
     public func confirm(bytes: [UInt8], sha256: String) async throws {
         if try await !contains(sha256: sha256) { try await put(bytes: bytes, sha256: sha256) }
+    }
+
+    /// Puts the files of `puts` (each consumed, as by `put(fileAt:)`), runs `commit`, which
+    /// commits the rows naming them, then confirms each object as `confirm(bytes:)` does. The
+    /// bytes to put again are kept until then as a second link to each file (a copy where the
+    /// file system has no links), not in memory: a bundle's debug file can be gigabytes.
+    public func put<T>(files puts: [(path: String, sha256: String)], thenCommit commit: () async throws -> T) async throws -> T {
+        var kept: [(path: String, sha256: String)] = []
+        defer { for file in kept { unlink(file.path) } }
+        for file in puts {
+            let keep = file.path + ".kept"
+            if link(file.path, keep) != 0 {
+                do {
+                    try FileManager.default.copyItem(atPath: file.path, toPath: keep)
+                } catch {
+                    throw StoreError.unavailable("cannot keep \(file.path) until the commit: \(error.localizedDescription)")
+                }
+            }
+            kept.append((keep, file.sha256))
+            try await put(fileAt: file.path, sha256: file.sha256)
+        }
+        let result = try await commit()
+        for file in kept {
+            if try await !contains(sha256: file.sha256) { try await put(fileAt: file.path, sha256: file.sha256) }
+        }
+        return result
     }
 }
 

@@ -88,7 +88,7 @@ public struct S3ObjectStore: ObjectStore {
 
     /// With a cutoff, the object's time is read from a listing of its key just before the
     /// DELETE. S3 has no conditional delete, so a put landing between the two is lost unless
-    /// its writer confirms after its commit (`confirm`; crash uploads do).
+    /// its writer confirms after its commit (`confirm`; crash and bundle uploads do).
     public func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool {
         guard isSHA256(sha256) else { return true }
         let key = Self.key(sha256)
