@@ -68,33 +68,38 @@ public struct DirectoryObjectStore: ObjectStore {
 
     public func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8] {
         try Self.checkName(sha256)
+        return try await NIOThreadPool.singleton.runIfActive { try self.readNow(sha256: sha256, range: range, limit: limit) }
+    }
+
+    /// `read` on the calling thread (a thread-pool job's: crash processing reads each batch's
+    /// raw reports inside the job that parses them, rather than a job per report).
+    func readNow(sha256: String, range: Range<UInt64>? = nil, limit: Int) throws -> [UInt8] {
+        try Self.checkName(sha256)
         let path = path(sha256: sha256)
-        return try await NIOThreadPool.singleton.runIfActive {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                if errno == ENOENT { throw StoreError.notFound("no object \(sha256)") }
-                throw Self.posixError("open \(path)")
-            }
-            defer { close(descriptor) }
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { throw Self.posixError("stat \(path)") }
-            let size = UInt64(status.st_size)
-            let wanted = range.map { $0.clamped(to: 0..<size) } ?? 0..<size
-            guard wanted.count <= UInt64(limit) else {
-                throw StoreError.conflict("object \(sha256) is \(wanted.count) bytes, over the limit of \(limit)")
-            }
-            var bytes = [UInt8](repeating: 0, count: Int(wanted.count))
-            var done = 0
-            while done < bytes.count {
-                let count = bytes.withUnsafeMutableBytes {
-                    pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(wanted.lowerBound) + off_t(done))
-                }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw StoreError.corrupt("object \(sha256) ended early at \(done) bytes") }
-                done += count
-            }
-            return bytes
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { throw StoreError.notFound("no object \(sha256)") }
+            throw Self.posixError("open \(path)")
         }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.posixError("stat \(path)") }
+        let size = UInt64(status.st_size)
+        let wanted = range.map { $0.clamped(to: 0..<size) } ?? 0..<size
+        guard wanted.count <= UInt64(limit) else {
+            throw StoreError.conflict("object \(sha256) is \(wanted.count) bytes, over the limit of \(limit)")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(wanted.count))
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(wanted.lowerBound) + off_t(done))
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw StoreError.corrupt("object \(sha256) ended early at \(done) bytes") }
+            done += count
+        }
+        return bytes
     }
 
     public func file(sha256: String) async throws -> ObjectFile {
