@@ -22,10 +22,6 @@ public final class CrashStore: Sendable {
     public init(symbols: SymbolStore) {
         database = symbols.database
         self.symbols = symbols
-        // GRDB turns a pool's writer to `synchronous = NORMAL` when it enables WAL, after the
-        // configuration's own `PRAGMA synchronous = FULL`: every commit then waited for no disk.
-        // FULL again, as the store promises (docs/storage.md "Durability").
-        try? database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
     }
 
     /// Registers the crash tables' migration (run by `SymbolStore` after its own).
