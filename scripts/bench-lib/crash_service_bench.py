@@ -23,7 +23,9 @@ With --healthz, `GET /healthz` under the same wrk load: the HTTP floor of the se
    and p99 latency, and the ratio to the ceiling. The answer is first checked to be the CLI's.
 4. `GET …/symbolicate?build_id=…&address=…` (50 addresses of one module): requests/s.
 5. `POST …/crashes` with wrk for `--ingest-duration` s: crashes accepted per second (201), then how
-   long processing takes to catch up (crashsym_crashes_processed_total on /metrics).
+   long processing takes to catch up (crashsym_crashes_processed_total on /metrics). Each crash
+   is new bytes (the report's pid varies per request), so the object store writes and syncs each
+   one; --same-bytes posts the one report every time (the object store then writes nothing).
 6. Late symbols: `--backlog` crashes of a module the server lacks, then its table is uploaded:
    seconds until every one was symbolicated again.
    For 5 and 6 also the server's CPU time (user + system, /proc/PID/stat) per crash: far less
@@ -80,6 +82,24 @@ def lua(path, method, key, body_path=None):
         if body_path:
             f.write('wrk.headers["Content-Type"] = "text/plain"\n')
             f.write(f'local f = io.open("{body_path}", "rb"); wrk.body = f:read("*a"); f:close()\n')
+    return path
+
+
+def distinct_lua(path, key, body_path, pid):
+    """`lua` for POST with a distinct body per request: the report's pid (`==PID==`, kept by the
+    parser, no part of the grouping signature) made unique per wrk thread and request, so that
+    every crash is new bytes the object store must write and sync."""
+    lua(path, "POST", key, body_path)
+    with open(path, "a") as f:
+        f.write('local template = wrk.body\n')
+        f.write('local counter = 0\n')
+        f.write('local threads = 0\n')
+        f.write('function setup(thread) thread:set("tid", threads); threads = threads + 1 end\n')
+        f.write('function request()\n')
+        f.write('  counter = counter + 1\n')
+        f.write(f'  local body = template:gsub("=={pid}==", "==" .. ((tid or 0) * 100000000 + counter) .. "==")\n')
+        f.write('  return wrk.format(nil, nil, nil, body)\n')
+        f.write('end\n')
     return path
 
 
@@ -265,6 +285,9 @@ def main():
                              "re-symbolication (DIR/resymbolication.perf.data)")
     parser.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                         help="an extra argument for `crashsym serve` (repeatable), e.g. --serve-arg=--crash-workers=4")
+    parser.add_argument("--same-bytes", action="store_true",
+                        help="ingest the same report bytes every time (the object is then never written again: "
+                             "an optimistic ingestion rate, for comparison with earlier runs)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(1)
@@ -388,7 +411,10 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
         # Ingestion, then processing catching up.
         processed_before = metric(base, "crashsym_crashes_processed_total")
         accepted_before = metric(base, "crashsym_crashes_accepted_total")
-        script = lua(os.path.join(work, "ingest.lua"), "POST", ws.key, report_path)
+        if args.same_bytes:
+            script = lua(os.path.join(work, "ingest.lua"), "POST", ws.key, report_path)
+        else:
+            script = distinct_lua(os.path.join(work, "ingest.lua"), ws.key, report_path, 4242)
         wal_before = wal_position(database)
         cpu_before = cpu_seconds(pid)
         start = time.perf_counter()
