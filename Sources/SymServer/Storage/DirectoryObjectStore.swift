@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import SymBytes
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,9 +14,18 @@ import Glibc
 /// digest's path (atomic), and the directory holding it is fsynced. A crash at any point leaves
 /// either nothing or a complete object; an object with no metadata row is harmless (a retry
 /// renames the same bytes over it, the sweeper removes it after its grace period).
+///
+/// `put(bytes:)` (crash ingestion's raw reports, and other small objects) makes the puts waiting
+/// at the same time durable together (group sync, `SyncGroup`): each writes its scratch file
+/// unsynced, then one thread-pool job flushes every file of the group, renames each into place
+/// and flushes each directory once. A put still returns only once its own object is durable, so
+/// a row committed after it never names an object a power loss could take.
 public struct DirectoryObjectStore: ObjectStore {
     /// The data directory.
     public let root: String
+
+    /// The `put(bytes:)` calls waiting to be made durable (shared by copies of the store).
+    let syncGroup = SyncGroup()
 
     /// Opens (creating as needed) the store under `root`.
     public init(root: String) throws {
@@ -46,9 +56,114 @@ public struct DirectoryObjectStore: ObjectStore {
     public func put(bytes: [UInt8], sha256: String) async throws {
         try Self.checkName(sha256)
         let scratch = scratchDirectory + "/put-" + CrashStore.randomHex(bytes: 12)
-        try await NIOThreadPool.singleton.runIfActive {
-            try Self.write(bytes, to: scratch)
-            try insert(fileAt: scratch, sha256: sha256)
+        // Written (not synced) on the thread pool: the group's sync flushes it.
+        let descriptor = try await NIOThreadPool.singleton.runIfActive { try Self.writeUnsynced(bytes, to: scratch) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let pending = SyncGroup.Pending(descriptor: descriptor, scratch: scratch, sha256: sha256, continuation: continuation)
+            if syncGroup.add(pending) {
+                Task { await syncWaiting() }
+            }
+        }
+    }
+
+    /// Makes the waiting puts durable a group at a time until none waits.
+    private func syncWaiting() async {
+        while let group = syncGroup.next() {
+            let results: [Result<Void, any Error>]
+            do {
+                results = try await NIOThreadPool.singleton.runIfActive { self.syncNow(group) }
+            } catch {
+                for pending in group {
+                    close(pending.descriptor)
+                    unlink(pending.scratch)
+                }
+                results = group.map { _ in Result<Void, any Error>.failure(error) }
+            }
+            for (pending, result) in zip(group, results) { pending.continuation.resume(with: result) }
+        }
+    }
+
+    /// One group made durable: every scratch file's data flushed (fdatasync), each renamed into
+    /// place (or dropped when its object is already there, its time refreshed as `insert` does),
+    /// then each directory holding one of them flushed once. A put fails alone when its own file,
+    /// rename or directory fails; its scratch file is removed.
+    func syncNow(_ group: [SyncGroup.Pending]) -> [Result<Void, any Error>] {
+        var results = [Result<Void, any Error>](repeating: .success(()), count: group.count)
+        for (index, pending) in group.enumerated() {
+            var synced: Int32 = 0
+            while fdatasync(pending.descriptor) != 0 {
+                if errno == EINTR { continue }
+                synced = errno
+                break
+            }
+            close(pending.descriptor)
+            if synced != 0 {
+                unlink(pending.scratch)
+                results[index] = .failure(Self.posixError("fsync \(pending.scratch)", synced))
+            }
+        }
+        // Each directory's puts: flushed even when the object was already there, since the put
+        // that renamed it may still be waiting for its own directory flush (in the group before).
+        var directories: [String: [Int]] = [:]
+        for (index, pending) in group.enumerated() where (try? results[index].get()) != nil {
+            let destination = path(sha256: pending.sha256)
+            let directory = FileIO.directory(of: destination)
+            do {
+                if utimensat(AT_FDCWD, destination, nil, 0) == 0 {
+                    unlink(pending.scratch)
+                } else {
+                    try Self.makeDirectory(directory)
+                    guard rename(pending.scratch, destination) == 0 else {
+                        let error = Self.posixError("rename \(pending.scratch) to \(destination)")
+                        unlink(pending.scratch)
+                        throw error
+                    }
+                }
+                directories[directory, default: []].append(index)
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        for (directory, members) in directories {
+            let synced = FileIO.sync(path: directory, directory: true)
+            guard synced != 0 else { continue }
+            for index in members { results[index] = .failure(Self.posixError("fsync \(directory)", synced)) }
+        }
+        return results
+    }
+
+    /// `put(bytes:)` calls waiting for their group's sync, and whether a sync loop runs.
+    final class SyncGroup: Sendable {
+        struct Pending: Sendable {
+            /// The scratch file, still open (its data is flushed through it).
+            var descriptor: Int32
+            var scratch: String
+            var sha256: String
+            var continuation: CheckedContinuation<Void, any Error>
+        }
+        private let state = Mutex<(waiting: [Pending], running: Bool)>(([], false))
+
+        /// Adds a put; true when the caller must start the sync loop.
+        func add(_ pending: Pending) -> Bool {
+            state.withLock { state in
+                state.waiting.append(pending)
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+        }
+
+        /// Every waiting put (at most 256), or nil, the loop ending, when none waits.
+        func next() -> [Pending]? {
+            state.withLock { state in
+                guard !state.waiting.isEmpty else {
+                    state.running = false
+                    return nil
+                }
+                let group = Array(state.waiting.prefix(256))
+                state.waiting.removeFirst(group.count)
+                return group
+            }
         }
     }
 
@@ -200,16 +315,17 @@ public struct DirectoryObjectStore: ObjectStore {
         }
     }
 
-    /// Writes `bytes` to a new file (made durable by the rename into the store).
-    static func write(_ bytes: [UInt8], to path: String) throws {
+    /// Writes `bytes` to a new file and returns it open, its data not yet flushed (`syncNow`).
+    static func writeUnsynced(_ bytes: [UInt8], to path: String) throws -> Int32 {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw posixError("open \(path)") }
-        defer { close(descriptor) }
         let failure = bytes.withUnsafeBytes { FileIO.writeAll(descriptor, $0) }
         guard failure == 0 else {
+            close(descriptor)
             unlink(path)
             throw posixError("write \(path)", failure)
         }
+        return descriptor
     }
 
     static func checkName(_ sha256: String) throws {
