@@ -20,8 +20,8 @@ import Glibc
 /// at the same time durable together (group sync, `SyncGroup`): each writes its scratch file
 /// unsynced, then one thread-pool job flushes the file system (syncfs(2): every scratch file's
 /// data), renames each into place and flushes the file system again (the new names). Two syncs a
-/// group instead of three a put: measured 1.4–2x the accepted crashes per second of fsyncs per
-/// file, and less CPU per crash (docs/BENCHMARKS.md). A put still returns only once its own
+/// group instead of two fsyncs and a rename a put: 1.3x the accepted crashes per second and 28 %
+/// less CPU per crash (median, docs/BENCHMARKS.md). A put still returns only once its own
 /// object is durable, so a row committed after it never names an object a power loss could take.
 public struct DirectoryObjectStore: ObjectStore {
     /// The data directory.
