@@ -154,6 +154,7 @@ let package = Package(
         .target(
             name: "SymServer",
             dependencies: [
+                "CSyncfs",
                 "SymBytes", "SymBundle", "Symbolication", "SymTable", "SymHTTP", "SymS3", "SymCore", "CLibz",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

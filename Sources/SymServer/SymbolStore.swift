@@ -126,6 +126,10 @@ public final class SymbolStore: Sendable {
         }
         do {
             database = try DatabasePool(path: databasePath, configuration: configuration)
+            // GRDB turns the writer to `synchronous = NORMAL` when it enables WAL, after the
+            // configuration's `PRAGMA synchronous = FULL` above: commits would wait for no disk.
+            // FULL again on the one writer connection (readers never commit).
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         } catch {
             throw Self.openError(databasePath, error)
         }

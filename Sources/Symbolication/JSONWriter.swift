@@ -14,6 +14,11 @@ public struct JSONWriter: Sendable {
     /// Creates an empty writer.
     public init() {}
 
+    /// Creates an empty writer with room for `capacity` bytes (no regrowing below that).
+    public init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
     private mutating func separator() {
         if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
         needsComma[needsComma.count - 1] = true

@@ -4,7 +4,8 @@ ceiling, the lookup endpoint, crash ingestion and processing, all with wrk on 12
 
   crash_service_bench.py [--crashsym BIN] [--duration 10] [--connections 64] [--reports 2000]
                          [--ingest-duration 10] [--backlog 2000] [--rss-tables-mb 0] [--rss-only]
-                         [--postgres] [--shared [--shared-backlog N]] [--healthz] [--json]
+                         [--postgres] [--shared [--shared-backlog N]] [--healthz] [--crashes-only]
+                         [--profile DIR] [--json]
 
 With --postgres the server keeps its metadata in a throw-away PostgreSQL 15 (`--database`). With
 --shared every measurement but the ceiling and RSS runs a second time against the shared backends
@@ -22,9 +23,15 @@ With --healthz, `GET /healthz` under the same wrk load: the HTTP floor of the se
    and p99 latency, and the ratio to the ceiling. The answer is first checked to be the CLI's.
 4. `GET …/symbolicate?build_id=…&address=…` (50 addresses of one module): requests/s.
 5. `POST …/crashes` with wrk for `--ingest-duration` s: crashes accepted per second (201), then how
-   long processing takes to catch up (crashsym_crashes_processed_total on /metrics).
+   long processing takes to catch up (crashsym_crashes_processed_total on /metrics). Each crash
+   is new bytes (the report's pid varies per request), so the object store writes and syncs each
+   one; --same-bytes posts the one report every time (the object store then writes nothing).
 6. Late symbols: `--backlog` crashes of a module the server lacks, then its table is uploaded:
    seconds until every one was symbolicated again.
+   For 5 and 6 also the server's CPU time (user + system, /proc/PID/stat) per crash: far less
+   sensitive to other load on the machine than the rates. --crashes-only measures only 5 and 6;
+   --profile DIR records each of them with `perf record -g` (DIR/processing.perf.data,
+   DIR/resymbolication.perf.data).
 7. With --rss-tables-mb N: the server's peak RSS with N MiB of stored tables and the default table
    cache (512 MiB) under load. python3.11d's table is stored under as many distinct build-ids as
    make N MiB (its build-id bytes rewritten in each copy, uploaded in bundles), the server is
@@ -78,6 +85,24 @@ def lua(path, method, key, body_path=None):
     return path
 
 
+def distinct_lua(path, key, body_path, pid):
+    """`lua` for POST with a distinct body per request: the report's pid (`==PID==`, kept by the
+    parser, no part of the grouping signature) made unique per wrk thread and request, so that
+    every crash is new bytes the object store must write and sync."""
+    lua(path, "POST", key, body_path)
+    with open(path, "a") as f:
+        f.write('local template = wrk.body\n')
+        f.write('local counter = 0\n')
+        f.write('local threads = 0\n')
+        f.write('function setup(thread) thread:set("tid", threads); threads = threads + 1 end\n')
+        f.write('function request()\n')
+        f.write('  counter = counter + 1\n')
+        f.write(f'  local body = template:gsub("=={pid}==", "==" .. ((tid or 0) * 100000000 + counter) .. "==")\n')
+        f.write('  return wrk.format(nil, nil, nil, body)\n')
+        f.write('end\n')
+    return path
+
+
 def wal_position(database):
     """PostgreSQL's current write-ahead log position (bytes), or None without a database."""
     if not database:
@@ -110,6 +135,30 @@ def wait_for(predicate, timeout):
             return time.perf_counter() - start
         time.sleep(0.05)
     return None
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds the process has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def profiled(pid, directory, name):
+    """`perf record -g` of process `pid` while the block runs, into DIRECTORY/NAME.perf.data
+    (nothing without a directory)."""
+    if not directory:
+        yield
+        return
+    os.makedirs(directory, exist_ok=True)
+    perf = subprocess.Popen(["perf", "record", "-g", "-F", "499", "-p", str(pid), "-o", os.path.join(directory, name + ".perf.data")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        perf.send_signal(2)
+        perf.wait(timeout=120)
 
 
 def peak_rss_mb(pid):
@@ -229,6 +278,16 @@ def main():
     parser.add_argument("--rss-tables-mb", type=int, default=0,
                         help="also measure peak RSS with this many MiB of stored tables (0: skip)")
     parser.add_argument("--rss-only", action="store_true", help="only the RSS measurement (needs --rss-tables-mb)")
+    parser.add_argument("--crashes-only", action="store_true",
+                        help="only ingestion, processing and late symbols (no ceiling, symbolicate or lookup)")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="perf record -g the server during processing (DIR/processing.perf.data) and "
+                             "re-symbolication (DIR/resymbolication.perf.data)")
+    parser.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                        help="an extra argument for `crashsym serve` (repeatable), e.g. --serve-arg=--crash-workers=4")
+    parser.add_argument("--same-bytes", action="store_true",
+                        help="ingest the same report bytes every time (the object is then never written again: "
+                             "an optimistic ingestion rate, for comparison with earlier runs)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(1)
@@ -244,8 +303,8 @@ def main():
         shared = measure(args, random.Random(2), modules, frames, "shared", ceiling=result["in_process_reports_per_s"])
         result["shared"] = shared
         result["shared_ratios"] = {
-            "symbolicate": round(shared["symbolicate_rps"] / result["symbolicate_rps"], 2),
-            "lookup": round(shared["lookup_rps"] / result["lookup_rps"], 2),
+            "symbolicate": round(shared["symbolicate_rps"] / result["symbolicate_rps"], 2) if "symbolicate_rps" in shared else None,
+            "lookup": round(shared["lookup_rps"] / result["lookup_rps"], 2) if "lookup_rps" in shared else None,
             "ingest": round(shared["ingest_per_s"] / result["ingest_per_s"], 2),
             "resymbolicate": round((shared["backlog"] / shared["backlog_resymbolicated_seconds"])
                                    / (result["backlog"] / result["backlog_resymbolicated_seconds"]), 2)
@@ -261,6 +320,28 @@ def main():
         q = result["shared_ratios"]
         print(f"  shared / embedded: symbolicate {q['symbolicate']}x (target >= 0.5), lookup {q['lookup']}x, "
               f"ingestion {q['ingest']}x (target >= 0.3), re-symbolication {q['resymbolicate']}x")
+
+
+def measure_symbolication(args, ws, base, report_path, modules, frames, ceiling, result):
+    """POST symbolicate, GET /healthz (with --healthz) and the lookup endpoint, with wrk."""
+    work = ws.work
+    script = lua(os.path.join(work, "symbolicate.lua"), "POST", ws.key, report_path)
+    rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate", script, args.duration, args.connections)
+    result.update(symbolicate_rps=round(rate), symbolicate_p99_ms=round(p99, 2), symbolicate_errors=bad,
+                  symbolicate_vs_ceiling=round(rate / ceiling, 2))
+
+    if args.healthz:
+        # The HTTP floor: the same load on a route that does nothing (no key, no body).
+        script = lua(os.path.join(work, "healthz.lua"), "GET", ws.key)
+        rate, p99, total, bad = wrk(f"{base}/healthz", script, args.duration, args.connections)
+        result.update(healthz_rps=round(rate), healthz_p99_ms=round(p99, 2), healthz_errors=bad)
+
+    module = modules[0]
+    addresses = "&".join(f"address=0x{offset:x}" for m, offset in frames if m is module)[:4000] or "address=0x1000"
+    script = lua(os.path.join(work, "lookup.lua"), "GET", ws.key)
+    rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate?build_id={module['build_id']}&{addresses}",
+                                script, args.duration, args.connections)
+    result.update(lookup_rps=round(rate), lookup_p99_ms=round(p99, 2), lookup_errors=bad)
 
 
 def measure(args, rng, modules, frames, backends, ceiling=None):
@@ -281,7 +362,7 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
             debug = f"/usr/lib/debug/.build-id/{module['build_id'][:2]}/{module['build_id'][2:]}.debug"
             if os.path.exists(debug):
                 inputs.append(debug)
-        base = ws.base = ws.serve("--max-crashes-per-minute", "0", "--log-level", "error")
+        base = ws.base = ws.serve("--max-crashes-per-minute", "0", "--log-level", "error", *args.serve_arg)
         env = dict(os.environ, CRASHSYM_APP_KEY=ws.key, XDG_CACHE_HOME=os.path.join(work, "cache"),
                    XDG_CONFIG_HOME=os.path.join(work, "config"))
         subprocess.run([args.crashsym, "upload", *inputs, "--app-id", ws.app_id, "--server", base, "--version", "1.0"],
@@ -306,7 +387,9 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
             sys.exit("crash_service_bench: the endpoint's frames differ from the CLI's")
 
         # In-process ceiling.
-        if ceiling is None:
+        if args.crashes_only:
+            ceiling = ceiling or 0
+        elif ceiling is None:
             directory = os.path.join(work, "reports")
             os.makedirs(directory)
             for i in range(args.reports):
@@ -321,35 +404,29 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
             ceiling = args.reports / statistics.median(times)
         result["in_process_reports_per_s"] = round(ceiling)
 
-        script = lua(os.path.join(work, "symbolicate.lua"), "POST", ws.key, report_path)
-        rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate", script, args.duration, args.connections)
-        result.update(symbolicate_rps=round(rate), symbolicate_p99_ms=round(p99, 2), symbolicate_errors=bad,
-                      symbolicate_vs_ceiling=round(rate / ceiling, 2))
-
-        if args.healthz:
-            # The HTTP floor: the same load on a route that does nothing (no key, no body).
-            script = lua(os.path.join(work, "healthz.lua"), "GET", ws.key)
-            rate, p99, total, bad = wrk(f"{base}/healthz", script, args.duration, args.connections)
-            result.update(healthz_rps=round(rate), healthz_p99_ms=round(p99, 2), healthz_errors=bad)
-
-        module = modules[0]
-        addresses = "&".join(f"address=0x{offset:x}" for m, offset in frames if m is module)[:4000] or "address=0x1000"
-        script = lua(os.path.join(work, "lookup.lua"), "GET", ws.key)
-        rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate?build_id={module['build_id']}&{addresses}",
-                                    script, args.duration, args.connections)
-        result.update(lookup_rps=round(rate), lookup_p99_ms=round(p99, 2), lookup_errors=bad)
+        if not args.crashes_only:
+            measure_symbolication(args, ws, base, report_path, modules, frames, ceiling, result)
+        pid = ws.server.pid
 
         # Ingestion, then processing catching up.
         processed_before = metric(base, "crashsym_crashes_processed_total")
         accepted_before = metric(base, "crashsym_crashes_accepted_total")
-        script = lua(os.path.join(work, "ingest.lua"), "POST", ws.key, report_path)
+        if args.same_bytes:
+            script = lua(os.path.join(work, "ingest.lua"), "POST", ws.key, report_path)
+        else:
+            script = distinct_lua(os.path.join(work, "ingest.lua"), ws.key, report_path, 4242)
         wal_before = wal_position(database)
+        cpu_before = cpu_seconds(pid)
         start = time.perf_counter()
-        rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/crashes", script, args.ingest_duration, args.connections)
-        ingest_seconds = time.perf_counter() - start
-        # The server's own count: wrk's total also counts requests cut off at the end of the run.
-        accepted = metric(base, "crashsym_crashes_accepted_total") - accepted_before
-        caught_up = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= accepted, 600)
+        with profiled(pid, args.profile, "processing"):
+            rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/crashes", script, args.ingest_duration, args.connections)
+            ingest_seconds = time.perf_counter() - start
+            # The server's own count: wrk's total also counts requests cut off at the end of the run.
+            accepted = metric(base, "crashsym_crashes_accepted_total") - accepted_before
+            caught_up = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= accepted, 600)
+        if accepted:
+            # The server's CPU per crash, accepted and processed: far less sensitive to other load than rates.
+            result["ingest_cpu_ms_per_crash"] = round((cpu_seconds(pid) - cpu_before) * 1000 / accepted, 3)
         # None: processing did not catch up within the wait (0.0 is "already caught up").
         behind = float("nan") if caught_up is None else caught_up
         result.update(ingest_per_s=round(accepted / ingest_seconds), ingest_p99_ms=round(p99, 2), ingest_refused=bad,
@@ -384,10 +461,14 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
             wrk(f"{base}/api/v1/apps/{ws.app_id}/crashes", script, 2, args.connections)
             sent = metric(base, "crashsym_crashes_accepted_total") - accepted_before
         wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= sent, 600)
+        cpu_before = cpu_seconds(pid)
         start = time.perf_counter()
-        subprocess.run([args.crashsym, "upload", fixture, "--app-id", ws.app_id, "--server", base, "--version", "1.0"],
-                       check=True, capture_output=True, env=env)
-        done = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= 2 * sent, 900)
+        with profiled(pid, args.profile, "resymbolication"):
+            subprocess.run([args.crashsym, "upload", fixture, "--app-id", ws.app_id, "--server", base, "--version", "1.0"],
+                           check=True, capture_output=True, env=env)
+            done = wait_for(lambda: metric(base, "crashsym_crashes_processed_total") - processed_before >= 2 * sent, 900)
+        if sent:
+            result["backlog_cpu_ms_per_crash"] = round((cpu_seconds(pid) - cpu_before) * 1000 / sent, 3)
         result.update(backlog=int(sent), backlog_resymbolicated_seconds=round(time.perf_counter() - start, 1) if done is not None else None,
                       backlog_requeued=int(metric(base, "crashsym_crashes_requeued_total") - requeued_before))
         result["server_peak_rss_mb"] = peak_rss_mb(ws.server.pid)
@@ -400,21 +481,24 @@ def print_result(r):
 
     print(f"crash service ({r['metadata']} metadata, {r['objects']} objects), wrk with {r['connections']} connections on 127.0.0.1, "
           f"one 50-frame ASan report over 5 modules")
-    print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s")
-    print(f"  POST symbolicate                                {r['symbolicate_rps']} req/s, p99 {r['symbolicate_p99_ms']} ms, "
-          f"{r['symbolicate_vs_ceiling']}x the ceiling, {r['symbolicate_errors']} errors "
-          f"(targets: >= 5000 req/s, >= 0.5x, p99 <= 20 ms)")
-    if "healthz_rps" in r:
-        print(f"  GET /healthz (the HTTP floor)                   {r['healthz_rps']} req/s, p99 {r['healthz_p99_ms']} ms")
-    print(f"  GET symbolicate (lookup)                        {r['lookup_rps']} req/s, p99 {r['lookup_p99_ms']} ms")
+    if "symbolicate_rps" in r:
+        print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s")
+        print(f"  POST symbolicate                                {r['symbolicate_rps']} req/s, p99 {r['symbolicate_p99_ms']} ms, "
+              f"{r['symbolicate_vs_ceiling']}x the ceiling, {r['symbolicate_errors']} errors "
+              f"(targets: >= 5000 req/s, >= 0.5x, p99 <= 20 ms)")
+        if "healthz_rps" in r:
+            print(f"  GET /healthz (the HTTP floor)                   {r['healthz_rps']} req/s, p99 {r['healthz_p99_ms']} ms")
+        print(f"  GET symbolicate (lookup)                        {r['lookup_rps']} req/s, p99 {r['lookup_p99_ms']} ms")
     print(f"  POST crashes                                    {r['ingest_per_s']} accepted/s, p99 {r['ingest_p99_ms']} ms, "
           f"{r['ingest_refused']} refused (target >= 2000/s)")
     if "wal_bytes_per_crash" in r:
         print(f"  PostgreSQL WAL per crash (ingested + processed) {r['wal_bytes_per_crash']} bytes")
     print(f"  processing caught up after                      {r['processing_seconds']} s "
           f"({r['processing_vs_ingest']}x the ingestion time; target <= 2x)")
+    print(f"  server CPU per crash, ingested and processed    {r.get('ingest_cpu_ms_per_crash')} ms")
     print(f"  late symbols: {r['backlog']} crashes re-symbolicated in {r['backlog_resymbolicated_seconds']} s "
           f"({r['backlog_requeued']} requeued; target 100,000 in <= 60 s)")
+    print(f"  server CPU per re-symbolicated crash            {r.get('backlog_cpu_ms_per_crash')} ms")
     print(f"  server peak RSS                                 {r.get('server_peak_rss_mb')} MiB")
     if "rss_peak_mb" in r:
         print(f"  peak RSS with {r['rss_tables_mb']} MiB of tables ({r['rss_tables']} tables, {r['rss_reports']} reports, "

@@ -113,14 +113,14 @@ extension CrashStore {
 
     /// The group of `signature` in the app, created when new (`created` says so).
     static func group(_ db: Database, appID: String, signature: String, title: String, now: Int64) throws -> (id: String, created: Bool) {
-        if let id = try String.fetchOne(db, sql: "SELECT id FROM crash_group WHERE app_id = ? AND signature = ?",
+        if let id = try String.fetchOne(db.cachedStatement(sql: "SELECT id FROM crash_group WHERE app_id = ? AND signature = ?"),
                                         arguments: [appID, signature]) {
             return (id, false)
         }
         let id = randomHex(bytes: 8)
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO crash_group (id, app_id, signature, title, first_seen_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?)
-            """, arguments: [id, appID, signature, String(title.prefix(512)), now, now])
+            """, [id, appID, signature, String(title.prefix(512)), now, now])
         return (id, true)
     }
 
@@ -128,36 +128,36 @@ extension CrashStore {
     /// resolved in opens again and says which; returns whether it reopened.
     @discardableResult
     static func join(_ db: Database, group: String, crashID: String, version: String, host: String?, received: Int64) throws -> Bool {
-        guard let row = try Row.fetchOne(db, sql: "SELECT count, first_seen_ms, last_seen_ms, state, resolved_in FROM crash_group WHERE id = ?",
-                                         arguments: [group]) else { return false }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count, first_seen_ms, last_seen_ms, state, resolved_in FROM crash_group WHERE id = ?
+            """), arguments: [group]) else { return false }
         let count: Int = row["count"]
         let first: Int64 = count == 0 ? received : min(row["first_seen_ms"], received)
         let last: Int64 = count == 0 ? received : max(row["last_seen_ms"], received)
-        try db.execute(sql: """
+        try db.run("""
             UPDATE crash_group SET count = count + 1, first_seen_ms = ?, last_seen_ms = ?,
                 sample_crash_id = coalesce(sample_crash_id, ?) WHERE id = ?
-            """, arguments: [first, last, crashID, group])
+            """, [first, last, crashID, group])
         var reopened = false
         if row["state"] == GroupState.resolved.rawValue,
            VersionOrder.ascending(row["resolved_in"] as String? ?? "", version) {
             try db.execute(sql: "UPDATE crash_group SET state = 'open', reopened_in = ? WHERE id = ?", arguments: [version, group])
             reopened = true
         }
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO crash_group_version (group_id, version, count) VALUES (?, ?, 1)
             ON CONFLICT (group_id, version) DO UPDATE SET count = count + 1
-            """, arguments: [group, version])
+            """, [group, version])
         if let host {
-            try db.execute(sql: "INSERT OR IGNORE INTO crash_group_host (group_id, host) VALUES (?, ?)", arguments: [group, host])
+            try db.run("INSERT OR IGNORE INTO crash_group_host (group_id, host) VALUES (?, ?)", [group, host])
         }
         return reopened
     }
 
     /// Takes a crash out of a group's counts (it moved to another group or was deleted).
     static func leave(_ db: Database, group: String, version: String, crashID: String) throws {
-        try db.execute(sql: "UPDATE crash_group SET count = max(count - 1, 0) WHERE id = ?", arguments: [group])
-        try db.execute(sql: "UPDATE crash_group_version SET count = max(count - 1, 0) WHERE group_id = ? AND version = ?",
-                       arguments: [group, version])
+        try db.run("UPDATE crash_group SET count = max(count - 1, 0) WHERE id = ?", [group])
+        try db.run("UPDATE crash_group_version SET count = max(count - 1, 0) WHERE group_id = ? AND version = ?", [group, version])
         try replaceSample(db, group: group, crashID: crashID)
     }
 

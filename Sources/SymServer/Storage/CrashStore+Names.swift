@@ -21,7 +21,7 @@ extension CrashStore {
     /// matchable while the crash was processed (one table of that name in the version now)
     /// queues it again at once, as `finish` does for build-ids.
     static func recordMissingNames(_ db: Database, seq: Int64, appID: String, version: String, names: [String]) throws {
-        try db.execute(sql: "DELETE FROM crash_missing_name WHERE crash_seq = ?", arguments: [seq])
+        try db.run("DELETE FROM crash_missing_name WHERE crash_seq = ?", [seq])
         guard !names.isEmpty else { return }
         let insert = try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO crash_missing_name (app_id, version, name, crash_seq) VALUES (?, ?, ?, ?)

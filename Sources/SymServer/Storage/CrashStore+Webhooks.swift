@@ -262,13 +262,12 @@ extension CrashStore {
     static func recordGroupEvents(_ db: Database, appID: String, change: GroupChange, crashID: String, version: String,
                                   received: Int64, now: Int64, spike rule: SpikeRule) throws {
         let minute = received / 60_000
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO crash_group_minute (group_id, minute, count) VALUES (?, ?, 1)
             ON CONFLICT (group_id, minute) DO UPDATE SET count = count + 1
-            """, arguments: [change.groupID, minute])
-        try db.execute(sql: "DELETE FROM crash_group_minute WHERE group_id = ? AND minute < ?",
-                       arguments: [change.groupID, minute - minutesKept])
-        let hooks = try Row.fetchAll(db, sql: "SELECT id, events FROM webhook WHERE app_id = ?", arguments: [appID])
+            """, [change.groupID, minute])
+        try db.run("DELETE FROM crash_group_minute WHERE group_id = ? AND minute < ?", [change.groupID, minute - minutesKept])
+        let hooks = try Row.fetchAll(db.cachedStatement(sql: "SELECT id, events FROM webhook WHERE app_id = ?"), arguments: [appID])
             .map { (id: $0["id"] as String, events: Set(($0["events"] as String).split(separator: ",").map(String.init))) }
         guard !hooks.isEmpty else { return }
         func wanted(_ event: Webhook.Event) -> Bool { hooks.contains { $0.events.contains(event.rawValue) } }

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import Symbolication
+import Synchronization
 
 /// Crashes, their processing jobs, groups and grouping rules, in the metadata database of the
 /// `SymbolStore` (SQLite, WAL, synchronous=FULL).
@@ -12,6 +14,9 @@ public final class CrashStore: Sendable {
     let database: DatabasePool
     /// Apps, versions and modules (the same database).
     let symbols: SymbolStore
+
+    /// Ingestion's commits, grouped (`accept`).
+    private let ingestion = CommitGroup()
 
     /// The store over the database of `symbols` (its migrations include the crash tables).
     public init(symbols: SymbolStore) {
@@ -168,32 +173,97 @@ public final class CrashStore: Sendable {
 
     /// Records a crash and its processing job in one transaction. With an idempotency key seen
     /// before for the app, nothing is stored and the first crash is answered instead.
+    ///
+    /// Crashes accepted at the same time share a transaction, and so its sync (group commit):
+    /// while one group commits, the next gathers. Each crash is inserted under its own savepoint,
+    /// so one that fails leaves the others in.
     public func accept(_ crash: NewCrash) async throws -> Receipt {
-        try await write { db in try Self.insert(db, crash).receipt }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Receipt, any Error>) in
+            if ingestion.add(crash, continuation) {
+                Task { await commitIngestion() }
+            }
+        }
+    }
+
+    /// Commits the waiting crashes a group at a time until none waits.
+    private func commitIngestion() async {
+        while let group = ingestion.next() {
+            let crashes = group.map(\.crash)
+            let results: [Result<Receipt, any Error>]
+            do {
+                results = try await write { db in
+                    crashes.map { crash in
+                        var receipt: Result<Receipt, any Error> = .failure(StoreError.unavailable("not inserted"))
+                        do {
+                            try db.inSavepoint {
+                                receipt = .success(try Self.insert(db, crash).receipt)
+                                return .commit
+                            }
+                        } catch let error as DatabaseError {
+                            receipt = .failure(Self.storeError(error))
+                        } catch {
+                            receipt = .failure(error)
+                        }
+                        return receipt
+                    }
+                }
+            } catch {
+                results = group.map { _ in .failure(error) }
+            }
+            for (waiting, result) in zip(group, results) { waiting.continuation.resume(with: result) }
+        }
+    }
+
+    /// Crashes waiting to be committed, and whether a commit loop runs.
+    final class CommitGroup: Sendable {
+        typealias Waiting = (crash: NewCrash, continuation: CheckedContinuation<Receipt, any Error>)
+        private let state = Mutex<(waiting: [Waiting], running: Bool)>(([], false))
+
+        /// Adds a crash; true when the caller must start the commit loop.
+        func add(_ crash: NewCrash, _ continuation: CheckedContinuation<Receipt, any Error>) -> Bool {
+            state.withLock { state in
+                state.waiting.append((crash, continuation))
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+        }
+
+        /// Every waiting crash (at most 256), or nil, the loop ending, when none waits.
+        func next() -> [Waiting]? {
+            state.withLock { state in
+                guard !state.waiting.isEmpty else {
+                    state.running = false
+                    return nil
+                }
+                let group = Array(state.waiting.prefix(256))
+                state.waiting.removeFirst(group.count)
+                return group
+            }
+        }
     }
 
     /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
     /// idempotency key answered an earlier crash).
     static func insert(_ db: Database, _ crash: NewCrash) throws -> (receipt: Receipt, seq: Int64?) {
         if let key = crash.idempotencyKey,
-           let row = try Row.fetchOne(db, sql: """
+           let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT c.id, c.state, c.group_id FROM crash_idempotency k JOIN crash c ON c.seq = k.crash_seq
                 WHERE k.app_id = ? AND k.key = ?
-                """, arguments: [crash.appID, key]) {
+                """), arguments: [crash.appID, key]) {
             return (Receipt(id: row["id"], state: State(rawValue: row["state"]) ?? .pending, groupID: row["group_id"], replayed: true), nil)
         }
         let id = Self.randomHex(bytes: 16)
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
                                raw_sha256, raw_size, state)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
-            """, arguments: [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
+            """, [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
                              crash.host, crash.system, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
         let seq = db.lastInsertedRowID
         try Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
         if let key = crash.idempotencyKey {
-            try db.execute(sql: "INSERT INTO crash_idempotency (app_id, key, crash_seq) VALUES (?, ?, ?)",
-                           arguments: [crash.appID, key, seq])
+            try db.run("INSERT INTO crash_idempotency (app_id, key, crash_seq) VALUES (?, ?, ?)", [crash.appID, key, seq])
         }
         return (Receipt(id: id, state: .pending, groupID: nil, replayed: false), seq)
     }
@@ -201,10 +271,10 @@ public final class CrashStore: Sendable {
     /// Adds (or re-arms) the job of crash `seq`: a job already leased is marked to run again
     /// when it finishes, so symbols that arrive during processing are not missed.
     static func enqueue(_ db: Database, seq: Int64, kind: Job.Kind, now: Int64) throws {
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO crash_job (crash_seq, kind, priority, created_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (crash_seq) DO UPDATE SET again = 1
-            """, arguments: [seq, kind.rawValue, kind.priority, now])
+            """, [seq, kind.rawValue, kind.priority, now])
     }
 
     // MARK: Jobs
@@ -217,11 +287,11 @@ public final class CrashStore: Sendable {
     /// Leases up to `limit` jobs whose lease is free or expired, new crashes before
     /// re-symbolication, for `lease` milliseconds.
     public func leaseJobs(limit: Int, now: Int64, lease: Int64) async throws -> [Job] {
-        try await write { db in
-            let rows = try Row.fetchAll(db, sql: """
+        try await writeUnsynced { db in
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT crash_seq, kind, attempts FROM crash_job WHERE lease_until_ms <= ?
                 ORDER BY priority, crash_seq LIMIT ?
-                """, arguments: [now, limit])
+                """), arguments: [now, limit])
             let update = try db.cachedStatement(sql: """
                 UPDATE crash_job SET lease_until_ms = ?, attempts = attempts + 1, again = 0 WHERE crash_seq = ?
                 """)
@@ -279,16 +349,33 @@ public final class CrashStore: Sendable {
     /// jobs); returns each crash's group, in order.
     public func finish(_ outcomes: [(seq: Int64, result: ProcessingResult)], now: Int64, spike: SpikeRule = SpikeRule()) async throws
         -> [String?] {
-        try await write { db in
-            try outcomes.map { try Self.finish(db, seq: $0.seq, result: $0.result, now: now, spike: spike) }
+        // The missing build-ids' JSON is written before the transaction: the writer is the one
+        // connection every ingestion and processing commit waits for.
+        let missing = outcomes.map { Self.missingJSON($0.result.missing) }
+        // Unsynced: a power loss may take the commit back, and then the job is still there and
+        // the crash is processed again (docs/storage.md "Durability").
+        return try await writeUnsynced { db in
+            try zip(outcomes, missing).map { outcome, missing in
+                try Self.finish(db, seq: outcome.seq, result: outcome.result, missingJSON: missing, now: now, spike: spike)
+            }
         }
     }
 
-    private static func finish(_ db: Database, seq: Int64, result: ProcessingResult, now: Int64, spike: SpikeRule) throws -> String? {
-        guard let crash = try Row.fetchOne(db, sql: """
+    /// The JSON array of the missing modules' build-ids, as `missing_build_ids` keeps it.
+    static func missingJSON(_ missing: [(buildID: String, name: String)]) -> String {
+        var writer = JSONWriter()
+        writer.beginArray()
+        for module in missing { writer.value(module.buildID) }
+        writer.endArray()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    private static func finish(_ db: Database, seq: Int64, result: ProcessingResult, missingJSON: String, now: Int64,
+                               spike: SpikeRule) throws -> String? {
+        guard let crash = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT id, app_id, version, version_given, host, received_ms, group_id FROM crash WHERE seq = ?
-            """, arguments: [seq]) else {
-            try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ?", arguments: [seq])
+            """), arguments: [seq]) else {
+            try db.run("DELETE FROM crash_job WHERE crash_seq = ?", [seq])
             return nil
         }
         let appID: String = crash["app_id"]
@@ -313,15 +400,14 @@ public final class CrashStore: Sendable {
             }
         }
         let missingIDs = result.missing.map(\.buildID)
-        let missingJSON = String(decoding: try JSONEncoder().encode(missingIDs), as: UTF8.self)
-        try db.execute(sql: """
+        try db.run("""
             UPDATE crash SET state = ?, failure = ?, format = ?, signal = ?, signature = ?, title = ?, group_id = ?,
                              report = ?, symbolicated_ms = ?, missing_build_ids = ?, version = ?, grouping = ?
             WHERE seq = ?
-            """, arguments: [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
+            """, [result.state.rawValue, result.failure, result.format, result.signal, result.signature,
                              result.title, newGroup, result.report.map { Data($0) },
                              result.state == .done ? now : nil, missingJSON, version, result.grouping.map { Data($0) }, seq])
-        try db.execute(sql: "DELETE FROM crash_missing WHERE crash_seq = ?", arguments: [seq])
+        try db.run("DELETE FROM crash_missing WHERE crash_seq = ?", [seq])
         let insert = try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO crash_missing (app_id, build_id, crash_seq, module) VALUES (?, ?, ?, ?)
             """)
@@ -329,8 +415,8 @@ public final class CrashStore: Sendable {
         try Self.recordMissingNames(db, seq: seq, appID: appID, version: version, names: result.missingNames)
 
         // Symbols that arrived while this job ran re-armed it: run again instead of ending.
-        try db.execute(sql: "DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", arguments: [seq])
-        try db.execute(sql: "UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", arguments: [seq])
+        try db.run("DELETE FROM crash_job WHERE crash_seq = ? AND again = 0", [seq])
+        try db.run("UPDATE crash_job SET lease_until_ms = 0, again = 0 WHERE crash_seq = ?", [seq])
         // Build-ids committed while it ran but not yet linked to a job: queue now.
         if !missingIDs.isEmpty {
             let present = try Self.presentBuildIDs(db, appID: appID, buildIDs: missingIDs)
@@ -640,7 +726,37 @@ public final class CrashStore: Sendable {
         }
     }
 
-    private static func storeError(_ error: DatabaseError) -> StoreError {
+    /// `write` committed without waiting for the disk (`synchronous = NORMAL` for this one
+    /// transaction; the connection is FULL again before any other write runs on it): for work
+    /// that a restart redoes when a power loss takes the commit back (leases, processing
+    /// outcomes, whose jobs stay until their commit survives). A process crash (kill -9) loses
+    /// nothing either way: the commit is in the OS's cache. The next synced commit, or a
+    /// checkpoint, makes it durable too.
+    func writeUnsynced<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do {
+            return try await database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                var result: T?
+                do {
+                    try db.inTransaction(.immediate) {
+                        result = try body(db)
+                        return .commit
+                    }
+                } catch {
+                    try db.execute(sql: "PRAGMA synchronous = FULL")
+                    throw error
+                }
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return result!
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
+    static func storeError(_ error: DatabaseError) -> StoreError {
         switch error.resultCode {
         case .SQLITE_CORRUPT, .SQLITE_NOTADB: .corrupt(error.message ?? "\(error)")
         case .SQLITE_CONSTRAINT: .conflict(error.message ?? "\(error)")
@@ -667,6 +783,15 @@ func formatMilliseconds(_ milliseconds: Int64) -> String {
 }
 
 /// The current time in milliseconds since 1970.
+extension Database {
+    /// Runs one statement through the connection's statement cache: ingestion and processing run
+    /// the same statements thousands of times a second, and compiling each anew (SQLite's parser
+    /// and GRDB's authorizer) took a tenth of processing's CPU, on the one writer connection.
+    func run(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+}
+
 func currentMilliseconds() -> Int64 {
     Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
 }

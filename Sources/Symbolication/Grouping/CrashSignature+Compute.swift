@@ -151,8 +151,7 @@ extension CrashSignature {
             let module = frame.module.flatMap { $0 < report.report.modules.count ? report.report.modules[$0] : nil }
             let resolution = frameIndex < resolutions.count ? resolutions[frameIndex] : nil
             let locations = resolution?.status == .ok ? resolution?.locations ?? [] : []
-            let named = locations.filter { !$0.function.isEmpty && $0.function != "??" }
-            if !named.isEmpty && named.count == locations.count {
+            if !locations.isEmpty && locations.allSatisfy({ !$0.function.isEmpty && $0.function != "??" }) {
                 for (depth, location) in locations.enumerated() where candidates.count < maximumFramesExamined {
                     let name = FunctionNameNormalizer.normalizeRemembered(location.function, mangled: location.mangled.isEmpty ? nil : location.mangled)
                     let frame = GroupingFrame(frameIndex: frameIndex, inlineDepth: depth, inlined: depth < locations.count - 1,

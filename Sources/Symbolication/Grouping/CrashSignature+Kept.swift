@@ -15,7 +15,8 @@ extension CrashSignature {
     /// rule's note) was as large as the symbolicated report and halved the rate of
     /// re-symbolication (docs/BENCHMARKS.md "Crash service").
     public var keptBytes: [UInt8] {
-        var writer = JSONWriter()
+        // About 200 bytes a frame, the rules a few hundred each: written without regrowing.
+        var writer = JSONWriter(capacity: 2048 + frames.count * 256)
         writer.beginObject()
         writer.field("kept", Self.keptFormVersion)
         writer.field("signature", signature)
