@@ -16,7 +16,7 @@ public final class CrashStore: Sendable {
     let symbols: SymbolStore
 
     /// Ingestion's commits, grouped (`accept`).
-    private let ingestion = CommitGroup()
+    private let ingestion = WaitingGroup<Waiting>()
 
     /// The store over the database of `symbols` (its migrations include the crash tables).
     public init(symbols: SymbolStore) {
@@ -179,7 +179,7 @@ public final class CrashStore: Sendable {
     /// so one that fails leaves the others in.
     public func accept(_ crash: NewCrash) async throws -> Receipt {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Receipt, any Error>) in
-            if ingestion.add(crash, continuation) {
+            if ingestion.add((crash, continuation)) {
                 Task { await commitIngestion() }
             }
         }
@@ -214,34 +214,8 @@ public final class CrashStore: Sendable {
         }
     }
 
-    /// Crashes waiting to be committed, and whether a commit loop runs.
-    final class CommitGroup: Sendable {
-        typealias Waiting = (crash: NewCrash, continuation: CheckedContinuation<Receipt, any Error>)
-        private let state = Mutex<(waiting: [Waiting], running: Bool)>(([], false))
-
-        /// Adds a crash; true when the caller must start the commit loop.
-        func add(_ crash: NewCrash, _ continuation: CheckedContinuation<Receipt, any Error>) -> Bool {
-            state.withLock { state in
-                state.waiting.append((crash, continuation))
-                if state.running { return false }
-                state.running = true
-                return true
-            }
-        }
-
-        /// Every waiting crash (at most 256), or nil, the loop ending, when none waits.
-        func next() -> [Waiting]? {
-            state.withLock { state in
-                guard !state.waiting.isEmpty else {
-                    state.running = false
-                    return nil
-                }
-                let group = Array(state.waiting.prefix(256))
-                state.waiting.removeFirst(group.count)
-                return group
-            }
-        }
-    }
+    /// A crash waiting to be committed with its group, and its caller.
+    typealias Waiting = (crash: NewCrash, continuation: CheckedContinuation<Receipt, any Error>)
 
     /// `accept` inside a transaction: the receipt, and the new crash's seq (nil when the
     /// idempotency key answered an earlier crash).

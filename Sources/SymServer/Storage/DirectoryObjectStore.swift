@@ -17,7 +17,7 @@ import Glibc
 /// renames the same bytes over it, the sweeper removes it after its grace period).
 ///
 /// `put(bytes:)` (crash ingestion's raw reports, and other small objects) makes the puts waiting
-/// at the same time durable together (group sync, `SyncGroup`): each writes its scratch file
+/// at the same time durable together (group sync, `WaitingGroup`): each writes its scratch file
 /// unsynced, then one thread-pool job flushes the file system (syncfs(2): every scratch file's
 /// data), renames each into place and flushes the file system again (the new names). Two syncs a
 /// group instead of two fsyncs and a rename a put: 1.3x the accepted crashes per second and 28 %
@@ -28,7 +28,7 @@ public struct DirectoryObjectStore: ObjectStore {
     public let root: String
 
     /// The `put(bytes:)` calls waiting to be made durable (shared by copies of the store).
-    let syncGroup = SyncGroup()
+    let syncGroup = WaitingGroup<PendingPut>()
 
     /// Opens (creating as needed) the store under `root`.
     public init(root: String) throws {
@@ -62,7 +62,7 @@ public struct DirectoryObjectStore: ObjectStore {
         // Written (not synced) on the thread pool: the group's sync flushes it.
         let descriptor = try await NIOThreadPool.singleton.runIfActive { try Self.writeUnsynced(bytes, to: scratch) }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let pending = SyncGroup.Pending(descriptor: descriptor, scratch: scratch, sha256: sha256, continuation: continuation)
+            let pending = PendingPut(descriptor: descriptor, scratch: scratch, sha256: sha256, continuation: continuation)
             if syncGroup.add(pending) {
                 Task { await syncWaiting() }
             }
@@ -92,7 +92,7 @@ public struct DirectoryObjectStore: ObjectStore {
     /// again for the new directory entries. A put whose rename fails fails alone (its scratch file
     /// removed); a failed flush fails the whole group (syncfs reports writeback errors of the
     /// file system since Linux 5.8, not of one file).
-    func syncNow(_ group: [SyncGroup.Pending]) -> [Result<Void, any Error>] {
+    func syncNow(_ group: [PendingPut]) -> [Result<Void, any Error>] {
         var results = [Result<Void, any Error>](repeating: .success(()), count: group.count)
         let flushed = syncfs(group[0].descriptor) == 0 ? 0 : errno
         for (index, pending) in group.enumerated() {
@@ -135,39 +135,13 @@ public struct DirectoryObjectStore: ObjectStore {
         return results
     }
 
-    /// `put(bytes:)` calls waiting for their group's sync, and whether a sync loop runs.
-    final class SyncGroup: Sendable {
-        struct Pending: Sendable {
-            /// The scratch file, still open until its data is flushed.
-            var descriptor: Int32
-            var scratch: String
-            var sha256: String
-            var continuation: CheckedContinuation<Void, any Error>
-        }
-        private let state = Mutex<(waiting: [Pending], running: Bool)>(([], false))
-
-        /// Adds a put; true when the caller must start the sync loop.
-        func add(_ pending: Pending) -> Bool {
-            state.withLock { state in
-                state.waiting.append(pending)
-                if state.running { return false }
-                state.running = true
-                return true
-            }
-        }
-
-        /// Every waiting put (at most 256), or nil, the loop ending, when none waits.
-        func next() -> [Pending]? {
-            state.withLock { state in
-                guard !state.waiting.isEmpty else {
-                    state.running = false
-                    return nil
-                }
-                let group = Array(state.waiting.prefix(256))
-                state.waiting.removeFirst(group.count)
-                return group
-            }
-        }
+    /// A `put(bytes:)` call waiting for its group's sync.
+    struct PendingPut: Sendable {
+        /// The scratch file, still open until its data is flushed.
+        var descriptor: Int32
+        var scratch: String
+        var sha256: String
+        var continuation: CheckedContinuation<Void, any Error>
     }
 
     public func contains(sha256: String) async throws -> Bool {
