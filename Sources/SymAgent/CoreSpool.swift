@@ -93,8 +93,9 @@ public enum CoreSpool {
         let known = (process?.metadata ?? []) + extra
         do throws(FormatError) {
             let reduced = try StreamedCore.read(from: source, limits: limits, readToEnd: readToEnd)
-            // The server's default budget of frames (`--max-report-frames`): a hostile core's walks stop there.
-            var report = try symbolicator.report(core: reduced.core, path: crash.executable, maximumFrames: 100_000)
+            // The server's default budget of frames: a hostile core's walks stop there.
+            var report = try symbolicator.report(core: reduced.core, path: crash.executable,
+                                                 maximumFrames: Symbolicator.defaultMaximumReportFrames)
             var metadata = [ReportMetadata("input", input.rawValue)]
             if crash.pid > 0 { metadata.append(ReportMetadata("global_pid", "\(crash.pid)")) }
             metadata.append(ReportMetadata("time", "\(crash.time)"))

@@ -15,6 +15,10 @@ import Synchronization
 /// server whose symbols change (late uploads) makes one per request or batch, its provider
 /// keeping the opened tables (`OpenedTableCache`).
 public final class Symbolicator: Sendable {
+    /// The default budget of frames walked from one core or minidump, its threads together
+    /// (`--max-report-frames` of `crashsym symbolicate` and `crashsym serve`, the agent's capture).
+    public static let defaultMaximumReportFrames = 100_000
+
     /// Where symbols are found (the providers, asked in order).
     public let provider: SymbolProviderChain
     /// How ELF files the providers found are converted, and where conversions are cached.

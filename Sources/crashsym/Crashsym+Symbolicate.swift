@@ -72,7 +72,7 @@ extension Crashsym {
         var maxReportFrames: Int = Self.defaultMaximumFrames
 
         /// The default of `--max-report-frames` (the server's too).
-        static let defaultMaximumFrames = 100_000
+        static let defaultMaximumFrames = Symbolicator.defaultMaximumReportFrames
 
         @OptionGroup var naming: NameOptions
 

@@ -154,11 +154,11 @@ final class CrashService: Sendable {
         let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
         // The raw bytes: read inside the thread-pool job from a local directory (a job per
         // crash cost more than reading), else first, here (the object store may be remote).
-        let local = objects as? DirectoryObjectStore
+        let local = objects.readsLocally
         var raws: [Result<[UInt8], any Error>] = []
         for item in work {
             // A minidump is mapped from a local file of the object store (beginMinidump).
-            if item.input.inputFormat == CrashStore.minidumpFormat || local != nil {
+            if item.input.inputFormat == CrashStore.minidumpFormat || local {
                 raws.append(.success([]))
                 continue
             }
@@ -177,8 +177,8 @@ final class CrashService: Sendable {
                 zip(work, raws).map { item, raw in
                     Result {
                         var raw = raw
-                        if let local, item.input.inputFormat != CrashStore.minidumpFormat {
-                            raw = Result { try local.readNow(sha256: item.input.rawSHA256, limit: Self.maximumRawBytes) }
+                        if local, item.input.inputFormat != CrashStore.minidumpFormat {
+                            raw = Result { try self.objects.readNow(sha256: item.input.rawSHA256, range: nil, limit: Self.maximumRawBytes) }
                                 .mapError { Self.rawFailure($0, item.input) }
                         }
                         return try begin(item.input, raw: raw.get(), rules: rules[item.input.appID] ?? .defaults)

@@ -1,4 +1,5 @@
 import Foundation
+import Symbolication
 
 /// The settings of the crash service (`crashsym serve`), resolved like `ServerConfiguration`:
 /// flag, then `CRASHSYM_<NAME>`, then the config file, then the default.
@@ -26,7 +27,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public var maxCrashBytesInFlight: Int
 
     /// Creates a configuration.
-    public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = 100_000, maxCrashesPerMinute: Int = 6000,
+    public init(maxReportBytes: Int = 16 << 20, maxFrames: Int = Symbolicator.defaultMaximumReportFrames, maxCrashesPerMinute: Int = 6000,
                 retentionDays: Double = 90, tableCacheMB: Int = 512, workers: Int = 2,
                 maxMinidumpBytes: Int = 64 << 20, maxCrashBytesInFlight: Int = 256 << 20) {
         self.maxReportBytes = maxReportBytes

@@ -163,9 +163,9 @@ public struct DirectoryObjectStore: ObjectStore {
         return try await NIOThreadPool.singleton.runIfActive { try self.readNow(sha256: sha256, range: range, limit: limit) }
     }
 
-    /// `read` on the calling thread (a thread-pool job's: crash processing reads each batch's
-    /// raw reports inside the job that parses them, rather than a job per report).
-    func readNow(sha256: String, range: Range<UInt64>? = nil, limit: Int) throws -> [UInt8] {
+    public var readsLocally: Bool { true }
+
+    public func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8] {
         try Self.checkName(sha256)
         let path = path(sha256: sha256)
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

@@ -38,6 +38,15 @@ public protocol ObjectStore: Sendable {
     /// The object's bytes within `range` (all of them when nil), at most `limit` bytes.
     func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8]
 
+    /// Whether `readNow` reads objects from this node's disk on the calling thread (a directory
+    /// store): crash processing then reads each batch's raw reports inside the thread-pool job
+    /// that parses them, rather than one async read per report.
+    var readsLocally: Bool { get }
+
+    /// `read` of the whole object on the calling thread (blocks: a thread-pool thread's); only
+    /// for a store that `readsLocally`.
+    func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8]
+
     /// A local file holding the object, for a response body: the object itself when the store
     /// is a directory, else a temporary copy the caller removes once sent (`ObjectFile`).
     func file(sha256: String) async throws -> ObjectFile
@@ -66,6 +75,13 @@ public protocol ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// A remote store reads asynchronously only.
+    public var readsLocally: Bool { false }
+
+    public func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8] {
+        throw StoreError.unavailable("this object store does not read on the calling thread")
+    }
+
     /// The whole object, at most `limit` bytes.
     public func read(sha256: String, limit: Int = 64 << 20) async throws -> [UInt8] {
         try await read(sha256: sha256, range: nil, limit: limit)
