@@ -133,6 +133,32 @@ struct MetadataStoreConformanceTests {
         }
     }
 
+    /// The same build-id committed at once through several connections (several nodes, on
+    /// PostgreSQL) is stored once: one commit stores it, the others find it present; the version's
+    /// module list is the same whichever commit answered.
+    @Test(arguments: Backend.allCases)
+    func concurrentCommitsOfOneBuildIDStoreItOnce(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            let results = try await withThrowingTaskGroup(of: SymbolStore.CommitResult.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        try await store.commit(appID: app, manifest: Self.manifest(app, version: index % 2 == 0 ? "1.0" : "1.1"),
+                                               modules: [Self.module("aa", name: "liba.so"), Self.module("b\(index)", name: "lib\(index).so")])
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { $0.stored.contains("aa") }.count == 1)
+            #expect(results.filter { $0.alreadyPresent.contains("aa") }.count == 7)
+            for version in ["1.0", "1.1"] {
+                let modules = try #require(try await store.modules(appID: app, version: version))
+                #expect(modules.filter { $0.buildID == "aa" }.count == 1 && modules.count == 5, "\(version): \(modules.map(\.buildID))")
+            }
+            #expect(try await store.table(appID: app, buildID: "aa")?.sha256 == "t-aa")
+        }
+    }
+
     // MARK: Crashes
 
     @Test(arguments: Backend.allCases)
@@ -646,6 +672,93 @@ struct MetadataStoreConformanceTests {
             let counts = try cluster.psql("SELECT count(*), count(DISTINCT xmin::text) FROM crash").stdout
                 .split(whereSeparator: { $0 == "|" || $0.isNewline }).compactMap { Int($0) }
             #expect(counts.count == 2 && counts[0] == 200 && counts[1] < 200, "crashes, transactions: \(counts)")
+        }
+    }
+
+    /// On PostgreSQL a `finish` batch locks a group's row only at its end, when it moves the
+    /// group counters: while the batch still records its crashes, another node's batch can update
+    /// the same (hot) group. The batch is held mid-way by a lock on its second crash's job row;
+    /// the group row must then be free (`FOR UPDATE NOWAIT` succeeds), and the counters right after.
+    @Test func finishLocksTheGroupRowOnlyAtTheEnd() async throws {
+        try await PostgresCluster.with { cluster in
+            var quiet = Logger(label: "test.postgres")
+            quiet.logLevel = .critical
+            try await PostgresMetadataStore.with(url: cluster.url(), password: nil, logger: quiet) { store in
+                let app = try await Self.app(store)
+                _ = try await store.accept(Self.crash(app, at: 1_000))
+                let hot = try #require(try await store.finish(seq: try await Self.leaseAll(store)[0], result: Self.done("hot"),
+                                                              now: 2_000))
+                _ = try await store.accept(Self.crash(app, at: 3_000))
+                _ = try await store.accept(Self.crash(app, at: 4_000))
+                let seqs = try await Self.leaseAll(store, now: 5_000)
+                #expect(seqs.count == 2)
+
+                let (locked, lockedNow) = AsyncStream.makeStream(of: Void.self)
+                let (released, release) = AsyncStream.makeStream(of: Void.self)
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    // Holds the second crash's job row, which the batch deletes after recording it.
+                    tasks.addTask {
+                        try await store.transaction { db in
+                            try await db.rows("SELECT 1 FROM crash_job WHERE crash_seq = \(seqs[1]) FOR UPDATE")
+                            lockedNow.yield()
+                            for await _ in released { break }
+                        }
+                    }
+                    for await _ in locked { break }
+                    tasks.addTask {
+                        let groups = try await store.finish([(seqs[0], Self.done("hot")), (seqs[1], Self.done("hot"))], now: 6_000,
+                                                            spike: CrashStore.SpikeRule())
+                        #expect(groups == [hot, hot])
+                    }
+                    // The batch waits on the job row (a backend waiting for a lock), its first crash recorded.
+                    var waiting = false
+                    for _ in 0..<600 where !waiting {
+                        waiting = try await store.rows("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]
+                            .decode(Int.self) > 0
+                        if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+                    }
+                    #expect(waiting, "the finish batch never waited on the held job row")
+                    let groupFree: Bool
+                    do {
+                        try await store.transaction { db in
+                            try await db.rows("SELECT 1 FROM crash_group WHERE id = \(hot) FOR UPDATE NOWAIT")
+                        }
+                        groupFree = true
+                    } catch {
+                        groupFree = false
+                    }
+                    #expect(groupFree, "the hot group's row was locked while the batch was still recording its crashes")
+                    release.yield()
+                    try await tasks.waitForAll()
+                }
+                let group = try await store.group(appID: app, id: hot)
+                #expect(group.count == 3 && group.versions == ["1.0"])
+                #expect(try await store.pendingJobCount() == 0)
+            }
+        }
+    }
+
+    /// Nodes starting together on an empty database migrate it once: the advisory lock holds the
+    /// others until the first is done, and they find every migration applied (without it their
+    /// concurrent `CREATE TABLE`s collide and nodes fail to start).
+    @Test func nodesStartingTogetherMigrateOnce() async throws {
+        try await PostgresCluster.with { cluster in
+            var quiet = Logger(label: "test.postgres")
+            quiet.logLevel = .critical
+            let (url, logger) = (cluster.url(), quiet)
+            try await withThrowingTaskGroup(of: Void.self) { nodes in
+                for index in 0..<6 {
+                    nodes.addTask {
+                        try await PostgresMetadataStore.with(url: url, password: nil, logger: logger) { store in
+                            _ = try await store.createApp(name: "Node \(index)", id: "node\(index)")
+                        }
+                    }
+                }
+                try await nodes.waitForAll()
+            }
+            let counts = try cluster.psql("SELECT count(*), count(DISTINCT name) FROM crashsym_migration; SELECT count(*) FROM app")
+                .stdout.split(whereSeparator: { $0 == "|" || $0.isNewline }).compactMap { Int($0) }
+            #expect(counts == [PostgresSchema.migrations.count, PostgresSchema.migrations.count, 6], "\(counts)")
         }
     }
 

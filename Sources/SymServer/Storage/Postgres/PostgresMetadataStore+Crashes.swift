@@ -243,16 +243,56 @@ extension PostgresMetadataStore {
             var hooks: [String: [(id: String, events: Set<String>)]] = [:]
             for app in Set(crashes.values.map(\.appID)) { hooks[app] = try await Self.webhooks(db, appID: app) }
             var groups: [String?] = []
+            var moves: [GroupMove] = []
             for outcome in outcomes {
                 guard let crash = crashes[outcome.seq] else {
                     try await db.rows("DELETE FROM crash_job WHERE crash_seq = \(outcome.seq)")
                     groups.append(nil)
                     continue
                 }
-                groups.append(try await Self.finish(db, seq: outcome.seq, crash: crash, result: outcome.result, now: now, spike: spike,
-                                                    hooks: hooks[crash.appID] ?? []))
+                groups.append(try await Self.finish(db, seq: outcome.seq, crash: crash, result: outcome.result, now: now,
+                                                    moves: &moves))
             }
+            try await Self.apply(db, moves, now: now, spike: spike, hooks: hooks)
             return groups
+        }
+    }
+
+    /// A crash leaving or joining a group: what `finish` changes in the group's counters, applied
+    /// at the end of the batch.
+    struct GroupMove {
+        enum Kind { case leave, join(created: Bool) }
+        var kind: Kind
+        var group: String
+        var appID: String
+        var crashID: String
+        var version: String
+        var host: String?
+        var received: Int64
+    }
+
+    /// Applies a batch's group moves in group-id order (the order of a group's own moves kept).
+    ///
+    /// The group, version and minute rows are where concurrent batches meet (a crash storm of one
+    /// bug sends every node's crashes to one group row), and an updated row stays locked until the
+    /// commit: applied last, the hot row is locked for the batch's last statements instead of from
+    /// its first crash on; applied in one order by every batch, two batches lock their groups in
+    /// the same order and cannot deadlock on them.
+    static func apply(_ db: Transaction, _ moves: [GroupMove], now: Int64, spike: CrashStore.SpikeRule,
+                      hooks: [String: [(id: String, events: Set<String>)]]) async throws {
+        let ordered = moves.enumerated().sorted { ($0.element.group, $0.offset) < ($1.element.group, $1.offset) }.map(\.element)
+        for move in ordered {
+            switch move.kind {
+            case .leave:
+                try await leave(db, group: move.group, version: move.version, crashID: move.crashID)
+            case .join(let created):
+                let reopened = try await join(db, group: move.group, crashID: move.crashID, version: move.version, host: move.host,
+                                              received: move.received)
+                try await recordGroupEvents(db, appID: move.appID, change: CrashStore.GroupChange(groupID: move.group, created: created,
+                                                                                                  reopened: reopened),
+                                            crashID: move.crashID, version: move.version, received: move.received, now: now,
+                                            spike: spike, hooks: hooks[move.appID] ?? [])
+            }
         }
     }
 
@@ -267,8 +307,9 @@ extension PostgresMetadataStore {
         var group: String?
     }
 
+    /// Records one crash's outcome; its group moves are appended to `moves` for `apply`.
     private static func finish(_ db: Transaction, seq: Int64, crash: FinishingCrash, result: CrashStore.ProcessingResult, now: Int64,
-                               spike: CrashStore.SpikeRule, hooks: [(id: String, events: Set<String>)]) async throws -> String? {
+                               moves: inout [GroupMove]) async throws -> String? {
         let (crashID, appID, storedVersion, received, oldGroup) = (crash.id, crash.appID, crash.version, crash.received, crash.group)
         var version = storedVersion
         if !crash.versionGiven, let stated = result.reportVersion, !stated.isEmpty { version = String(stated.prefix(128)) }
@@ -278,12 +319,13 @@ extension PostgresMetadataStore {
             (newGroup, created) = try await group(db, appID: appID, signature: signature, title: result.title ?? signature, now: now)
         }
         if oldGroup != newGroup {
-            if let oldGroup { try await leave(db, group: oldGroup, version: storedVersion, crashID: crashID) }
+            if let oldGroup {
+                moves.append(GroupMove(kind: .leave, group: oldGroup, appID: appID, crashID: crashID, version: storedVersion,
+                                       host: crash.host, received: received))
+            }
             if let newGroup {
-                let reopened = try await join(db, group: newGroup, crashID: crashID, version: version, host: crash.host, received: received)
-                try await recordGroupEvents(db, appID: appID, change: CrashStore.GroupChange(groupID: newGroup, created: created,
-                                                                                            reopened: reopened),
-                                            crashID: crashID, version: version, received: received, now: now, spike: spike, hooks: hooks)
+                moves.append(GroupMove(kind: .join(created: created), group: newGroup, appID: appID, crashID: crashID, version: version,
+                                       host: crash.host, received: received))
             }
         }
         let missingIDs = result.missing.map(\.buildID)
@@ -484,17 +526,25 @@ extension PostgresMetadataStore {
 
     static func group(_ db: Transaction, appID: String, signature: String, title: String, now: Int64) async throws
         -> (id: String, created: Bool) {
+        // A group that exists is read without locking its row (an upsert's DO UPDATE would lock
+        // the hottest row of a crash storm for the rest of the transaction); a new one is inserted,
+        // and one inserted meanwhile by another transaction (DO NOTHING waits for its commit) is
+        // read again: each statement sees the rows committed before it.
+        let existing = "SELECT id FROM crash_group WHERE app_id = \(appID) AND signature = \(signature)" as PostgresQuery
+        if let row = try await db.rows(existing).first { return (try row.decode(String.self), false) }
         let id = CrashStore.randomHex(bytes: 8)
         let title = String(title.prefix(512))
-        // One statement either way: a conflict "updates" nothing and returns the stored row;
-        // xmax = 0 only on a row this statement inserted.
-        let row = try await db.rows("""
+        if try await db.exists("""
             INSERT INTO crash_group (id, app_id, signature, title, first_seen_ms, last_seen_ms)
             VALUES (\(id), \(appID), \(signature), \(title), \(now), \(now))
-            ON CONFLICT (app_id, signature) DO UPDATE SET title = crash_group.title RETURNING id, xmax = 0
-            """)[0]
-        let (stored, created) = try row.decode((String, Bool).self)
-        return (stored, created)
+            ON CONFLICT (app_id, signature) DO NOTHING RETURNING id
+            """) {
+            return (id, true)
+        }
+        guard let row = try await db.rows(existing).first else {
+            throw StoreError.unavailable("the group of signature \(signature) was neither found nor created; retry")
+        }
+        return (try row.decode(String.self), false)
     }
 
     static func join(_ db: Transaction, group: String, crashID: String, version: String, host: String?, received: Int64) async throws
