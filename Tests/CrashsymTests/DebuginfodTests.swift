@@ -229,4 +229,43 @@ struct DebuginfodTests {
                 ((try? FileManager.default.attributesOfItem(atPath: work + "/client-cache/\(id)/debuginfo")[.size] as? Int) ?? 0) == 0,
                 "the wrong file is not kept in the cache")
     }
+
+    /// `DEBUGINFOD_TIMEOUT` bounds how long a server may stay silent (elfutils' default is 90 s):
+    /// a server that accepts the connection and never answers is left after it, and the module
+    /// keeps its symbol-table names. Each download is announced on a terminal only, as elfutils'
+    /// client does (`script` gives the command a terminal).
+    @Test func aSilentServerIsLeftAfterTheTimeoutAndDownloadsShowOnATerminal() throws {
+        let work = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let stripped = try Self.strippedCopy(in: work)
+        let id = try Self.buildID(stripped)
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", \(port))); s.listen(16); print("ready", flush=True); time.sleep(600)
+            """]
+        let ready = Pipe()
+        process.standardOutput = ready
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = Server(process: process, url: "http://127.0.0.1:\(port)", directory: work + "/none")
+        #expect(String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("ready"))
+
+        let environment = ["DEBUGINFOD_CACHE_PATH": work + "/client-cache", "DEBUGINFOD_URLS": "", "CRASHSYM_CACHE_DIR": work + "/tables",
+                           "DEBUGINFOD_TIMEOUT": "2"]
+        let address = try Self.mainAddress()
+        let started = ContinuousClock.now
+        let plain = try CLI.run(["lookup", stripped, address, "--debuginfod", server.url], environment: environment)
+        #expect(ContinuousClock.now - started < .seconds(60), "the silent server was waited for past DEBUGINFOD_TIMEOUT")
+        #expect(plain.stdout.contains("main  (symbol table only)"), "\(plain.stdout) \(plain.stderr)")
+        #expect(!plain.stderr.contains("Downloading"), "no progress line off a terminal: \(plain.stderr)")
+
+        let command = [CLI.binary, "lookup", stripped, address, "--debuginfod", server.url].joined(separator: " ")
+        let onTerminal = try Tool.run("/usr/bin/script", ["-qec", command, "/dev/null"], environment: environment)
+        #expect(onTerminal.text.contains("crashsym: Downloading from \(server.url)/buildid/\(id)/debuginfo"), "\(onTerminal.text)")
+        #expect(onTerminal.text.contains("main  (symbol table only)"))
+    }
 }

@@ -20,6 +20,13 @@ import Testing
         return "0x" + String(value + 4, radix: 16)
     }
 
+    /// The GNU build-id of `path` (readelf's).
+    static func buildID(_ path: String) throws -> String {
+        let notes = try Binary.run("/usr/bin/readelf", ["-n", path]).stdout
+        let line = try #require(notes.split(separator: "\n").first { $0.contains("Build ID:") })
+        return String(try #require(line.split(separator: " ").last))
+    }
+
     /// The frames' answers of a `symbolicate --format json` document (what follows `"symbolized"`).
     static func answers(_ json: String) -> String {
         json.components(separatedBy: "\"symbolized\"").dropFirst().joined()
@@ -95,5 +102,20 @@ import Testing
         let reference = try Binary.crashsym(["lookup", program, address], environment: environment)
         #expect(fetched.stdout == reference.stdout, "\(fetched.stderr)")
         #expect(reference.stdout.contains("main.c:"))
+
+        // The drop-ins fetch too, from DEBUGINFOD_URLS (each with a cache of its own, so each asks
+        // the server): addr2line and llvm-symbolizer answer for the stripped copy as for the program.
+        let programID = try Self.buildID(program)
+        for (index, command) in [["addr2line", "-f", "-e"], ["llvm-symbolizer", "--obj"]].enumerated() {
+            var viaEnvironment = environment
+            viaEnvironment["DEBUGINFOD_URLS"] = run.server.base
+            viaEnvironment["DEBUGINFOD_CACHE_PATH"] = run.server.scratch + "/debuginfod-cache-\(index)"
+            let dropIn = { (file: String) in try Binary.crashsym(command + [file, address], environment: viaEnvironment) }
+            let (strippedAnswer, programAnswer) = (try dropIn(stripped), try dropIn(program))
+            #expect(strippedAnswer.stdout == programAnswer.stdout, "\(command[0]): \(strippedAnswer.stdout) \(strippedAnswer.stderr)")
+            #expect(strippedAnswer.stdout.contains("main.c:"), "\(command[0]): \(strippedAnswer.stdout)")
+            let cached = viaEnvironment["DEBUGINFOD_CACHE_PATH"]! + "/" + programID + "/debuginfo"
+            #expect(FileManager.default.fileExists(atPath: cached), "\(command[0]) fetched nothing into \(cached)")
+        }
     }
 }
