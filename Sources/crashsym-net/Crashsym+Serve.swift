@@ -111,6 +111,9 @@ extension Crashsym {
         @Option(name: .customLong("job-lease-seconds"),
                 help: "How long a crash job stays with a worker that stopped renewing it, e.g. a killed node (default 120).")
         var jobLeaseSeconds: Double?
+        @Option(name: .customLong("max-crash-cpu-seconds"),
+                help: "CPU seconds one crash may take to process before it is stored as failed with the reason (default 60).")
+        var maxCrashCPUSeconds: Double?
 
         @Option(name: .customLong("max-crash-bytes-in-flight"), help: "Most bytes of crash and minidump upload bodies held in memory at once, across requests (default 256 MiB; 503 with Retry-After above).")
         var maxCrashBytesInFlight: Int?
@@ -150,6 +153,7 @@ extension Crashsym {
             flags["crash-workers"] = crashWorkers.map(String.init)
             flags["max-minidump-bytes"] = maxMinidumpBytes.map(String.init)
             flags["job-lease-seconds"] = jobLeaseSeconds.map { String($0) }
+            flags["max-crash-cpu-seconds"] = maxCrashCPUSeconds.map { String($0) }
             flags["max-crash-bytes-in-flight"] = maxCrashBytesInFlight.map(String.init)
             flags.merge(notifications.flags) { given, _ in given }
             return flags

@@ -69,10 +69,25 @@ struct CrashProcessor: Service {
     }
 
     /// Processes `jobs` while renewing their leases every third of the lease, so that a long
-    /// batch keeps its jobs and a killed node's jobs go to another node one lease later.
+    /// batch keeps its jobs and a killed node's jobs go to another node one lease later; and
+    /// while a watchdog reads the CPU time of the crash in progress: one over
+    /// `--max-crash-cpu-seconds` is failed with the reason and the rest of the batch handed back
+    /// (no parser the job runs should take that long, but one input is known to: see
+    /// docs/http-api.md "Crash processing limits").
     private func processRenewingLeases(_ jobs: [CrashStore.Job]) async {
+        let watch = ProcessingWatch()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await service.process(jobs) }
+            group.addTask { await service.process(jobs, watch: watch) }
+            group.addTask {
+                let limit = Duration.milliseconds(Int64(service.configuration.maxCrashCPUSeconds * 1000))
+                let every = max(.milliseconds(10), min(.seconds(1), limit / 4))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: every)
+                    guard let current = watch.current(), current.cpu > limit, watch.abandon(seq: current.seq) else { continue }
+                    await service.giveUp(jobs, over: current.seq, cpu: current.cpu)
+                    return
+                }
+            }
             group.addTask {
                 let seqs = jobs.map(\.seq)
                 while !Task.isCancelled {

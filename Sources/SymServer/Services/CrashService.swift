@@ -139,7 +139,10 @@ final class CrashService: Sendable {
     /// (one job for the batch, each crash on its own), and the outcomes committed with the end of
     /// their jobs in one transaction. Should that transaction fail, each is committed alone, so
     /// one crash's failure does not hold back the others.
-    func process(_ jobs: [CrashStore.Job]) async {
+    ///
+    /// `watch` follows the thread-pool work crash by crash for the CPU-time watchdog; a batch it
+    /// gave up commits nothing (its jobs were failed or handed back meanwhile).
+    func process(_ jobs: [CrashStore.Job], watch: ProcessingWatch = ProcessingWatch()) async {
         guard !jobs.isEmpty else { return }
         let start = ContinuousClock.now
         let inputs: [Int64: CrashStore.ProcessingInput]
@@ -174,8 +177,10 @@ final class CrashService: Sendable {
             // With a store that reads synchronously, one thread-pool job does everything; otherwise
             // the reports are parsed there, their tables read here, and a second job symbolicates.
             let steps = try await NIOThreadPool.singleton.runIfActive { [self] in
-                zip(work, raws).map { item, raw in
-                    Result {
+                defer { watch.end() }
+                return zip(work, raws).map { item, raw in
+                    watch.begin(seq: item.job.seq)
+                    return Result {
                         var raw = raw
                         if local, item.input.inputFormat != CrashStore.minidumpFormat {
                             raw = Result { try self.objects.readNow(sha256: item.input.rawSHA256, range: nil, limit: Self.maximumRawBytes) }
@@ -204,8 +209,10 @@ final class CrashService: Sendable {
             if !pending.isEmpty {
                 let pendingWork = pending
                 let finished = try await NIOThreadPool.singleton.runIfActive { [self] in
-                    pendingWork.map { item in
-                        Result { try complete(item.parsed, rules: rules[item.parsed.input.appID] ?? .defaults, stored: item.stored) }
+                    defer { watch.end() }
+                    return pendingWork.map { item in
+                        watch.begin(seq: item.parsed.input.seq)
+                        return Result { try complete(item.parsed, rules: rules[item.parsed.input.appID] ?? .defaults, stored: item.stored) }
                     }
                 }
                 for (item, result) in zip(pending, finished) { analysed[item.index] = result }
@@ -214,6 +221,9 @@ final class CrashService: Sendable {
             for item in work { await failed(item.job, error) }
             return
         }
+        // Given up by the watchdog while it ran: the crash over its budget is failed, the others
+        // are another worker's now.
+        if watch.isAbandoned { return }
         var outcomes: [(job: CrashStore.Job, input: CrashStore.ProcessingInput, result: CrashStore.ProcessingResult)] = []
         for (item, outcome) in zip(work, analysed) {
             switch outcome {
@@ -244,6 +254,25 @@ final class CrashService: Sendable {
         if committed.contains(true) { webhookSignal.signal() }
         let elapsed = ContinuousClock.now - start
         for _ in jobs { processingTimer.record(elapsed / jobs.count) }
+    }
+
+    /// Fails crash `seq` of `jobs`, whose processing took `cpu` of CPU time, over the budget, and
+    /// hands the batch's other jobs back at once (their lease ended), so that the thread still
+    /// busy with it holds up nothing else.
+    func giveUp(_ jobs: [CrashStore.Job], over seq: Int64, cpu: Duration) async {
+        let limit = configuration.maxCrashCPUSeconds
+        let reason = "processing took over \(limit) s of CPU time (--max-crash-cpu-seconds); given up: "
+            + "the report, or a symbol table it needs, is too costly to process"
+        logger.error("crash processing over its CPU budget", metadata: ["crashsym.crash_seq": "\(seq)", "crashsym.cpu": "\(cpu)"])
+        failedCounter.increment()
+        do {
+            try await store.abandon(seq: seq, reason: reason)
+            try await store.renewLeases(seqs: jobs.map(\.seq).filter { $0 != seq }, now: 0, lease: 0)
+        } catch {
+            logger.error("cannot give up a crash job", metadata: ["crashsym.crash_seq": "\(seq)", "error": "\(error)"])
+        }
+        if let id = try? await store.processingInputs(seqs: [seq])[seq]?.id { board.finished(id) }
+        doorbell.ring()
     }
 
     /// The largest raw crash read back for processing.

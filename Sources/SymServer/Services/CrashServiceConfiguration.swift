@@ -22,6 +22,9 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     /// every third of this while it processes, and a node killed meanwhile loses its jobs to
     /// another node this long after its last renewal.
     public var jobLeaseSeconds: Double = 120
+    /// CPU seconds one crash may take to process (parse, walk, symbolicate, sign) before the
+    /// watchdog fails it with the reason: hostile input must not hold a worker for ever.
+    public var maxCrashCPUSeconds: Double = 60
     /// Most bytes of crash uploads (`POST …/crashes` and `…/minidump` bodies) held in memory at
     /// once, across requests (503 with Retry-After above).
     public var maxCrashBytesInFlight: Int
@@ -44,7 +47,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
         "max-minidump-bytes", "max-crash-bytes-in-flight",
-        "job-lease-seconds",
+        "job-lease-seconds", "max-crash-cpu-seconds",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -76,6 +79,12 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
                 throw ConfigurationError("job-lease-seconds: \"\(text)\" is not a number of seconds of at least 1")
             }
             configuration.jobLeaseSeconds = seconds
+        }
+        if let text = value("max-crash-cpu-seconds") {
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 0.01, seconds.isFinite else {
+                throw ConfigurationError("max-crash-cpu-seconds: \"\(text)\" is not a number of seconds of at least 0.01")
+            }
+            configuration.maxCrashCPUSeconds = seconds
         }
         configuration.maxCrashBytesInFlight = try integer("max-crash-bytes-in-flight", configuration.maxCrashBytesInFlight, minimum: 1024)
         if let text = value("retention-days") {

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What the thread-pool work of a batch of crash jobs is doing, for the CPU-time watchdog of
+/// `CrashProcessor`: which crash it processes, on which thread, from which point of that thread's
+/// CPU clock; and whether the watchdog gave the batch up (its outcomes are then not committed).
+///
+/// A thread cannot be stopped from outside, so a crash over the budget is failed and the rest of
+/// its batch handed back while the thread finishes (or not) on its own; the CPU clock, not the
+/// wall clock, is read, so a loaded machine does not fail crashes that only waited.
+final class ProcessingWatch: Sendable {
+    private struct State {
+        var seq: Int64?
+        var clock: clockid_t?
+        var start: Int64 = 0
+        var abandoned = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Called on the processing thread as it starts on crash `seq`.
+    func begin(seq: Int64) {
+        var clock = clockid_t()
+        let known = pthread_getcpuclockid(pthread_self(), &clock) == 0
+        let start = known ? Self.nanoseconds(of: clock) ?? 0 : 0
+        state.withLock { state in
+            state.seq = seq
+            state.clock = known ? clock : nil
+            state.start = start
+        }
+    }
+
+    /// Called on the processing thread when it has done the batch's crashes.
+    func end() {
+        state.withLock { state in
+            state.seq = nil
+            state.clock = nil
+        }
+    }
+
+    /// The crash being processed and the CPU time its thread spent on it so far; nil between crashes.
+    func current() -> (seq: Int64, cpu: Duration)? {
+        let (seq, clock, start) = state.withLock { ($0.seq, $0.clock, $0.start) }
+        guard let seq, let clock, let now = Self.nanoseconds(of: clock) else { return nil }
+        return (seq, .nanoseconds(max(0, now - start)))
+    }
+
+    /// Gives the batch up if its thread is still on crash `seq`; true only then, and only once.
+    /// (Under the same lock as `end`: a batch whose thread ended first is not given up.)
+    func abandon(seq: Int64) -> Bool {
+        state.withLock { state in
+            guard !state.abandoned, state.seq == seq else { return false }
+            state.abandoned = true
+            return true
+        }
+    }
+
+    /// Whether the watchdog gave the batch up.
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    private static func nanoseconds(of clock: clockid_t) -> Int64? {
+        var time = timespec()
+        guard clock_gettime(clock, &time) == 0 else { return nil }
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}
