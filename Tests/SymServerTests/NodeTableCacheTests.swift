@@ -56,6 +56,28 @@ struct NodeTableCacheTests {
         #expect(fetcher.calls.withLock { $0.filter { $0 == a }.count } == 3)
     }
 
+    @Test func aRestartedNodeEvictsInTheOrderOfUseNotOfFetching() throws {
+        let directory = try Binary.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (a, b, c) = (Self.name("a"), Self.name("b"), Self.name("c"))
+        let fetcher = Fetcher()
+        do {
+            // Every use sets the file's time (the server does so at most once a minute).
+            let cache = try NodeTableCache(directory: directory, budget: 10_000, touchInterval: 0)
+            for name in [a, b, c] { _ = try cache.file(sha256: name, fetch: fetcher.fetch(name, size: 1_000)) }
+            // Fetched 30, 20 and 10 s ago; then a, fetched first, is used again.
+            let now = Date()
+            for (name, age) in [(a, 30.0), (b, 20.0), (c, 10.0)] {
+                try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-age)], ofItemAtPath: directory + "/" + name)
+            }
+            _ = try cache.file(sha256: a, fetch: fetcher.fetch(a, size: 1_000))
+        }
+        let cache = try NodeTableCache(directory: directory, budget: 2_000)
+        #expect(Self.files(directory) == [a, c], "b, the least recently used, goes first")
+        _ = try cache.file(sha256: a, fetch: fetcher.fetch(a, size: 1_000))
+        #expect(fetcher.calls.withLock { $0 } == [a, b, c])
+    }
+
     @Test func aRestartedNodeTakesInItsFilesAndDropsPartialOnes() throws {
         let directory = try Binary.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

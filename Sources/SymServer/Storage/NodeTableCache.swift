@@ -14,10 +14,15 @@ final class NodeTableCache: Sendable {
     let directory: String
     /// The most bytes kept; one object larger than this is still fetched (and is alone).
     let budget: UInt64
+    /// How often a used file's time is set again (seconds): it orders the next start's evictions,
+    /// and a minute's precision spares a metadata write per request.
+    let touchInterval: Int64
 
     private struct Entry {
         var size: UInt64
         var lastUse: UInt64
+        /// When the file's time was last set to its use (seconds of the monotonic clock).
+        var touched: Int64 = 0
     }
 
     private struct State {
@@ -32,9 +37,10 @@ final class NodeTableCache: Sendable {
 
     /// Opens the cache in `directory` (created as needed), taking in the files a previous run
     /// left (oldest use first, by modification time) and removing partial downloads.
-    init(directory: String, budget: UInt64) throws {
+    init(directory: String, budget: UInt64, touchInterval: Int64 = 60) throws {
         self.directory = directory
         self.budget = budget
+        self.touchInterval = touchInterval
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -49,7 +55,8 @@ final class NodeTableCache: Sendable {
             }
             var status = stat()
             guard stat(path, &status) == 0 else { continue }
-            found.append((name, UInt64(status.st_size), status.st_mtim.tv_sec))
+            // Nanoseconds: files used within the same second keep their order.
+            found.append((name, UInt64(status.st_size), status.st_mtim.tv_sec * 1_000_000_000 + status.st_mtim.tv_nsec))
         }
         state.withLock { state in
             for item in found.sorted(by: { $0.modified < $1.modified }) {
@@ -68,14 +75,19 @@ final class NodeTableCache: Sendable {
     /// when this node has no copy yet.
     func file(sha256: String, fetch: (String) throws -> UInt64) throws -> String {
         let path = directory + "/" + sha256
-        let cached = state.withLock { state -> Bool in
+        let now = Self.seconds()
+        let (cached, touch) = state.withLock { state -> (Bool, Bool) in
             state.clock += 1
-            guard state.entries[sha256] != nil else { return false }
+            guard state.entries[sha256] != nil else { return (false, false) }
             state.entries[sha256]!.lastUse = state.clock
             state.hits += 1
-            return true
+            let touch = now - state.entries[sha256]!.touched >= touchInterval
+            if touch { state.entries[sha256]!.touched = now }
+            return (true, touch)
         }
-        if cached && access(path, F_OK) == 0 { return path }
+        // A use moves the file's time too (at most once per `touchInterval`), so that the next
+        // start evicts in the order of use, not of fetching.
+        if cached && (touch ? utimensat(AT_FDCWD, path, nil, 0) : access(path, F_OK)) == 0 { return path }
         // Two requests may fetch the same object at once: each writes its own scratch file and
         // the second rename replaces the first with the same bytes.
         let size = try fetch(path)
@@ -83,13 +95,19 @@ final class NodeTableCache: Sendable {
             state.misses += 1
             state.clock += 1
             if let old = state.entries[sha256] { state.total -= old.size }
-            state.entries[sha256] = Entry(size: size, lastUse: state.clock)
+            state.entries[sha256] = Entry(size: size, lastUse: state.clock, touched: now)
             state.total += size
         }
         // Keeps the file's time in step with its use, for the next start's order.
         _ = utimensat(AT_FDCWD, path, nil, 0)
         evict(keeping: sha256)
         return path
+    }
+
+    private static func seconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec)
     }
 
     /// Drops the copy of `sha256` (the object was removed from the store).
