@@ -34,7 +34,8 @@ public enum ReportWriter {
     /// Appends the report as text. A text input is reprinted line for line, each frame line
     /// completed with ` in function file:line:column` and one `inlined into …` line per enclosing
     /// frame right under it; every other line is untouched. A JSON input is printed as a listing.
-    /// With `explain`, each unresolved frame gets one `tried:` line per source tried.
+    /// With `explain`, each unresolved frame gets one `tried:` line per source tried, and a resolved
+    /// frame whose table was fetched from a crashsym server a `tried: fetched from <server>…` line.
     public static func writeText(_ result: SymbolicatedReport, explain: Bool = false, into output: inout [UInt8]) {
         let report = result.report
         if report.format.isText && !report.lines.isEmpty {
@@ -116,8 +117,10 @@ public enum ReportWriter {
             }
             append(Literal.flagClose, to: &output)
         }
-        if explain && resolution.status != .ok {
-            for step in resolution.explanation {
+        if explain {
+            // An unresolved frame says everything tried; a resolved one only where its table was
+            // fetched from (a server's, "fetched from <server>").
+            for step in resolution.explanation where resolution.status != .ok || isFetch(step) {
                 append(indent, to: &output)
                 append(Literal.tried, to: &output)
                 output.append(contentsOf: step.utf8)

@@ -48,6 +48,9 @@ public struct SymbolCandidate: Sendable, Equatable {
         /// One of `count` files that match a module reported without a build-id by its name
         /// alone: which is the module's cannot be told, so none is used (not guessed).
         case ambiguous(name: String, count: Int)
+        /// The module's table, fetched from the crashsym server `server` (by this run, or by an
+        /// earlier one and kept in the cache: `earlier`); its build-id matches.
+        case fetched(server: String, earlier: Bool)
         /// The engine wrote the module's converted table there (the conversion cache).
         case stored
         /// The engine could not write the converted table (`reason`).

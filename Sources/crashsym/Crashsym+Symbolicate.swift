@@ -53,7 +53,7 @@ extension Crashsym {
         @Option(help: "Output format: text (the report in place) or json.")
         var format: OutputFormat = .text
 
-        @Flag(help: "For every frame that did not resolve, say which sources were tried and what was found.")
+        @Flag(help: "For every frame that did not resolve, say which sources were tried and what was found; for a frame resolved from a table fetched from --server, say so (fetched from <server>).")
         var explain = false
 
         @Flag(name: .customLong("no-module-paths"), help: "Do not read the module paths named in the report.")

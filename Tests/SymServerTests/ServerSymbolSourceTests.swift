@@ -54,6 +54,22 @@ import Testing
         #expect(Self.answers(fetched.stdout).contains("main.c"), "\(fetched.stdout)")
         #expect(Self.answers(fetched.stdout) == Self.answers(local.stdout), "the server's table answers as the binary does")
 
+        // --explain says where the table came from: fetched from the server by this run (text, a
+        // fresh cache), or by an earlier one (JSON, the cache above).
+        var fresh = environment
+        fresh["CRASHSYM_CACHE_DIR"] = run.server.scratch + "/cache-explain"
+        let explained = try Binary.crashsym(["symbolicate", reportPath, "--explain", "--server", run.server.base,
+                                             "--app-id", run.server.appID], environment: fresh)
+        #expect(explained.stdout.contains("main.c"), "\(explained.stdout)")
+        #expect(explained.stdout.contains("    tried: fetched from \(run.server.base), build-id matches: \(run.server.base)/api/v1/apps/\(run.server.appID)/symbols/\(id)\n"),
+                "\(explained.stdout)")
+        let explainedJSON = try Binary.crashsym(["symbolicate", reportPath, "--format", "json", "--explain", "--server", run.server.base,
+                                                 "--app-id", run.server.appID], environment: environment)
+        #expect(explainedJSON.stdout.contains("\"fetched from \(run.server.base) by an earlier run (kept in the cache), build-id matches: \(run.server.base)/api/v1/apps/\(run.server.appID)/symbols/\(id)\"]"),
+                "\(explainedJSON.stdout)")
+        let localExplained = try Binary.crashsym(["symbolicate", reportPath, "--explain", "--symbols", program], environment: environment)
+        #expect(!localExplained.stdout.contains("tried:"), "a frame resolved from a local file is not explained: \(localExplained.stdout)")
+
         // A wrong key is explained; a module the server lacks is "not found".
         var wrong = run.environment
         wrong["CRASHSYM_APP_KEY"] = "csk_" + String(repeating: "0", count: 64)

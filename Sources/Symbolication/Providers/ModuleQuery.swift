@@ -113,7 +113,9 @@ public struct ModuleQuery: Sendable {
 extension SymbolCandidate {
     /// Whether the candidate is the module's symbols.
     var isMatch: Bool {
-        if case .matched = outcome { return true }
-        return false
+        switch outcome {
+        case .matched, .fetched: return true
+        default: return false
+        }
     }
 }

@@ -84,7 +84,7 @@ public struct ServerTableProvider: SymbolProvider {
         let display = "\(configuration.displayServer)/api/v1/apps/\(configuration.appID)/symbols/\(id)"
         switch entry.state() {
         case .present:
-            return module.table(at: entry.path, source: source, opening: tables)
+            return fetched(module.table(at: entry.path, source: source, opening: tables), display, earlier: true)
         case .miss:
             return .notFound([SymbolCandidate(source: source, location: display,
                                               outcome: .unreadable(reason: "the server had no table for it (remembered for \(configuration.missExpiry.components.seconds) s)"))])
@@ -96,8 +96,7 @@ public struct ServerTableProvider: SymbolProvider {
         case .success(200):
             let answer = module.table(at: entry.path, source: source, opening: tables)
             if answer.table == nil { entry.discard() }
-            return SymbolAnswer(table: answer.table, tableLocation: answer.table == nil ? nil : display,
-                                candidates: answer.candidates.map { SymbolCandidate(source: source, location: display, outcome: $0.outcome) })
+            return fetched(answer, display, earlier: false)
         case .success(404):
             entry.rememberMiss()
             return .notFound([SymbolCandidate(source: source, location: display, outcome: .absent)])
@@ -109,5 +108,18 @@ public struct ServerTableProvider: SymbolProvider {
         case .failure(let failure):
             return .notFound([SymbolCandidate(source: source, location: display, outcome: .unreadable(reason: failure.message))])
         }
+    }
+
+    /// `answer` (the cached download at `display` opened and checked) with its candidates placed
+    /// at `display`, and a matching table's said to be fetched from the server (`--explain`:
+    /// "fetched from <server>", by this run or, `earlier`, by one before it).
+    private func fetched(_ answer: SymbolAnswer, _ display: String, earlier: Bool) -> SymbolAnswer {
+        let source = SymbolCandidate.Source(rawValue: configuration.displayServer)
+        let candidates = answer.candidates.map { candidate in
+            SymbolCandidate(source: source, location: display,
+                            outcome: candidate.isMatch && answer.table != nil
+                                ? .fetched(server: configuration.displayServer, earlier: earlier) : candidate.outcome)
+        }
+        return SymbolAnswer(table: answer.table, tableLocation: answer.table == nil ? nil : display, candidates: candidates)
     }
 }
