@@ -20,7 +20,7 @@ extension CoreFile {
         return withExtendedLifetime(mapped) {
             let bytes = mapped.bytes
             // A data file mapped from its start (a locale archive, a font) is no image.
-            guard bytes.count >= 4, bytes[0] == 0x7f, bytes[1] == 0x45, bytes[2] == 0x4c, bytes[3] == 0x46 else { return .none }
+            guard ELF.hasMagic(bytes) else { return .none }
             let prefix = path == mappedPath ? "file on disk" : "file on disk (\(path))"
             let file: ELFFile
             do {
