@@ -333,7 +333,7 @@ public final class Symbolicator: Sendable {
     /// A module whose file was refused (`ReportModule.refusal`) has a key of its own: another
     /// report of the same path may have its file verified.
     static func pathKey(_ module: ReportModule, reportDirectory: String?) -> String {
-        let path = module.refusal.map { module.path + "\0refused: " + $0 } ?? module.path
+        let path = module.refusal.map { module.path + "\0refused: " + $0.message } ?? module.path
         guard let reportDirectory, !module.path.hasPrefix("/") else { return path }
         return reportDirectory + "\0" + path
     }
@@ -363,8 +363,8 @@ public final class Symbolicator: Sendable {
         if module.buildID == nil, let refusal = module.refusal {
             // The file at the module's path contradicts the report: no file is taken by path or
             // name (without a build-id that is all the providers could match on).
-            result.reason = refusal
-            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal))]
+            result.reason = refusal.message
+            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal.message))]
             return result
         }
         var query = ModuleQuery(module)

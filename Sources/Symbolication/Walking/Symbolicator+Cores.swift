@@ -28,7 +28,7 @@ extension Symbolicator {
         for module in core.modules {
             var buildID = module.buildID
             var binary: ELFFile?
-            var refusal: String?
+            var refusal: ModuleRefusal?
             // The file on disk when the core did not keep the image's first page: it names the
             // build once it agrees with what the core says of the mappings (their places in its
             // segments, the read-only pages the core holds); a file that contradicts it is not
@@ -36,7 +36,7 @@ extension Symbolicator {
             func fromDisk(_ path: String) -> Bool {
                 switch core.diskImage(at: path, mappedAt: module.path) {
                 case .verified(let file): buildID = file.buildIDHex; binary = file
-                case .refused(let reason): refusal = reason
+                case .refused(let refused): refusal = refused
                 case .none: return false
                 }
                 return true
