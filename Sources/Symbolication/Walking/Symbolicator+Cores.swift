@@ -63,7 +63,7 @@ extension Symbolicator {
            let bytes = core.bytes(at: address, count: Int(min(segment.memorySize - (address - segment.address), 1 << 20))),
            let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
             // Its symbols too (`__vdso_clock_gettime`, from its `.dynsym`), as eu-stack names them.
-            if let id = image.buildIDHex { memoryImages.withLock { $0[id] = image } }
+            if let id = image.buildIDHex { memoryImages.withLock { $0.keep(image, buildID: id) } }
             let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
             report.modules[index].size = UInt64(bytes.count)
             walkModules.append(WalkModule(start: address, end: address + UInt64(bytes.count), binary: image))
