@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         // Call-frame information and stack walking; minidumps. Pure: they are handed bytes.
         .target(name: "SymUnwind", dependencies: ["SymBytes"]),
-        .target(name: "SymCore", dependencies: ["SymBytes", "SymUnwind"]),
+        .target(name: "SymCore", dependencies: ["SymBytes", "SymELF", "SymUnwind"]),
         .target(
             name: "Symbolication",
             dependencies: ["SymBytes", "SymELF", "SymDWARF", "SymTable", "SymDemangle", "SymReport", "SymHTTP", "SymUnwind", "SymCore", "CMalloc", "CPrefetch"]

@@ -145,7 +145,9 @@ public enum CoreCapture {
         guard kept < limit else { return "over \(limit) cores in a minute (--max-captures-per-minute)" }
         let text = Array("\(start) \(kept + 1)\n".utf8)
         _ = ftruncate(descriptor, 0)
-        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        // A count that cannot be written is lost: the next capture starts a minute (the core is
+        // worth more than the limit).
+        _ = text.withUnsafeBytes { FileIO.writeAll(descriptor, $0, at: 0) }
         return nil
     }
 

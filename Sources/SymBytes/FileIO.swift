@@ -8,12 +8,18 @@ import Musl
 /// survive short transfers and signals, durable writes and renames.
 public enum FileIO {
     /// Writes all of `bytes` to `descriptor`, retrying short writes and `EINTR`; 0 when every
-    /// byte was written, else the `errno` of the failed write.
-    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    /// byte was written, else the `errno` of the failed write. With `offset`, the bytes go there
+    /// (pwrite(2), the file position left alone); without, at the file position.
+    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64? = nil) -> Int32 {
         guard var next = bytes.baseAddress else { return 0 }
+        if let offset, offset > UInt64(off_t.max) - UInt64(bytes.count) { return EFBIG }
         var left = bytes.count
         while left > 0 {
-            let written = write(descriptor, next, left)
+            let written = if let offset {
+                pwrite(descriptor, next, left, off_t(offset) + off_t(bytes.count - left))
+            } else {
+                write(descriptor, next, left)
+            }
             if written < 0 {
                 if errno == EINTR { continue }
                 return errno

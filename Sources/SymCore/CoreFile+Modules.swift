@@ -1,4 +1,5 @@
 import SymBytes
+import SymELF
 
 extension CoreFile {
     /// A file mapped into the process, as one module: its mappings' span and, when the core kept
@@ -38,8 +39,8 @@ extension CoreFile {
     /// the `NT_GNU_BUILD_ID` note among them. Nil when the memory is absent or is no 64-bit
     /// little-endian ELF image.
     public func buildID(ofImageAt address: UInt64) -> String? {
-        guard let header = bytes(at: address, count: 64), header[0] == 0x7f, header[1] == 0x45, header[2] == 0x4c,
-              header[3] == 0x46, header[4] == 2, header[5] == 1 else { return nil }
+        guard let header = bytes(at: address, count: 64), ELF.hasMagic(header), header[4] == ELF.ELFCLASS64,
+              header[5] == ELF.ELFDATA2LSB else { return nil }
         func word(_ bytes: [UInt8], _ offset: Int, _ size: Int) -> UInt64 {
             (0..<size).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + $1]) << (8 * UInt64($1)) }
         }

@@ -1,4 +1,5 @@
 import SymBytes
+import SymELF
 
 /// An ELF core file (`ET_CORE`, what the kernel's `core_pattern`, `systemd-coredump`, gdb's
 /// `gcore` write): each thread's registers (`NT_PRSTATUS`), the signal (`NT_SIGINFO`), the files
@@ -109,8 +110,7 @@ public struct CoreFile: Sendable {
     /// Whether `bytes` start like an ELF core file (64-bit little-endian `ET_CORE`): the one
     /// test of "is this a core" (report detection asks it before reading text).
     public static func isCore(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        bytes.count >= 18 && bytes[0] == 0x7f && bytes[1] == 0x45 && bytes[2] == 0x4c && bytes[3] == 0x46
-            && bytes[16] == 4 && bytes[17] == 0
+        bytes.count >= 18 && ELF.hasMagic(bytes) && bytes[16] == 4 && bytes[17] == 0
     }
 
     init(storage: Minidump.Storage) throws(FormatError) {

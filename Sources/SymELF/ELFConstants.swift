@@ -3,6 +3,16 @@
 /// This is the raw layer, so the spec's names are kept: readers can grep them in `elf.h`.
 public enum ELF {
     // e_ident (gABI "ELF Identification")
+    /// `ELFMAG`: the four bytes every ELF file starts with (`\x7fELF`).
+    public static let ELFMAG: [UInt8] = [0x7f, 0x45, 0x4c, 0x46]
+
+    /// Whether `bytes` start with the ELF magic: the one test of "are these bytes ELF" (STYLE 19),
+    /// whatever holds them (a mapping, a file's first bytes, an image read from a core's memory).
+    @inlinable
+    public static func hasMagic<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        bytes.starts(with: ELFMAG)
+    }
+
     /// `ELFCLASS32`: 32-bit objects.
     public static let ELFCLASS32: UInt8 = 1
     /// `ELFCLASS64`: 64-bit objects.

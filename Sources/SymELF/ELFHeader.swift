@@ -40,8 +40,7 @@ public struct ELFHeader: Sendable, Equatable {
     init(parsing bytes: UnsafeRawBufferPointer) throws(FormatError) {
         let ident = ByteReader(bytes)
         try ident.check(0, 16, "ELF identification")
-        guard bytes[0] == 0x7f, bytes[1] == UInt8(ascii: "E"), bytes[2] == UInt8(ascii: "L"),
-              bytes[3] == UInt8(ascii: "F") else {
+        guard ELF.hasMagic(bytes) else {
             throw FormatError(.badMagic, "not an ELF file", offset: 0)
         }
         switch bytes[4] {

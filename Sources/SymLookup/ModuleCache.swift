@@ -24,7 +24,7 @@ public final class CachedModule {
     public var binary: ELFFile? {
         if !elfFileLoaded {
             elfFileLoaded = true
-            if let prefix = FileSystem.prefix(of: path, count: 4), prefix == [0x7f, 0x45, 0x4c, 0x46] {
+            if let prefix = FileSystem.prefix(of: path, count: 4), ELF.hasMagic(prefix) {
                 elfFile = try? ELFFile(path: path)
             }
         }

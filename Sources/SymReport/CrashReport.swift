@@ -88,8 +88,8 @@ public struct ReportModule: Sendable, Equatable {
     public var fileOffset: UInt64?
     /// Why the file at `path` was refused as this module's (it contradicts what the report
     /// says of its mappings: a core's `NT_FILE` ranges or memory), when it was: no file is
-    /// then taken by path or name, and the module's frames are unresolved with this reason.
-    public var refusal: String?
+    /// then taken by path or name, and the module's frames are unresolved with its message.
+    public var refusal: ModuleRefusal?
 
     /// Creates a module; `name` defaults to the last component of `path`.
     public init(path: String, name: String? = nil, buildID: String? = nil, loadAddress: UInt64? = nil,

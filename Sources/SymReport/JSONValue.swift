@@ -245,32 +245,25 @@ struct JSONText {
     mutating func string(_ key: StaticString?, _ value: String?) {
         separator(key)
         guard var value else { append(Self.null); return }
-        value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+        value.withUTF8 { appendJSONString($0, to: &bytes) }
     }
 
     /// A member whose key is only known at run time (metadata).
     mutating func member(_ key: String, _ value: String) {
         separator(nil)
         var key = key, value = value
-        key.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+        key.withUTF8 { appendJSONString($0, to: &bytes) }
         bytes.append(UInt8(ascii: ":"))
-        value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+        value.withUTF8 { appendJSONString($0, to: &bytes) }
     }
 
     mutating func number(_ key: StaticString?, _ value: some BinaryInteger) {
         separator(key)
-        guard value >= 0, let magnitude = UInt64(exactly: value) else {
+        guard let magnitude = UInt64(exactly: value) else {
             bytes.append(contentsOf: String(value).utf8)
             return
         }
-        if magnitude < 10 { bytes.append(UInt8(ascii: "0") + UInt8(magnitude)); return }
-        let start = bytes.count
-        var rest = magnitude
-        while rest > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        }
-        bytes[start...].reverse()
+        appendDecimal(magnitude, to: &bytes)
     }
 
     /// A `"0x…"` string member (or null), written without an intermediate `String`.
@@ -278,13 +271,7 @@ struct JSONText {
         separator(key)
         guard let value else { append(Self.null); return }
         append("\"0x")
-        // Lowercase digits without leading zeros, as `appendHex` writes them (no table lookup).
-        var shift = (max(1, (64 - value.leadingZeroBitCount + 3) / 4) - 1) * 4
-        while shift >= 0 {
-            let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 15
-            bytes.append(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble)
-            shift -= 4
-        }
+        appendHex(value, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -307,39 +294,4 @@ struct JSONText {
 
     // Static text, not arrays: a shared array's reference count would bounce between threads.
     private static let null: StaticString = "null", `true`: StaticString = "true", `false`: StaticString = "false"
-
-    /// Whether `value` holds a byte JSON must escape (a control character, `"` or `\`), checked
-    /// eight bytes at a time: names and paths are long and almost never need escaping.
-    static func needsEscaping(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        var position = 0
-        if let base = value.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while position + 8 <= value.count {
-                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: position, as: UInt64.self))
-                // A zero byte in `x` sets its high bit in `(x - ones) & ~x & highs` (exact for
-                // "some byte is zero"); bytes below 0x20 likewise with `word - 0x20…`.
-                let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5c)
-                let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if found & highs != 0 { return true }
-                position += 8
-            }
-        }
-        while position < value.count {
-            let byte = value[position]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
-            position += 1
-        }
-        return false
-    }
-
-    static func appendQuoted(_ value: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        if !needsEscaping(value) {
-            bytes.append(contentsOf: value)
-        } else {
-            appendJSONEscaped(value, to: &bytes)
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
 }

@@ -295,6 +295,13 @@ public enum ReportWriter {
             json.hex("load_address", module.loadAddress)
             json.hex("size", module.size)
             if let offset = module.fileOffset { json.hex("file_offset", offset) }
+            if let refusal = module.refusal {
+                json.beginObject("refusal")
+                json.string("code", refusal.code.rawValue)
+                json.string("message", refusal.message)
+                json.string("path", refusal.path)
+                json.endObject()
+            }
             json.endObject()
         }
         json.endArray()

@@ -91,7 +91,7 @@ public struct Dumper: Sendable {
 
     /// Whether the file starts with the ELF magic.
     public static func isELF(_ path: String) -> Bool {
-        FileSystem.prefix(of: path, count: 4) == [0x7f, 0x45, 0x4c, 0x46]
+        FileSystem.prefix(of: path, count: 4).map(ELF.hasMagic) ?? false
     }
 
     /// Converts every ELF file under `paths`; `progress(done, total)` is called after each file.

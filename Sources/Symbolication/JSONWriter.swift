@@ -1,8 +1,16 @@
 import SymBytes
 
 /// A minimal streaming JSON writer that keeps keys in the order written (documented output
-/// formats fix the key order, which `JSONEncoder` does not). Strings are escaped by SymBytes'
-/// `appendJSONEscaped`, the one JSON escaper of the project.
+/// formats fix the key order, which `JSONEncoder` does not). Strings and integers are written by
+/// SymBytes' `appendJSONString` and `appendDecimal`, as by the report writer (SymReport's
+/// `JSONText`), so both spell them alike.
+///
+/// Why two writers: `JSONText` is the crash report's (docs/crash-report.md), on the hot path of
+/// the CLI and the server: `StaticString` keys, `nil` as `null`, `"0x…"` members, nesting kept
+/// in the bits of one integer, and members made once per module and spliced into every frame.
+/// This one serves the other documents (command output, the server's API answers, the agent's
+/// records): keys known at run time, public. Their output rules are the same; what differs is the
+/// interface each caller needs.
 public struct JSONWriter: Sendable {
     /// The UTF-8 bytes written so far.
     public private(set) var bytes: [UInt8] = []
@@ -118,19 +126,7 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func appendString(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        // Most strings need no escape: copied whole. (The generic escaper, called per byte across
-        // modules, was half of crash processing when the grouping frames were written with it.)
         var value = value
-        value.withUTF8 { utf8 in
-            var plain = true
-            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                plain = false
-                break
-            }
-            if plain { bytes.append(contentsOf: utf8) } else { appendJSONEscaped(utf8, to: &bytes) }
-        }
-        bytes.append(UInt8(ascii: "\""))
-
+        value.withUTF8 { appendJSONString($0, to: &bytes) }
     }
 }

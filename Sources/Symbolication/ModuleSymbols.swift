@@ -43,7 +43,7 @@ public final class ModuleSymbols: Sendable {
                             decoder: DWARFDecoder = .builtin, cache: TableCache? = nil) throws(FormatError) {
         let file = try MappedFile(path: path)
         let bytes = file.bytes
-        if bytes.count >= 4 && bytes[0] == 0x7f && bytes[1] == 0x45 && bytes[2] == 0x4c && bytes[3] == 0x46 {
+        if ELF.hasMagic(bytes) {
             let binary = try ELFFile(file: file)
             let debugFile = binary.hasDWARF ? nil : locator.locate(for: binary)
             let converted = try ModuleConverter.symbols(binary: binary, debugFile: debugFile, decoder: decoder,

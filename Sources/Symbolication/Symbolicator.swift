@@ -30,8 +30,8 @@ public final class Symbolicator: Sendable {
     /// module's table does not keep (`SymbolTable.address(ofFunction:offset:)` places the others).
     private let symbolValues = Mutex<[String: [String: UInt64]]>([:])
     /// ELF images read from a report's memory (a core's vDSO), by build-id: the symbols of a
-    /// module that no file holds, used when the providers have none.
-    let memoryImages = Mutex<[String: ELFFile]>([:])
+    /// module that no file holds, used when the providers have none (the last few kept).
+    let memoryImages = Mutex(MemoryImages())
 
     /// The renderings made once per resolved address (`LocationChain`): those of the writers
     /// that will print the results (the others render from the locations when asked).
@@ -333,7 +333,7 @@ public final class Symbolicator: Sendable {
     /// A module whose file was refused (`ReportModule.refusal`) has a key of its own: another
     /// report of the same path may have its file verified.
     static func pathKey(_ module: ReportModule, reportDirectory: String?) -> String {
-        let path = module.refusal.map { module.path + "\0refused: " + $0 } ?? module.path
+        let path = module.refusal.map { module.path + "\0refused: " + $0.message } ?? module.path
         guard let reportDirectory, !module.path.hasPrefix("/") else { return path }
         return reportDirectory + "\0" + path
     }
@@ -363,8 +363,8 @@ public final class Symbolicator: Sendable {
         if module.buildID == nil, let refusal = module.refusal {
             // The file at the module's path contradicts the report: no file is taken by path or
             // name (without a build-id that is all the providers could match on).
-            result.reason = refusal
-            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal))]
+            result.reason = refusal.message
+            result.candidates = [SymbolCandidate(source: .modulePath, location: module.path, outcome: .unreadable(reason: refusal.message))]
             return result
         }
         var query = ModuleQuery(module)
@@ -378,7 +378,7 @@ public final class Symbolicator: Sendable {
             let verdict = query.check(object, source: .answer)
             if verdict.isMatch { objects.append(object) } else { candidates.append(verdict) }
         }
-        if objects.isEmpty && answer.table == nil, let id = module.buildID, let image = memoryImages.withLock({ $0[id] }) {
+        if objects.isEmpty && answer.table == nil, let id = module.buildID, let image = memoryImages.withLock({ $0.image(buildID: id) }) {
             // No file of the build anywhere: the image in the report's memory (its `.dynsym`).
             objects = [image]
             candidates.append(SymbolCandidate(source: SymbolCandidate.Source(rawValue: "memory"), location: module.path,

@@ -165,11 +165,7 @@ extension Crashsym {
         static func readHead() -> [UInt8] {
             var head: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            let core: [UInt8] = [0x7f, 0x45, 0x4c, 0x46], minidump: [UInt8] = Array("MDMP".utf8)
-            func mayBeBinary() -> Bool {
-                zip(head, core).allSatisfy { $0 == $1 } || zip(head, minidump).allSatisfy { $0 == $1 }
-            }
-            while head.count < 18 && mayBeBinary() {
+            while head.count < 18 && Symbolicator.mayStartBinaryReport(head) {
                 let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }

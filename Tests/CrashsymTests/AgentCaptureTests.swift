@@ -26,18 +26,39 @@ import TestSupport
         }
     }
 
-    /// A process that waits 30 s (`/bin/sh -c 'sleep 30; exit 0'`, run by `env ENVIRONMENT`), once its
-    /// command line is readable in /proc: a crashed process as the kernel keeps it while it pipes
-    /// the core.
+    /// The waiting process's shell command: it waits in the shell itself (a `read` of a pipe the
+    /// test holds), with no child that its end could leave running. (It was `sleep 30; exit 0`,
+    /// stopped by `terminate()`: the shell inherits the test thread's signal mask, which blocks
+    /// SIGTERM, so the shell ran its `sleep` to the end, and the test waited the 30 s.)
+    static let waitingCommand = "read line; exit 0"
+
+    /// A process that waits (`/bin/sh -c 'read line; exit 0'`, run by `env ENVIRONMENT`, reading
+    /// a pipe nobody writes), once its command line is readable in /proc: a crashed process as
+    /// the kernel keeps it while it pipes the core. `stop(_:)` ends it (and it ends when the
+    /// test's process does: the pipe then closes).
     static func waitingProcess(environment: [String] = []) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = environment + ["/bin/sh", "-c", "sleep 30; exit 0"]
+        process.arguments = environment + ["/bin/sh", "-c", waitingCommand]
+        process.standardInput = Pipe()
         try process.run()
+        let pid = process.processIdentifier
         #expect(AgentTest.eventually(within: 10) {
-            (try? Tool.run("/bin/cat", ["/proc/\(process.processIdentifier)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
+            (try? Tool.run("/bin/cat", ["/proc/\(pid)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
         })
+        // Nothing that its termination would leave behind.
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        #expect(children.allSatisfy { $0.isWhitespace }, "the waiting shell has children: \(children)")
         return process
+    }
+
+    /// Ends a `waitingProcess`: SIGKILL, which no inherited signal mask blocks (SIGTERM is blocked
+    /// in a child spawned from a test's thread, as `FakeSymbolServer.stop()` says).
+    static func stop(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL,
+                "the waiting process ended by itself, not by the signal")
     }
 
     /// The crash reports the server shows for the app, once `count` crashes are processed (the
@@ -157,10 +178,7 @@ import TestSupport
         // The agent's user: nobody owns the state directory.
         #expect(chown(state, 65534, 65534) == 0)
         let process = try Self.waitingProcess(environment: ["-i", "LANG=C.UTF-8", "TZ=UTC", "API_KEY=s3cret", "MY_VAR=x"])
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        defer { Self.stop(process) }
         let pid = "\(process.processIdentifier)"
         let run = try Self.capture(cores + "/crash-O2.core", state: state,
                                    ["--env-allow", "LANG", "--env-allow", "MY_*", "--env-allow", "*KEY*", "--max-captures-per-minute", "0",
@@ -169,7 +187,7 @@ import TestSupport
         let name = "core-1700000600-\(pid)-\(pid)-11-f-sleep.json"
         let report = try #require(try Self.spooled(state)[name])
         let metadata = report["metadata"] as? [String: String] ?? [:]
-        #expect(metadata["command_line"] == "/bin/sh -c 'sleep 30; exit 0'")
+        #expect(metadata["command_line"] == "/bin/sh -c '\(Self.waitingCommand)'")
         #expect(metadata["env.LANG"] == "C.UTF-8" && metadata["env.MY_VAR"] == "x")
         #expect(metadata["env.API_KEY"] == nil && metadata["env.TZ"] == nil)
         #expect(!Self.frames(report).isEmpty)
@@ -276,10 +294,7 @@ import TestSupport
         // The third crash's process is still there (as while the kernel pipes its core): its
         // record carries the command line.
         let process = try Self.waitingProcess()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        defer { Self.stop(process) }
         let pid = "\(process.processIdentifier)"
         let third = try Self.capture(cores + "/crash-O2.core", state: state,
                                      ["--max-captures-per-minute", "2", pid, pid, "11", "1700000320", "crash O2"])
@@ -306,7 +321,7 @@ import TestSupport
         let recordMetadata = record["metadata"] as? [String: Any] ?? [:]
         #expect(recordMetadata["process"] as? String == "crash O2")
         #expect(recordMetadata["time"] as? String == "1700000320")
-        #expect(recordMetadata["command_line"] as? String == "/bin/sh -c 'sleep 30; exit 0'")
+        #expect(recordMetadata["command_line"] as? String == "/bin/sh -c '\(Self.waitingCommand)'")
         #expect((record["modules"] as? [Any])?.isEmpty == true && (record["stacks"] as? [Any])?.isEmpty == true)
         #expect((byPid["302"]?["reason"] as? String)?.hasPrefix("core not kept") == true)
         let listed = try server.crashes()

@@ -85,6 +85,12 @@ extension CoreFileCommandTests {
             #expect(reason.hasPrefix("file on disk does not match the core's mappings: the core's bytes at 0x"), "\(reason)")
             #expect(reason.hasSuffix("differ from the file's"), "\(reason)")
         }
+        // The module object carries the refusal as a value: its code, the frames' message, the file.
+        let refusal = try #require(other.modules["app"]?["refusal"] as? [String: Any], "\(other.modules["app"] ?? [:])")
+        #expect(refusal["code"] as? String == "mapping-mismatch")
+        #expect(refusal["message"] as? String == appFrames.first?["reason"] as? String)
+        #expect(refusal["path"] as? String == work + "/app")
+        #expect(other.modules["libc.so.6"]?["refusal"] == nil, "a verified module has no refusal")
         // --explain says it too.
         let explained = try CLI.run(["symbolicate", core, "--explain", "--cache-dir", directory + "/cache"])
         #expect(explained.stdout.contains("tried: module path \(work)/app: file on disk does not match the core's mappings"), "\(explained.stdout)")
@@ -112,6 +118,8 @@ extension CoreFileCommandTests {
         let reason = short.frames.first?["reason"] as? String ?? ""
         #expect(reason.hasPrefix("file on disk does not match the core's mappings: the file is 8448 bytes, the mapping at 0x"), "\(reason)")
         #expect(reason.hasSuffix("needs its bytes up to offset 0x2130"), "\(reason)")
+        let shortRefusal = short.modules["app"]?["refusal"] as? [String: Any]
+        #expect(shortRefusal?["code"] as? String == "mapping-mismatch" && shortRefusal?["message"] as? String == reason, "\(shortRefusal ?? [:])")
         #expect(Self.functionNames(short.frames).first == "??")
 
         // Cut in half: not even readable as ELF any more (its section table is gone).
@@ -120,5 +128,9 @@ extension CoreFileCommandTests {
         #expect(half.modules["app"]?["build_id"] is NSNull)
         let halfReason = half.frames.first?["reason"] as? String ?? ""
         #expect(halfReason.hasPrefix("file on disk does not match the core's mappings: it is not a readable ELF file"), "\(halfReason)")
+        let halfRefusal = half.modules["app"]?["refusal"] as? [String: Any]
+        #expect(halfRefusal?["code"] as? String == "unreadable-image" && halfRefusal?["message"] as? String == halfReason, "\(halfRefusal ?? [:])")
+        #expect(halfRefusal?["path"] as? String == work + "/app")
+        #expect(right.modules["app"]?["refusal"] == nil, "the right file is not refused")
     }
 }

@@ -117,5 +117,7 @@ import TestSupport
         #expect(answers == [true, true, true, false, true, true, true])
         #expect(CoreCapture.overRate(directory: directory, limit: 3, now: 163) != nil)
         #expect(CoreCapture.overRate(directory: directory, limit: 0, now: 163) == nil)
+        // The count is whole in the file: the minute that began at 160, three captures in it.
+        #expect(try String(contentsOfFile: directory + "/.capture-rate", encoding: .utf8) == "160 3\n")
     }
 }

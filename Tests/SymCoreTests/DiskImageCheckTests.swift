@@ -1,6 +1,7 @@
 import Foundation
 import SymCore
 import SymELF
+import SymReport
 @testable import Symbolication
 import Testing
 
@@ -107,14 +108,15 @@ import Testing
         try Data("locale archive".utf8).write(to: URL(fileURLWithPath: path))
         guard case .none = core.diskImage(at: path, mappedAt: path) else { Issue.record("a data file verified or refused"); return }
         try Data([0x7f, 0x45, 0x4c, 0x46, 9, 9, 9, 9]).write(to: URL(fileURLWithPath: path))
-        guard case .refused(let reason) = core.diskImage(at: path, mappedAt: path) else { Issue.record("garbage ELF not refused"); return }
-        #expect(reason.hasPrefix("file on disk does not match the core's mappings: it is not a readable ELF file ("), "\(reason)")
+        guard case .refused(let garbage) = core.diskImage(at: path, mappedAt: path) else { Issue.record("garbage ELF not refused"); return }
+        #expect(garbage.code == .unreadableImage && garbage.path == path)
+        #expect(garbage.message.hasPrefix("file on disk does not match the core's mappings: it is not a readable ELF file ("), "\(garbage)")
         try Data(Self.twoSegments).write(to: URL(fileURLWithPath: path))
         guard case .verified = core.diskImage(at: path, mappedAt: path) else { Issue.record("the right file refused"); return }
         // --executable names another path for the same mappings: the reason names it.
         let elsewhere = directory + "/y.so"
         try Data(Self.twoSegments.prefix(0x1880)).write(to: URL(fileURLWithPath: elsewhere))
         guard case .refused(let short) = core.diskImage(at: elsewhere, mappedAt: path) else { Issue.record("a short file verified"); return }
-        #expect(short == "file on disk (\(elsewhere)) does not match the core's mappings: the file is 6272 bytes, the mapping at 0x12000 needs its bytes up to offset 0x1900")
+        #expect(short == ModuleRefusal(.mappingMismatch, "file on disk (\(elsewhere)) does not match the core's mappings: the file is 6272 bytes, the mapping at 0x12000 needs its bytes up to offset 0x1900", path: elsewhere))
     }
 }

@@ -1,5 +1,6 @@
 import TestSupport
 import Foundation
+import SymBytes
 import Testing
 @testable import SymReport
 
@@ -9,7 +10,7 @@ import Testing
     /// position of every byte that needs escaping, and for random text.
     @Test func escapingCheckAgreesWithTheByteByByteRule() {
         func naive(_ bytes: [UInt8]) -> Bool { bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c } }
-        func fast(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { JSONText.needsEscaping($0) } }
+        func fast(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer { needsJSONEscaping($0) } }
         var checked = 0
         var mismatches: [[UInt8]] = []
         for length in 0..<24 {

@@ -3,7 +3,7 @@ import SymBytes
 import Testing
 
 /// `FileIO.readAll(_:count:at:)`, the one bounded pread loop: whole reads, reads at an offset, reads
-/// that meet the end of the file, and failures as values.
+/// that meet the end of the file, and failures as values; and its pair `FileIO.writeAll(_:_:at:)`.
 @Suite struct BoundedReadTests {
     static func file(_ bytes: [UInt8]) throws -> (path: String, descriptor: Int32) {
         let path = NSTemporaryDirectory() + "crashsym-read-" + UUID().uuidString
@@ -45,5 +45,29 @@ import Testing
         }
         #expect(throws: FileIO.ReadFailure(code: ESPIPE, bytesRead: 0)) { try FileIO.readAll(ends[0], count: 16, at: 0) }
         #expect(throws: FileIO.ReadFailure(code: EBADF, bytesRead: 0)) { try FileIO.readAll(-1, count: 16, at: 0) }
+    }
+
+    @Test("a positional write-all puts every byte at the offset, leaves the file position alone, and fails as an errno")
+    func positionalWriteAll() throws {
+        let (path, descriptor) = try Self.file(Array("0123456789".utf8))
+        close(descriptor)
+        defer { unlink(path) }
+        let writable = open(path, O_RDWR | O_CLOEXEC)
+        try #require(writable >= 0)
+        defer { close(writable) }
+        let large = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(Array("ab".utf8).withUnsafeBytes { FileIO.writeAll(writable, $0, at: 3) } == 0)
+        #expect(large.withUnsafeBytes { FileIO.writeAll(writable, $0, at: 12) } == 0)
+        #expect(lseek(writable, 0, SEEK_CUR) == 0)
+        #expect(try FileIO.readAll(writable, count: 12, at: 0) == Array("012ab56789".utf8) + [0, 0])
+        #expect(try FileIO.readAll(writable, count: large.count + 1, at: 12) == large)
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        #expect(Array("x".utf8).withUnsafeBytes { FileIO.writeAll(ends[1], $0, at: 0) } == ESPIPE)
+        #expect(Array("x".utf8).withUnsafeBytes { FileIO.writeAll(writable, $0, at: UInt64(off_t.max)) } == EFBIG)
     }
 }

@@ -23,9 +23,6 @@ public struct ModuleQuery: Sendable {
     /// are still of use (a provider may skip looking for DWARF).
     public var tableFound = false
 
-    /// The first bytes of every ELF file.
-    static let elfMagic: [UInt8] = [0x7f, 0x45, 0x4c, 0x46]
-
     /// A query for the module with `buildID` (lowercase hex), `name` and `path`.
     public init(buildID: String?, name: String, path: String) {
         self.buildID = buildID
@@ -63,7 +60,7 @@ public struct ModuleQuery: Sendable {
             Inspection(candidate: SymbolCandidate(source: source, location: path, outcome: .unreadable(reason: reason)))
         }
         guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { return failed("not readable") }
-        if prefix == Self.elfMagic {
+        if ELF.hasMagic(prefix) {
             do {
                 let file = try ELFFile(path: path)
                 let candidate = check(file, source: source)

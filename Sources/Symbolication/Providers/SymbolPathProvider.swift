@@ -97,7 +97,7 @@ public final class SymbolPathProvider: SymbolProvider {
     /// The build-id and module name of an ELF file or `.csym` table; nil for other files.
     static func identify(_ path: String) -> (buildID: String?, name: String)? {
         guard let prefix = FileSystem.prefix(of: path, count: 4), prefix.count == 4 else { return nil }
-        if prefix == ModuleQuery.elfMagic {
+        if ELF.hasMagic(prefix) {
             guard let file = try? ELFFile(path: path) else { return nil }
             return (file.buildIDHex, ReportModule.fileName(of: path))
         }

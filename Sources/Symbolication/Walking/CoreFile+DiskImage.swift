@@ -1,14 +1,15 @@
 import SymBytes
 import SymCore
 import SymELF
+import SymReport
 
 extension CoreFile {
     /// What the file on disk is, offered as the image the core mapped at `mappedPath`.
     enum DiskImage {
         /// The file agrees with everything the core says of that path's mappings.
         case verified(ELFFile)
-        /// The file contradicts the core (the reason says how): it is not used.
-        case refused(String)
+        /// The file contradicts the core (the refusal says how): it is not used.
+        case refused(ModuleRefusal)
         /// No ELF file there (absent, unreadable, or another kind of file): nothing to verify.
         case none
     }
@@ -20,16 +21,16 @@ extension CoreFile {
         return withExtendedLifetime(mapped) {
             let bytes = mapped.bytes
             // A data file mapped from its start (a locale archive, a font) is no image.
-            guard bytes.count >= 4, bytes[0] == 0x7f, bytes[1] == 0x45, bytes[2] == 0x4c, bytes[3] == 0x46 else { return .none }
+            guard ELF.hasMagic(bytes) else { return .none }
             let prefix = path == mappedPath ? "file on disk" : "file on disk (\(path))"
             let file: ELFFile
             do {
                 file = try ELFFile(file: mapped)
             } catch {
-                return .refused("\(prefix) does not match the core's mappings: it is not a readable ELF file (\(error))")
+                return .refused(ModuleRefusal(.unreadableImage, "\(prefix) does not match the core's mappings: it is not a readable ELF file (\(error))", path: path))
             }
             if let mismatch = diskImageMismatch(mappedAt: mappedPath, file: file, bytes: bytes) {
-                return .refused("\(prefix) does not match the core's mappings: \(mismatch)")
+                return .refused(ModuleRefusal(.mappingMismatch, "\(prefix) does not match the core's mappings: \(mismatch)", path: path))
             }
             return .verified(file)
         }

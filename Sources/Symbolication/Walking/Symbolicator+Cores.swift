@@ -28,7 +28,7 @@ extension Symbolicator {
         for module in core.modules {
             var buildID = module.buildID
             var binary: ELFFile?
-            var refusal: String?
+            var refusal: ModuleRefusal?
             // The file on disk when the core did not keep the image's first page: it names the
             // build once it agrees with what the core says of the mappings (their places in its
             // segments, the read-only pages the core holds); a file that contradicts it is not
@@ -36,7 +36,7 @@ extension Symbolicator {
             func fromDisk(_ path: String) -> Bool {
                 switch core.diskImage(at: path, mappedAt: module.path) {
                 case .verified(let file): buildID = file.buildIDHex; binary = file
-                case .refused(let reason): refusal = reason
+                case .refused(let refused): refusal = refused
                 case .none: return false
                 }
                 return true
@@ -63,7 +63,7 @@ extension Symbolicator {
            let bytes = core.bytes(at: address, count: Int(min(segment.memorySize - (address - segment.address), 1 << 20))),
            let image = try? ELFFile(bytes: bytes, path: "[vdso]") {
             // Its symbols too (`__vdso_clock_gettime`, from its `.dynsym`), as eu-stack names them.
-            if let id = image.buildIDHex { memoryImages.withLock { $0[id] = image } }
+            if let id = image.buildIDHex { memoryImages.withLock { $0.keep(image, buildID: id) } }
             let index = report.moduleIndex(path: "[vdso]", buildID: image.buildIDHex, loadAddress: address)
             report.modules[index].size = UInt64(bytes.count)
             walkModules.append(WalkModule(start: address, end: address + UInt64(bytes.count), binary: image))
@@ -188,8 +188,18 @@ extension Symbolicator {
     /// (`MDMP`), else nil.
     public static func binaryFormat(of bytes: UnsafeRawBufferPointer) -> ReportFormat? {
         if CoreFile.isCore(bytes) { return .core }
-        if bytes.count >= 4 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50 { return .minidump }
+        if bytes.starts(with: minidumpSignature) { return .minidump }
         return nil
+    }
+
+    /// A minidump's first bytes (`MDMP`, `MINIDUMP_SIGNATURE` little-endian).
+    static let minidumpSignature: [UInt8] = Array("MDMP".utf8)
+
+    /// Whether `head`, the first bytes of a stream read so far, may still be the start of a
+    /// core file or a minidump (every byte agrees with the ELF magic or `MDMP`): the reader of
+    /// standard input stops reading ahead as soon as it is not, so lines of text are not held back.
+    public static func mayStartBinaryReport(_ head: some Collection<UInt8>) -> Bool {
+        zip(head, ELF.ELFMAG).allSatisfy { $0 == $1 } || zip(head, minidumpSignature).allSatisfy { $0 == $1 }
     }
 }
 
