@@ -150,16 +150,18 @@ public struct SymbolServer: Sendable {
 
     /// The token of an `Authorization: Bearer <token>` value. The scheme is matched without
     /// regard to case (RFC 7235 §2.1: `bearer`, `BEARER`); spaces around the token are ignored.
-    /// The token is trimmed of what Foundation's `CharacterSet.whitespaces` holds (tab and the
-    /// Unicode space separators), scalar by scalar without Foundation: `trimmingCharacters` took
-    /// a fiftieth of the server's time on `POST …/symbolicate`.
+    /// The token is trimmed of what Foundation's `CharacterSet.whitespaces` holds on Linux (tab,
+    /// the Unicode space separators and ZERO WIDTH SPACE), scalar by scalar without Foundation:
+    /// `trimmingCharacters` took a fiftieth of the server's time on `POST …/symbolicate`.
     static func bearerToken(_ value: String) -> String? {
         let trimmed = value.drop { $0 == " " || $0 == "\t" }
         guard let space = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" }) else { return nil }
         // ASCII letters only: `| 0x20` lowercases them and maps nothing else onto "bearer".
         let scheme = trimmed[..<space].unicodeScalars
         guard scheme.count == 6, zip(scheme, "bearer".unicodeScalars).allSatisfy({ $0.value | 0x20 == $1.value }) else { return nil }
-        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+            scalar == "\t" || scalar == "\u{200B}" || scalar.properties.generalCategory == .spaceSeparator
+        }
         var token = trimmed[space...].unicodeScalars
         while let first = token.first, isSpace(first) { token = token.dropFirst() }
         while let last = token.last, isSpace(last) { token = token.dropLast() }
