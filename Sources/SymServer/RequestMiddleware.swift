@@ -19,18 +19,20 @@ struct RequestMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let requestID = context.id
-        context.logger[metadataKey: "crashsym.request_id"] = "\(requestID)"
+        // Setting a logger's metadata renders all of it again (StreamLogHandler), a cost on every
+        // request: only when lines under `error` are logged; errors below name the request anyway.
+        if context.logger.logLevel < .error { context.logger[metadataKey: "crashsym.request_id"] = "\(requestID)" }
         let logger = context.logger
         var response: Response
         do {
             response = try await next(request, context)
         } catch let error as ServerError {
-            if error.code == .internal { logger.error("request failed", metadata: ["error": "\(error)"]) }
+            if error.code == .internal { logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"]) }
             response = error.response()
         } catch let error as StoreError {
             // Any route: a store that is down answers 503 with Retry-After.
             let error = error.serverError
-            logger.error("request failed", metadata: ["error": "\(error)"])
+            logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"])
             response = error.response()
         } catch let error as HTTPError {
             let code: ServerError.Code = switch error.status.code {
@@ -44,7 +46,7 @@ struct RequestMiddleware: RouterMiddleware {
             response = ServerError(code, message).response()
             response.status = error.status
         } catch {
-            logger.error("request failed", metadata: ["error": "\(error)"])
+            logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"])
             response = ServerError(.internal, "internal error (request id \(requestID))").response()
         }
         response.headers[HTTPField.Name("X-Request-Id")!] = requestID

@@ -14,6 +14,9 @@ public final class ModuleSymbols: Sendable {
     /// The persistent cache file the table was read from; nil when it was converted here or
     /// opened from the path asked for.
     public let cachedPath: String?
+    /// The table's build-id in hex ("" when it has none), spelled once: every request checks
+    /// each module it finds against it (`ModuleQuery.check`).
+    public let buildIDHex: String
     private let demangler = Demangler()
     /// The Symbolicator's caches of rendered locations, one per set of renderings and naming,
     /// made on first use and kept with the table: symbolicators made per request (the server)
@@ -27,6 +30,7 @@ public final class ModuleSymbols: Sendable {
     public init(table: SymbolTable, cachedPath: String? = nil) {
         self.table = table
         self.cachedPath = cachedPath
+        buildIDHex = table.module.buildIDHex
     }
 
     /// Opens `path`: a `.csym` table is memory-mapped; an ELF file is converted in memory (its

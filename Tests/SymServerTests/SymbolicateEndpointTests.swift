@@ -118,6 +118,21 @@ struct SymbolicateEndpointTests {
         #expect(after.text.contains(#""function":"fault_use_after_free""#), "\(after.text.prefix(400))")
     }
 
+    @Test("GET symbolicate: a table uploaded after a 404 is answered by the next lookup (the absence remembered is forgotten)")
+    func lateUploadIsSeenByLookup() throws {
+        let fixture = try Fixture(programs: ["prog-asan"])
+        let late = try CrashFixtures.tables(into: fixture.tables, programs: ["libfault.so"])
+        let module = try #require(late.first(where: { $0.name == "libfault.so" }))
+        let route = "symbolicate?build_id=\(module.buildID)&address=0x850"
+        // Twice: the second 404 comes from the remembered absence.
+        for _ in 0..<2 { #expect(try fixture.server.get(route).status == 404) }
+        try CrashFixtures.upload(late, to: fixture.server, version: "1.0")
+        let after = try fixture.server.get(route)
+        #expect(after.status == 200, "\(after.text.prefix(400))")
+        let cli = try Binary.crashsym(["lookup", module.symbols, "--format", "json", "0x850"])
+        #expect(after.text == cli.stdout)
+    }
+
     @Test("explain adds what was tried for each unresolved frame")
     func explain() throws {
         let fixture = try Fixture()

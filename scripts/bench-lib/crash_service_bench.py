@@ -21,6 +21,9 @@ With --healthz, `GET /healthz` under the same wrk load: the HTTP floor of the se
    `crashsym symbolicate DIR --format json` with the same tables (median of 3 runs), as reports/s.
 3. `POST …/symbolicate` of the report with wrk (`--connections`, keep-alive, 2 threads): requests/s
    and p99 latency, and the ratio to the ceiling. The answer is first checked to be the CLI's.
+   Also the server's CPU per request (/proc/PID/stat, here and in 4) against the CLI's CPU per
+   report (getrusage of the ceiling's runs): a ratio that other load on the machine moves far
+   less than the rates (wrk's own CPU is in neither).
 4. `GET …/symbolicate?build_id=…&address=…` (50 addresses of one module): requests/s.
 5. `POST …/crashes` with wrk for `--ingest-duration` s: crashes accepted per second (201), then how
    long processing takes to catch up (crashsym_crashes_processed_total on /metrics). Each crash
@@ -47,6 +50,7 @@ import json
 import os
 import random
 import re
+import resource
 import hashlib
 import statistics
 import struct
@@ -135,6 +139,12 @@ def wait_for(predicate, timeout):
             return time.perf_counter() - start
         time.sleep(0.05)
     return None
+
+
+def children_cpu_seconds():
+    """User + system CPU seconds of the children waited for so far (getrusage, microseconds)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_seconds(pid):
@@ -302,6 +312,9 @@ def main():
         # the first request); the ceiling and RSS are not measured again.
         shared = measure(args, random.Random(2), modules, frames, "shared", ceiling=result["in_process_reports_per_s"])
         result["shared"] = shared
+        if "symbolicate_cpu_us_per_request" in shared and "in_process_cpu_us_per_report" in result:
+            shared["in_process_cpu_us_per_report"] = result["in_process_cpu_us_per_report"]
+            shared["symbolicate_cpu_vs_ceiling"] = round(result["in_process_cpu_us_per_report"] / shared["symbolicate_cpu_us_per_request"], 2)
         result["shared_ratios"] = {
             "symbolicate": round(shared["symbolicate_rps"] / result["symbolicate_rps"], 2) if "symbolicate_rps" in shared else None,
             "lookup": round(shared["lookup_rps"] / result["lookup_rps"], 2) if "lookup_rps" in shared else None,
@@ -325,23 +338,31 @@ def main():
 def measure_symbolication(args, ws, base, report_path, modules, frames, ceiling, result):
     """POST symbolicate, GET /healthz (with --healthz) and the lookup endpoint, with wrk."""
     work = ws.work
+    pid = ws.server.pid
+
+    def measured(name, url, script):
+        """wrk on `url`; rate, p99, errors and the server's CPU per request as NAME_…"""
+        cpu_before = cpu_seconds(pid)
+        rate, p99, total, bad = wrk(url, script, args.duration, args.connections)
+        result.update({f"{name}_rps": round(rate), f"{name}_p99_ms": round(p99, 2), f"{name}_errors": bad,
+                       f"{name}_cpu_us_per_request": round((cpu_seconds(pid) - cpu_before) * 1e6 / max(total, 1), 1)})
+        return rate
+
     script = lua(os.path.join(work, "symbolicate.lua"), "POST", ws.key, report_path)
-    rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate", script, args.duration, args.connections)
-    result.update(symbolicate_rps=round(rate), symbolicate_p99_ms=round(p99, 2), symbolicate_errors=bad,
-                  symbolicate_vs_ceiling=round(rate / ceiling, 2))
+    rate = measured("symbolicate", f"{base}/api/v1/apps/{ws.app_id}/symbolicate", script)
+    result["symbolicate_vs_ceiling"] = round(rate / ceiling, 2)
+    if "in_process_cpu_us_per_report" in result:
+        result["symbolicate_cpu_vs_ceiling"] = round(result["in_process_cpu_us_per_report"] / result["symbolicate_cpu_us_per_request"], 2)
 
     if args.healthz:
         # The HTTP floor: the same load on a route that does nothing (no key, no body).
         script = lua(os.path.join(work, "healthz.lua"), "GET", ws.key)
-        rate, p99, total, bad = wrk(f"{base}/healthz", script, args.duration, args.connections)
-        result.update(healthz_rps=round(rate), healthz_p99_ms=round(p99, 2), healthz_errors=bad)
+        measured("healthz", f"{base}/healthz", script)
 
     module = modules[0]
     addresses = "&".join(f"address=0x{offset:x}" for m, offset in frames if m is module)[:4000] or "address=0x1000"
     script = lua(os.path.join(work, "lookup.lua"), "GET", ws.key)
-    rate, p99, total, bad = wrk(f"{base}/api/v1/apps/{ws.app_id}/symbolicate?build_id={module['build_id']}&{addresses}",
-                                script, args.duration, args.connections)
-    result.update(lookup_rps=round(rate), lookup_p99_ms=round(p99, 2), lookup_errors=bad)
+    measured("lookup", f"{base}/api/v1/apps/{ws.app_id}/symbolicate?build_id={module['build_id']}&{addresses}", script)
 
 
 def measure(args, rng, modules, frames, backends, ceiling=None):
@@ -395,13 +416,18 @@ def measure(args, rng, modules, frames, backends, ceiling=None):
             for i in range(args.reports):
                 with open(os.path.join(directory, f"r{i:06d}.txt"), "w") as f:
                     f.write(report)
-            times = []
+            times, cpu = [], []
             for _ in range(3):
                 start = time.perf_counter()
+                before = children_cpu_seconds()
                 subprocess.run([args.crashsym, "symbolicate", directory, "--format", "json", "--symbols", tables,
                                 "--no-module-paths", "--no-cache"], check=True, stdout=subprocess.DEVNULL, env=env)
                 times.append(time.perf_counter() - start)
+                cpu.append(children_cpu_seconds() - before)
             ceiling = args.reports / statistics.median(times)
+            # The CLI's CPU per report: with the server's CPU per request, a ratio that other load
+            # on the machine moves far less than the rates.
+            result["in_process_cpu_us_per_report"] = round(statistics.median(cpu) * 1e6 / args.reports, 1)
         result["in_process_reports_per_s"] = round(ceiling)
 
         if not args.crashes_only:
@@ -482,13 +508,18 @@ def print_result(r):
     print(f"crash service ({r['metadata']} metadata, {r['objects']} objects), wrk with {r['connections']} connections on 127.0.0.1, "
           f"one 50-frame ASan report over 5 modules")
     if "symbolicate_rps" in r:
-        print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s")
+        print(f"  in-process ceiling (crashsym symbolicate DIR)   {r['in_process_reports_per_s']} reports/s, "
+              f"CPU {r.get('in_process_cpu_us_per_report')} us/report")
         print(f"  POST symbolicate                                {r['symbolicate_rps']} req/s, p99 {r['symbolicate_p99_ms']} ms, "
               f"{r['symbolicate_vs_ceiling']}x the ceiling, {r['symbolicate_errors']} errors "
               f"(targets: >= 5000 req/s, >= 0.5x, p99 <= 20 ms)")
+        print(f"  server CPU per symbolicate request              {r['symbolicate_cpu_us_per_request']} us "
+              f"({r.get('symbolicate_cpu_vs_ceiling')}x the CLI's CPU per report)")
         if "healthz_rps" in r:
-            print(f"  GET /healthz (the HTTP floor)                   {r['healthz_rps']} req/s, p99 {r['healthz_p99_ms']} ms")
-        print(f"  GET symbolicate (lookup)                        {r['lookup_rps']} req/s, p99 {r['lookup_p99_ms']} ms")
+            print(f"  GET /healthz (the HTTP floor)                   {r['healthz_rps']} req/s, p99 {r['healthz_p99_ms']} ms, "
+                  f"CPU {r['healthz_cpu_us_per_request']} us/request")
+        print(f"  GET symbolicate (lookup)                        {r['lookup_rps']} req/s, p99 {r['lookup_p99_ms']} ms, "
+              f"CPU {r['lookup_cpu_us_per_request']} us/request")
     print(f"  POST crashes                                    {r['ingest_per_s']} accepted/s, p99 {r['ingest_p99_ms']} ms, "
           f"{r['ingest_refused']} refused (target >= 2000/s)")
     if "wal_bytes_per_crash" in r:

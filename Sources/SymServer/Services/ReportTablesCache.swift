@@ -1,8 +1,9 @@
 import Synchronization
 
-/// The table (or its absence) of each build-id an app's reports named, remembered for a short
-/// time (`lifetime`, one second) so that `POST …/symbolicate` does not read the metadata store
-/// for the same modules on every request: on PostgreSQL that is a round trip per request.
+/// The table (or its absence) of each build-id an app's reports (or lookups) named, remembered
+/// for a short time (`lifetime`, one second) so that `POST …/symbolicate` and `GET …/symbolicate`
+/// do not read the metadata store for the same modules on every request: on PostgreSQL that is a
+/// round trip per request.
 ///
 /// Forgotten for an app as soon as this node stores symbols for it (`forget`, called before the
 /// upload is answered); an upload through another node of a shared store is seen after at most

@@ -16,7 +16,8 @@ struct StoreSymbolication: Sendable {
     let objects: any ObjectStore
     /// Opened tables shared by every request, bounded in bytes, least recently used dropped first.
     let tables: OpenedTableCache
-    /// The tables of build-ids recently named by `POST …/symbolicate` requests (`requestTables`).
+    /// The tables of build-ids recently named by `POST …/symbolicate` and `GET …/symbolicate`
+    /// requests (`requestTables`).
     let remembered = ReportTablesCache()
 
     init(metadata: any MetadataStore, objects: any ObjectStore, tableCacheBytes: Int) {
@@ -48,6 +49,11 @@ struct StoreSymbolication: Sendable {
             buildIDs = Set(report.modules.compactMap(\.buildID))
             names = Set(report.modules.filter { $0.buildID == nil }.map(\.name))
         }
+
+        init(buildIDs: Set<String>) {
+            self.buildIDs = buildIDs
+            names = []
+        }
     }
 
     /// The tables `report` needs, read on the calling thread (a thread-pool thread); nil when the
@@ -76,7 +82,11 @@ struct StoreSymbolication: Sendable {
     /// (`ReportTablesCache`), else read on the calling thread; nil when the store cannot read
     /// synchronously (then `requestTables`).
     func requestTablesNow(for report: CrashReport, appID: String, version: String?) throws -> ReportTables? {
-        let wanted = Wanted(report)
+        try requestTablesNow(Wanted(report), appID: appID, version: version)
+    }
+
+    /// The `wanted` tables for a request (`requestTablesNow(for:…)`).
+    func requestTablesNow(_ wanted: Wanted, appID: String, version: String?) throws -> ReportTables? {
         guard wanted.names.isEmpty else { return try storedTablesNow(wanted, appID: appID, version: version) }
         if let known = remembered.tables(appID: appID, buildIDs: wanted.buildIDs) { return known }
         let generation = remembered.generation
@@ -87,7 +97,11 @@ struct StoreSymbolication: Sendable {
 
     /// `requestTablesNow`, reading the store asynchronously.
     func requestTables(for report: CrashReport, appID: String, version: String?) async throws -> ReportTables {
-        let wanted = Wanted(report)
+        try await requestTables(Wanted(report), appID: appID, version: version)
+    }
+
+    /// The `wanted` tables for a request, reading the store asynchronously.
+    func requestTables(_ wanted: Wanted, appID: String, version: String?) async throws -> ReportTables {
         guard wanted.names.isEmpty else { return try await storedTables(wanted, appID: appID, version: version) }
         if let known = remembered.tables(appID: appID, buildIDs: wanted.buildIDs) { return known }
         let generation = remembered.generation
@@ -103,6 +117,53 @@ struct StoreSymbolication: Sendable {
         Symbolicator(providers: [try provider(appID: appID, version: version, stored: stored)],
                      conversion: ConversionSettings(tableCache: nil), renderings: renderings)
             .symbolicate(report)
+    }
+
+    /// The frames of each address of table `buildID` of app `appID`, as `crashsym lookup
+    /// --format json` prints them (`GET …/symbolicate`); nil when the app has no such table.
+    /// The table is found as `POST …/symbolicate` finds its tables (remembered, else read on the
+    /// thread pool, `requestTablesNow`), so that a warm lookup is one thread-pool job and no
+    /// read of the metadata store.
+    func lookup(appID: String, buildID: String, addresses: [UInt64]) async throws -> [UInt8]? {
+        let wanted = Wanted(buildIDs: [buildID])
+        let first = try await NIOThreadPool.singleton.runIfActive { () throws -> Lookup in
+            guard let stored = try requestTablesNow(wanted, appID: appID, version: nil) else { return .unread }
+            return .done(try lookupNow(stored.byBuildID[buildID], buildID: buildID, addresses: addresses))
+        }
+        if case .done(let bytes) = first { return bytes }
+        let stored = try await requestTables(wanted, appID: appID, version: nil)
+        return try await NIOThreadPool.singleton.runIfActive {
+            try lookupNow(stored.byBuildID[buildID], buildID: buildID, addresses: addresses)
+        }
+    }
+
+    /// How far the first thread-pool job of a lookup got.
+    private enum Lookup: Sendable {
+        case done([UInt8]?)
+        /// The store reads nothing synchronously: the table is read before a second job.
+        case unread
+    }
+
+    /// `lookup` with the table object found (nil: none), on the calling thread.
+    private func lookupNow(_ sha256: String?, buildID: String, addresses: [UInt64]) throws -> [UInt8]? {
+        guard let sha256 else { return nil }
+        let path = try objects.localFile(sha256: sha256)
+        let symbols: ModuleSymbols
+        do {
+            symbols = try tables.table(at: path)  // opened once, shared with symbolication
+        } catch {
+            throw ServerError(.internal, "cannot read the table of \(buildID): \(error)")
+        }
+        // Names rendered by earlier requests are kept with the table: not rendered again.
+        var renderer = FrameRenderer(table: symbols.table, strings: symbols.renderedStrings(style: .json))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(addresses.count * 256)
+        for address in addresses {
+            do { try renderer.render(address, into: &bytes) } catch {
+                throw ServerError(.internal, "the table of \(buildID) is corrupt: \(error)")
+            }
+        }
+        return bytes
     }
 
     /// The store's provider over the tables found for one crash, each made local first (the

@@ -98,7 +98,7 @@ public struct ModuleQuery: Sendable {
     /// Whether `symbols` (found at `location`) is this module's table: its header's build-id is
     /// the report's (by name, when the report gives none).
     public func check(_ symbols: ModuleSymbols, at location: String, source: SymbolCandidate.Source) -> SymbolCandidate {
-        let found = hexString(symbols.table.module.buildID)
+        let found = symbols.buildIDHex
         if let buildID, found != buildID {
             return SymbolCandidate(source: source, location: location,
                                    outcome: .buildIDMismatch(.table, found: found.isEmpty ? nil : found, expected: buildID))
