@@ -331,12 +331,12 @@ struct CrashServiceTests {
             let id = try #require(crash["id"] as? String)
             #expect(try server.get("crashes/\(id)/raw").body == (try Data(contentsOf: URL(fileURLWithPath: body))))
         }
-        // Their bytes were packed.
+        // Their bytes were packed (how many to a pack depends on how many requests this test's
+        // two threads have in flight: CrashPackTests counts the sharing).
         let packs = try await DatabaseQueue(path: server.dataDirectory + "/metadata.sqlite").read { db in
-            try Row.fetchOne(db, sql: "SELECT count(*) AS crashes, count(raw_pack) AS packed, count(DISTINCT raw_pack) AS packs FROM crash")
+            try Row.fetchOne(db, sql: "SELECT count(*) AS crashes, count(raw_pack) AS packed FROM crash")
         }
-        #expect(packs?["crashes"] == packs?["packed"] as Int?)
-        #expect((packs?["packs"] as Int? ?? 0) < (packs?["crashes"] as Int? ?? 0))
+        #expect((packs?["crashes"] as Int? ?? 0) > 0 && packs?["crashes"] == packs?["packed"] as Int?)
     }
 }
 
