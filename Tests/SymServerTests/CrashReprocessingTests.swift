@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 /// Modules matched by name (ambiguous when several tables share it, and late symbols by name),
@@ -199,8 +200,11 @@ struct CrashReprocessingTests {
         #expect(kept.contains { $0.contains("role-signature") && $0.contains("fault_use_after_free") })
 
         // Without the raw bytes the page still explains: it reads the kept frames.
-        let digest = String(try Binary.run("/usr/bin/sha256sum", [Self.asan]).stdout.prefix(64))
-        let raw = server.dataDirectory + "/objects/sha256/" + digest.prefix(2) + "/" + digest.dropFirst(2)
+        // The object holding them: the pack of the crash (docs/storage.md "Crash packs").
+        let object = try #require(try DatabaseQueue(path: server.dataDirectory + "/metadata.sqlite").read { db in
+            try String.fetchOne(db, sql: "SELECT COALESCE(raw_pack, raw_sha256) FROM crash WHERE id = ?", arguments: [crash])
+        })
+        let raw = server.dataDirectory + "/objects/sha256/" + object.prefix(2) + "/" + object.dropFirst(2)
         let saved = server.scratch + "/raw-copy"
         try FileManager.default.moveItem(atPath: raw, toPath: saved)
         #expect(Self.explanation(try console.get(path).text) == kept)

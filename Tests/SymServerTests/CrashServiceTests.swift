@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 
@@ -277,9 +278,11 @@ struct CrashServiceTests {
     func killDuringIngest() async throws {
         let server = try TestServer()
         let client = server.client
-        // Reports of 20,000 frames: processing lags behind ingestion, so that the kill finds
-        // crashes queued and jobs leased, not only finished work.
-        let body = try HostileReportTests.write(server, "deep.txt", HostileReportTests.frames(20_000))
+        // Reports of 15,000 frames: processing lags behind ingestion, so that the kill finds
+        // crashes queued and jobs leased, not only finished work; under 1 MiB (about 800 KB), so
+        // that their bytes are packed (CrashPack.memberLimit), several to a pack.
+        let body = try HostileReportTests.write(server, "deep.txt", HostileReportTests.frames(15_000))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: body)).count <= 1 << 20)
         let deadline = Date().addingTimeInterval(2)
         // The kill waits for a few acknowledgements (a loaded machine answers the first ones
         // late), so that there is acknowledged work for the restart to keep.
@@ -328,6 +331,12 @@ struct CrashServiceTests {
             let id = try #require(crash["id"] as? String)
             #expect(try server.get("crashes/\(id)/raw").body == (try Data(contentsOf: URL(fileURLWithPath: body))))
         }
+        // Their bytes were packed (how many to a pack depends on how many requests this test's
+        // two threads have in flight: CrashPackTests counts the sharing).
+        let packs = try await DatabaseQueue(path: server.dataDirectory + "/metadata.sqlite").read { db in
+            try Row.fetchOne(db, sql: "SELECT count(*) AS crashes, count(raw_pack) AS packed FROM crash")
+        }
+        #expect((packs?["crashes"] as Int? ?? 0) > 0 && packs?["crashes"] == packs?["packed"] as Int?)
     }
 }
 

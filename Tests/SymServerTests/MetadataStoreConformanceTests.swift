@@ -796,4 +796,66 @@ struct MetadataStoreConformanceTests {
             }
         }
     }
+
+    /// Crashes whose raw bytes are members of a pack (CrashPack.swift): each row names the pack,
+    /// the offset and size, and the member's SHA-256; the pack stays referenced (sweeper,
+    /// removal) while any member's row lives and is handed back for removal with the last; rows
+    /// naming single objects (all those from before packs) read as before.
+    @Test(arguments: Backend.allCases)
+    func crashesInPacks(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            func packed(_ raw: String, offset: Int64, at received: Int64, pack: String = "pack-a") -> CrashStore.NewCrash {
+                var crash = Self.crash(app, raw: raw, at: received)
+                crash.rawPack = pack
+                crash.rawOffset = offset
+                return crash
+            }
+            // Concurrent accepts, as the crash service sends a pack's rows.
+            let receipts = try await withThrowingTaskGroup(of: (Int, CrashStore.Receipt).self) { group in
+                for index in 0..<3 {
+                    group.addTask { (index, try await store.accept(packed("m\(index)", offset: 32 + 10 * Int64(index), at: 1_000 + Int64(index)))) }
+                }
+                return try await group.reduce(into: [Int: CrashStore.Receipt]()) { $0[$1.0] = $1.1 }
+            }
+            let single = try await store.accept(Self.crash(app, raw: "single", at: 4_000))
+            for index in 0..<3 {
+                let raw = try await store.rawObject(appID: app, id: receipts[index]!.id)
+                #expect(raw == CrashStore.RawLocation(sha256: "m\(index)", size: 10, pack: "pack-a", offset: 32 + 10 * Int64(index)))
+                #expect(raw.object == "pack-a")
+            }
+            #expect(try await store.rawObject(appID: app, id: single.id) == CrashStore.RawLocation(sha256: "single", size: 10))
+            let jobs = try await store.leaseJobs(limit: 10, now: 5_000, lease: 60_000)
+            let inputs = try await store.processingInputs(seqs: jobs.map(\.seq))
+            #expect(Set(inputs.values.map(\.raw)) == [
+                CrashStore.RawLocation(sha256: "m0", size: 10, pack: "pack-a", offset: 32),
+                CrashStore.RawLocation(sha256: "m1", size: 10, pack: "pack-a", offset: 42),
+                CrashStore.RawLocation(sha256: "m2", size: 10, pack: "pack-a", offset: 52),
+                CrashStore.RawLocation(sha256: "single", size: 10)])
+            #expect(try await store.referencedObjects().isSuperset(of: ["pack-a", "single"]))
+            let removedNames = Mutex<[String]>([])
+            @Sendable func remove(_ name: String) -> Bool {
+                removedNames.withLock { $0.append(name) }
+                return true
+            }
+            // Live members keep their pack.
+            #expect(try await store.removeUnusedObjects(["pack-a"], using: remove).isEmpty)
+            #expect(try await store.deleteCrash(appID: app, id: receipts[0]!.id) == nil)
+            #expect(try await store.deleteCrash(appID: app, id: receipts[1]!.id) == nil)
+            #expect(try await store.removeUnusedObjects(["pack-a"], using: remove).isEmpty)
+            #expect(try await store.referencedObjects().contains("pack-a"))
+            // The last member frees it.
+            #expect(try await store.deleteCrash(appID: app, id: receipts[2]!.id) == "pack-a")
+            #expect(!(try await store.referencedObjects().contains("pack-a")))
+            #expect(try await store.removeUnusedObjects(["pack-a"], using: remove) == ["pack-a"])
+            #expect(removedNames.withLock { $0 } == ["pack-a"])
+            // Retention hands back a pack only with its last member.
+            _ = try await store.accept(packed("e0", offset: 32, at: 6_000, pack: "pack-b"))
+            _ = try await store.accept(packed("e1", offset: 42, at: 9_000, pack: "pack-b"))
+            let first = try await store.expireCrashes(receivedBefore: 7_000, limit: 10)
+            #expect(first.deleted == 2 && first.objects == ["single"])
+            let last = try await store.expireCrashes(receivedBefore: 10_000, limit: 10)
+            #expect(last.deleted == 1 && last.objects == ["pack-b"])
+        }
+    }
 }

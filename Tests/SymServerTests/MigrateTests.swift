@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 
@@ -72,6 +73,7 @@ struct MigrateTests {
         let sampleCrash = try embedded.crash(sample)
         #expect(sampleCrash["system"] as? String == "Linux 6.1.0-18-amd64 x86_64")  // compared after the move below
         let raw = try embedded.get("crashes/\(sample)/raw")
+        let raws = try crashes.compactMap { $0["id"] as? String }.map { ($0, try embedded.get("crashes/\($0)/raw").body) }
         let webhooks = try embedded.get("webhooks").json["webhooks"] as? [[String: Any]] ?? []
         #expect(crashes.count == 9 && groups.count == 2 && webhooks.count == 1 && raw.status == 200)
         #expect(embedded.terminate() == 0)
@@ -102,9 +104,13 @@ struct MigrateTests {
             #expect(first.status == 0, "\(first.stderr)")
             let written = Self.summary(first)
             #expect(Self.rows(written, "different")["app"] == 1)
-            // Two raw reports (nine crashes of two files: stored once each) and two tables.
+            // The packs holding the nine crashes' raw reports (CrashPack.swift) and two tables.
+            let packs = try DatabaseQueue(path: embedded.dataDirectory + "/metadata.sqlite").read { db in
+                try Int.fetchOne(db, sql: "SELECT count(DISTINCT raw_pack) FROM crash WHERE raw_pack IS NOT NULL") ?? 0
+            }
+            #expect(packs >= 1)
             let objectCounts = written["objects"] as? [String: Any] ?? [:]
-            #expect(objectCounts["objects"] as? Int == 4 && objectCounts["copied"] as? Int == 4, "\(objectCounts)")
+            #expect(objectCounts["objects"] as? Int == packs + 2 && objectCounts["copied"] as? Int == packs + 2, "\(objectCounts)")
             for (table, count) in counts { #expect(try sql("SELECT count(*) FROM \(table)") == String(count), "\(table)") }
             let text = try Self.migrate(embedded, cluster.url(), objects)
             #expect(text.status == 0 && text.stdout.contains("the target already held everything"), "\(text.stdout)")
@@ -127,6 +133,8 @@ struct MigrateTests {
             }
             #expect(canonical(sharedCrash) == canonical(sampleCrash))
             #expect(try shared.get("crashes/\(sample)/raw").body == raw.body)
+            // Every crash's bytes, each a member of a pack moved to the bucket (a ranged GET).
+            for (id, body) in raws { #expect(try shared.get("crashes/\(id)/raw").body == body, "crash \(id)") }
             #expect((try shared.get("webhooks").json["webhooks"] as? [[String: Any]] ?? []).map { $0["id"] as? String }
                 == webhooks.map { $0["id"] as? String })
             // The key, stored hashed, still works (every request above used it); new crashes get new numbers.

@@ -17,7 +17,9 @@ struct ObjectRemovalRaceTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let crashes = CrashStore(symbols: try SymbolStore(dataDirectory: directory + "/meta", objects: objects))
         let app = try crashes.symbols.createApp(name: "race").app.id
-        let body = Array("Thread 0 crashed \(UUID().uuidString)\n".utf8)
+        // Over 1 MiB: a report stored as a single object of its own, not packed (CrashPack.memberLimit).
+        let body = Array("Thread 0 crashed \(UUID().uuidString)\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: CrashPack.memberLimit)
+            + [0x0a]
         let sha256 = ObjectStoreConformanceTests.sha256(body)
         try await objects.put(bytes: body, sha256: sha256)
         let first = try await crashes.accept(CrashStore.NewCrash(
@@ -36,6 +38,37 @@ struct ObjectRemovalRaceTests {
         #expect(paused.paused)
         #expect(try await crashes.rawObject(appID: app, id: second.id).sha256 == sha256)
         #expect(try await objects.read(sha256: sha256) == body)
+    }
+
+    @Test("a crash pack removed between its put and the commit of its crashes is put back (confirmed once)", arguments: Kind.allCases)
+    func packRemovedBeforeCommit(_ kind: Kind) async throws {
+        let (objects, directory) = try ObjectStoreConformanceTests.makeStore(kind)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashes = CrashStore(symbols: try SymbolStore(dataDirectory: directory + "/meta", objects: objects))
+        let app = try crashes.symbols.createApp(name: "race").app.id
+        let body = Array("Thread 0 crashed \(UUID().uuidString)\n".utf8)
+        // The pack is put, its crash's row not yet committed: a remover that looked at the store
+        // before (the sweeper's DELETE after its listing on S3) removes it now.
+        let paused = PausingObjectStore(base: objects, pauseAfter: .put) {
+            var names: [String] = []
+            var token: String?
+            repeat {
+                let page = try await objects.list(after: token)
+                names += page.objects.map(\.sha256)
+                token = page.next
+            } while token != nil
+            #expect(names.count == 1)
+            let cutoff = Int64(Date().timeIntervalSince1970) + 3600
+            #expect(try await objects.removeUnused(names, in: crashes, unlessWrittenAfter: cutoff) == 1)
+            #expect(try await !objects.contains(sha256: names[0]))
+        }
+        let service = CrashService(metadata: crashes, objects: paused, configuration: CrashServiceConfiguration(),
+                                   logger: Logger(label: "test"))
+        let receipt = try await service.ingest(appID: app, body: body, submission: .init())
+        #expect(paused.paused)
+        let raw = try await crashes.rawObject(appID: app, id: receipt.id)
+        #expect(raw.pack != nil)
+        #expect(try await objects.read(raw: raw, limit: 1 << 20) == body)
     }
 
     @Test("a bundle's table removed between its put and the commit of its module is put back", arguments: Kind.allCases)

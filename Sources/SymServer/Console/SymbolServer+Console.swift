@@ -343,7 +343,7 @@ extension SymbolServer {
         let raw = try await crashes.store.rawObject(appID: appID, id: summary.id)
         let data: [UInt8]
         do {
-            data = try await crashes.objects.read(sha256: raw.sha256, limit: Int(max(raw.size, 0)) + 1)
+            data = try await crashes.objects.read(raw: raw, limit: Int(max(raw.size, 0)) + 1)
         } catch StoreError.notFound {
             throw StoreError.corrupt("the raw bytes of crash \(summary.id) are missing")
         }
@@ -449,7 +449,7 @@ extension SymbolServer {
         headers[.cacheControl] = "no-store"
         if raw {
             let object = try await crashes.store.rawObject(appID: app.id, id: id)
-            let body = try await objectBody(try await objects.file(sha256: object.sha256), context)
+            let body = try await rawBody(object, context)
             if try await crashes.store.minidumpDetails(appID: app.id, id: id) != nil {
                 headers[.contentType] = "application/octet-stream"
                 headers[.contentDisposition] = "attachment; filename=\"crash-\(id).dmp\""

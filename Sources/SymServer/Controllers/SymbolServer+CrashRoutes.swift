@@ -191,11 +191,22 @@ extension SymbolServer {
         let id = try Self.crashID(context)
         let object = try await crashes.store.rawObject(appID: appID, id: id)
         let minidump = try await crashes.store.minidumpDetails(appID: appID, id: id) != nil
-        let body = try await objectBody(try await objects.file(sha256: object.sha256), context)
+        let body = try await rawBody(object, context)
         var headers = HTTPFields()
         headers[.contentType] = minidump ? "application/octet-stream" : "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
         return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// The raw bytes of a crash as a response body: the object itself, or the crash's member
+    /// of its pack (read with a ranged read and checked against its SHA-256).
+    func rawBody(_ raw: CrashStore.RawLocation, _ context: BasicRequestContext) async throws -> ResponseBody {
+        guard raw.pack != nil else { return try await objectBody(try await objects.file(sha256: raw.sha256), context) }
+        do {
+            return ResponseBody(byteBuffer: ByteBuffer(bytes: try await objects.read(raw: raw, limit: CrashPack.memberLimit)))
+        } catch StoreError.notFound {
+            throw StoreError.corrupt("the pack holding this crash's raw bytes is missing (\(raw.object))")
+        }
     }
 
     /// `DELETE …/crashes/{id}`.

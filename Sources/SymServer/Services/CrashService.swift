@@ -29,6 +29,10 @@ final class CrashService: Sendable {
     let spike: CrashStore.SpikeRule
     /// Wakes the webhook delivery service after each processed crash.
     let webhookSignal = WebhookSignal()
+    /// Ingests waiting for their pack (`ingest`): the bodies of those waiting together are
+    /// written as one object.
+    let packing = WaitingGroup<PackWaiting>(limit: CrashPack.memberCountLimit, weightLimit: CrashPack.byteLimit,
+                                            weight: { $0.body.count })
 
     private let acceptedCounter = Counter(label: "crashsym_crashes_accepted_total")
     /// Minidumps accepted by `POST …/minidump` (they count in neither crash counter above).
@@ -70,18 +74,91 @@ final class CrashService: Sendable {
             throw ServerError(.badRequest, "the body is not text (a NUL byte or invalid UTF-8): not a crash report")
         }
         let sha256 = hexString(Array(SHA256.hash(data: body)))
-        try await objects.put(bytes: body, sha256: sha256)
-        let receipt = try await store.accept(CrashStore.NewCrash(
+        let crash = CrashStore.NewCrash(
             appID: appID, version: submission.version, host: submission.host, system: submission.system,
             environment: submission.environment,
             inputFormat: submission.inputFormat?.rawValue, rawSHA256: sha256, rawSize: body.count,
-            idempotencyKey: submission.idempotencyKey, receivedMilliseconds: currentMilliseconds()))
-        try await objects.confirm(bytes: body, sha256: sha256)
+            idempotencyKey: submission.idempotencyKey, receivedMilliseconds: currentMilliseconds())
+        let receipt: CrashStore.Receipt
+        if body.count <= CrashPack.memberLimit {
+            receipt = try await withCheckedThrowingContinuation { continuation in
+                if packing.add(PackWaiting(crash: crash, body: body, continuation: continuation)) {
+                    Task { await packWaiting() }
+                }
+            }
+        } else {
+            // A large report is an object of its own, as every report was before packs.
+            try await objects.put(bytes: body, sha256: sha256)
+            receipt = try await store.accept(crash)
+            try await objects.confirm(bytes: body, sha256: sha256)
+        }
         if !receipt.replayed {
             acceptedCounter.increment()
             doorbell.ring()
         }
         return receipt
+    }
+
+    /// An ingest waiting for its pack.
+    struct PackWaiting: Sendable {
+        var crash: CrashStore.NewCrash
+        var body: [UInt8]
+        var continuation: CheckedContinuation<CrashStore.Receipt, any Error>
+    }
+
+    /// Writes the waiting ingests' bodies a pack at a time until none waits: each pack is made
+    /// durable as one object, then its rows are committed (`commit`, while the next pack is
+    /// written).
+    private func packWaiting() async {
+        while let group = packing.next() {
+            let pack = CrashPack.build(group.map(\.body))
+            let sha256 = hexString(Array(SHA256.hash(data: pack.bytes)))
+            let scratch = objects.scratchDirectory + "/pack-" + CrashStore.randomHex(bytes: 12)
+            do {
+                let bytes = pack.bytes
+                // Written here, synced by the put (the directory store's fsync and rename; S3's upload).
+                try await NIOThreadPool.singleton.runIfActive { close(try DirectoryObjectStore.writeUnsynced(bytes, to: scratch)) }
+                try await objects.put(fileAt: scratch, sha256: sha256)
+            } catch {
+                unlink(scratch)  // a put that failed may leave it
+                for waiting in group { waiting.continuation.resume(throwing: error) }
+                continue
+            }
+            let crashes = zip(group, pack.offsets).map { waiting, offset in
+                var crash = waiting.crash
+                crash.rawPack = sha256
+                crash.rawOffset = offset
+                return crash
+            }
+            Task { await commit(group, crashes, pack: pack.bytes, sha256: sha256) }
+        }
+    }
+
+    /// Commits the rows of a pack's crashes (together: the metadata store groups concurrent
+    /// accepts into one transaction), confirms the pack once (put again if a remover took it
+    /// before the commit, as `put(files:thenCommit:)` does), then answers each ingest.
+    private func commit(_ group: [PackWaiting], _ crashes: [CrashStore.NewCrash], pack: [UInt8], sha256: String) async {
+        let store = store
+        // One task per row, all sent at once, awaited in order. (A task group returning
+        // (index, result) pairs, collected into an array, answered most ingests "not committed"
+        // and once trapped on an index in the release build, never in debug builds; not
+        // understood yet, so no index is carried.)
+        let accepts = crashes.map { crash in
+            Task { () -> Result<CrashStore.Receipt, any Error> in
+                do { return .success(try await store.accept(crash)) } catch { return .failure(error) }
+            }
+        }
+        var results: [Result<CrashStore.Receipt, any Error>] = []
+        results.reserveCapacity(accepts.count)
+        for accept in accepts { results.append(await accept.value) }
+        if results.contains(where: { (try? $0.get()) != nil }) {
+            do {
+                try await objects.confirm(bytes: pack, sha256: sha256)
+            } catch {
+                results = results.map { $0.flatMap { _ in .failure(error) } }
+            }
+        }
+        for (waiting, result) in zip(group, results) { waiting.continuation.resume(with: result) }
     }
 
     /// Waits up to `seconds` for crash `id` to be processed; returns its state then.
@@ -181,7 +258,7 @@ final class CrashService: Sendable {
                 continue
             }
             do {
-                raws.append(.success(try await objects.read(sha256: item.input.rawSHA256, limit: Self.maximumRawBytes)))
+                raws.append(.success(try await objects.read(raw: item.input.raw, limit: Self.maximumRawBytes)))
             } catch {
                 raws.append(.failure(Self.rawFailure(error, item.input)))
             }
@@ -198,7 +275,7 @@ final class CrashService: Sendable {
                     return Result {
                         var raw = raw
                         if local, item.input.inputFormat != CrashStore.minidumpFormat {
-                            raw = Result { try self.objects.readNow(sha256: item.input.rawSHA256, range: nil, limit: Self.maximumRawBytes) }
+                            raw = Result { try self.objects.readNow(raw: item.input.raw, limit: Self.maximumRawBytes) }
                                 .mapError { Self.rawFailure($0, item.input) }
                         }
                         return try begin(item.input, raw: raw.get(), rules: rules[item.input.appID] ?? .defaults)

@@ -114,11 +114,12 @@ extension CrashStore {
         }
     }
 
-    /// Those of `candidates` that no row names: neither a crash's raw bytes nor an attachment,
+    /// Those of `candidates` that no row names: neither a crash's raw bytes (or their pack) nor an attachment,
     /// nor a module's table or debug file.
     static func unused(_ db: Database, _ candidates: [String]) throws -> [String] {
         let used = try db.cachedStatement(sql: """
             SELECT 1 WHERE EXISTS (SELECT 1 FROM crash_attachment WHERE sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1)
+                OR EXISTS (SELECT 1 FROM crash WHERE raw_pack = ?1)
                 OR EXISTS (SELECT 1 FROM module WHERE symbols_sha256 = ?1 OR debug_sha256 = ?1)
             """)
         return try candidates.filter { try Bool.fetchOne(used, arguments: [$0]) != true }

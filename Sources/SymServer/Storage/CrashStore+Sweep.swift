@@ -1,7 +1,8 @@
 import GRDB
 
 extension CrashStore {
-    /// Every object a row names (module tables and debug files, raw crash reports): what the
+    /// Every object a row names (module tables and debug files, raw crash reports and the packs
+    /// holding them): what the
     /// object sweeper must keep. Read after the sweeper lists the store, so that a row committed
     /// meanwhile is seen.
     public func referencedObjects() async throws -> Set<String> {
@@ -11,6 +12,7 @@ extension CrashStore {
                 SELECT symbols_sha256 FROM module
                 UNION SELECT debug_sha256 FROM module WHERE debug_sha256 IS NOT NULL
                 UNION SELECT raw_sha256 FROM crash
+                UNION SELECT raw_pack FROM crash WHERE raw_pack IS NOT NULL
                 UNION SELECT sha256 FROM crash_attachment
                 """)
             while let name = try names.next() { referenced.insert(name) }

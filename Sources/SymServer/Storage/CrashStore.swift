@@ -74,6 +74,15 @@ public final class CrashStore: Sendable {
             // The OS and kernel a crash happened on (`?system=`; nil for crashes from before).
             try db.execute(sql: "ALTER TABLE crash ADD COLUMN system TEXT")
         }
+        migrator.registerMigration("crash-raw-pack") { db in
+            // The pack holding a crash's raw bytes and their offset in it (CrashPack.swift); nil
+            // for the crashes stored as single objects named raw_sha256 (all those from before).
+            try db.execute(sql: """
+                ALTER TABLE crash ADD COLUMN raw_pack TEXT;
+                ALTER TABLE crash ADD COLUMN raw_offset INTEGER;
+                CREATE INDEX crash_by_raw_pack ON crash(raw_pack);
+                """)
+        }
     }
 
     // MARK: Types
@@ -101,6 +110,10 @@ public final class CrashStore: Sendable {
         public var rawSize: Int
         public var idempotencyKey: String?
         public var receivedMilliseconds: Int64
+        /// The pack holding the raw bytes at `rawOffset` (CrashPack.swift); nil: a single object
+        /// named `rawSHA256`.
+        public var rawPack: String? = nil
+        public var rawOffset: Int64 = 0
     }
 
     /// What ingestion answers.
@@ -145,6 +158,12 @@ public final class CrashStore: Sendable {
         var versionGiven: Bool
         var inputFormat: String?
         var rawSHA256: String
+        var rawSize: Int = 0
+        var rawPack: String? = nil
+        var rawOffset: Int64 = 0
+
+        /// Where the raw bytes are.
+        var raw: RawLocation { RawLocation(sha256: rawSHA256, size: rawSize, pack: rawPack, offset: rawOffset) }
     }
 
     /// The outcome of processing a crash.
@@ -230,10 +249,11 @@ public final class CrashStore: Sendable {
         let id = Self.randomHex(bytes: 16)
         try db.run("""
             INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
-                               raw_sha256, raw_size, state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+                               raw_sha256, raw_size, raw_pack, raw_offset, state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
             """, [id, crash.appID, crash.receivedMilliseconds, crash.version ?? "unknown", crash.version != nil,
-                             crash.host, crash.system, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize])
+                             crash.host, crash.system, crash.environment, crash.inputFormat, crash.rawSHA256, crash.rawSize,
+                             crash.rawPack, crash.rawPack == nil ? nil : crash.rawOffset])
         let seq = db.lastInsertedRowID
         try Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
         if let key = crash.idempotencyKey {
@@ -288,13 +308,15 @@ public final class CrashStore: Sendable {
         let inputs = try await read { db in
             var inputs: [Int64: ProcessingInput] = [:]
             let select = try db.cachedStatement(sql: """
-                SELECT seq, id, app_id, version, version_given, input_format, raw_sha256 FROM crash WHERE seq = ?
+                SELECT seq, id, app_id, version, version_given, input_format, raw_sha256, raw_size, raw_pack, raw_offset
+                FROM crash WHERE seq = ?
                 """)
             for seq in seqs {
                 guard let row = try Row.fetchOne(select, arguments: [seq]) else { continue }
                 inputs[seq] = ProcessingInput(seq: row["seq"], id: row["id"], appID: row["app_id"], version: row["version"],
                                               versionGiven: row["version_given"], inputFormat: row["input_format"],
-                                              rawSHA256: row["raw_sha256"])
+                                              rawSHA256: row["raw_sha256"], rawSize: row["raw_size"], rawPack: row["raw_pack"],
+                                              rawOffset: row["raw_offset"] ?? 0)
             }
             return inputs
         }
@@ -574,27 +596,30 @@ public final class CrashStore: Sendable {
         }
     }
 
-    /// The SHA-256 of the raw bytes of a crash.
-    public func rawObject(appID: String, id: String) async throws -> (sha256: String, size: Int) {
+    /// Where the raw bytes of a crash are.
+    public func rawObject(appID: String, id: String) async throws -> RawLocation {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT raw_sha256, raw_size FROM crash WHERE app_id = ? AND id = ?",
-                                             arguments: [appID, id]) else {
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT raw_sha256, raw_size, raw_pack, raw_offset FROM crash WHERE app_id = ? AND id = ?
+                """, arguments: [appID, id]) else {
                 throw StoreError.notFound("no crash \(id)")
             }
-            return (row["raw_sha256"], row["raw_size"])
+            return RawLocation(sha256: row["raw_sha256"], size: row["raw_size"], pack: row["raw_pack"], offset: row["raw_offset"] ?? 0)
         }
     }
 
-    /// Deletes a crash (its group's count drops by one); returns the raw object when no other
-    /// crash shares its bytes, for the caller to remove after the commit.
+    /// Deletes a crash (its group's count drops by one); returns the object holding its raw bytes
+    /// (a single object or a pack) when no other crash names it, for the caller to remove after
+    /// the commit.
     public func deleteCrash(appID: String, id: String) async throws -> String? {
         try await write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT seq, raw_sha256, group_id, version FROM crash WHERE app_id = ? AND id = ?",
-                                             arguments: [appID, id]) else {
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT seq, COALESCE(raw_pack, raw_sha256) AS raw, group_id, version FROM crash WHERE app_id = ? AND id = ?
+                """, arguments: [appID, id]) else {
                 throw StoreError.notFound("no crash \(id)")
             }
             if let group: String = row["group_id"] { try Self.leave(db, group: group, version: row["version"], crashID: id) }
-            return try Self.delete(db, seqs: [row["seq"]], objects: [row["raw_sha256"]]).first
+            return try Self.delete(db, seqs: [row["seq"]], objects: [row["raw"]]).first
         }
     }
 
@@ -602,9 +627,10 @@ public final class CrashStore: Sendable {
     /// many were deleted and the raw objects no crash references any more.
     public func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String]) {
         try await write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT seq, raw_sha256 FROM crash WHERE received_ms < ? ORDER BY received_ms LIMIT ?",
-                                        arguments: [cutoff, limit])
-            let objects = try Self.delete(db, seqs: rows.map { $0["seq"] }, objects: Set(rows.map { $0["raw_sha256"] as String }))
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT seq, COALESCE(raw_pack, raw_sha256) AS raw FROM crash WHERE received_ms < ? ORDER BY received_ms LIMIT ?
+                """, arguments: [cutoff, limit])
+            let objects = try Self.delete(db, seqs: rows.map { $0["seq"] }, objects: Set(rows.map { $0["raw"] as String }))
             return (rows.count, objects)
         }
     }
@@ -622,7 +648,11 @@ public final class CrashStore: Sendable {
         for seq in seqs { try statement.execute(arguments: [seq]) }
         // The groups keep their counts, but not a sample that no longer exists.
         for (group, crash) in leaving { try replaceSample(db, group: group, crashID: crash) }
-        let referenced = try db.cachedStatement(sql: "SELECT 1 FROM crash WHERE raw_sha256 = ? LIMIT 1")
+        // A pack stays while any crash names it; a member's SHA-256 keeps a single object of the
+        // same name too (harmless: it is one only when some crash stored those bytes alone).
+        let referenced = try db.cachedStatement(sql: """
+            SELECT 1 WHERE EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_pack = ?1)
+            """)
         return try objects.sorted().filter { try Bool.fetchOne(referenced, arguments: [$0]) != true }
     }
 

@@ -105,9 +105,10 @@ public protocol MetadataStore: Sendable {
         -> (crashes: [CrashStore.CrashSummary], next: Int64?)
     /// One crash with its symbolicated report (JSON bytes; nil until processed).
     func crash(appID: String, id: String) async throws -> (summary: CrashStore.CrashSummary, report: [UInt8]?)
-    /// The SHA-256 and size of the raw bytes of a crash.
-    func rawObject(appID: String, id: String) async throws -> (sha256: String, size: Int)
-    /// Deletes a crash; returns its raw object when no other crash shares it.
+    /// Where the raw bytes of a crash are: their SHA-256 and size, and the pack holding them.
+    func rawObject(appID: String, id: String) async throws -> CrashStore.RawLocation
+    /// Deletes a crash; returns the object holding its raw bytes (or their pack) when no other
+    /// crash names it.
     func deleteCrash(appID: String, id: String) async throws -> String?
     /// Deletes up to `limit` crashes received before `cutoff`; returns the count and freed objects.
     func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String])

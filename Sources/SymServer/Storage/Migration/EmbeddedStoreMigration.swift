@@ -156,7 +156,8 @@ public struct EmbeddedStoreMigration: Sendable {
         }
 
         // Objects, then rows.
-        summary.objects = try await copyObjects(sourceObjects, progress: progress)
+        let copiedObjects: [StoredObject]
+        (summary.objects, copiedObjects) = try await copyObjects(sourceObjects, progress: progress)
         guard !options.dryRun else {
             summary.seconds = Self.seconds(since: start)
             return summary
@@ -178,6 +179,9 @@ public struct EmbeddedStoreMigration: Sendable {
         // Every time, not only after copying the table: a run killed between its last crash row and
         // this step copies no crash row when run again.
         for table in tables where table.identity != nil { try await resetIdentity(table) }
+        // The objects confirmed once their rows have committed: one a sweeper of the target took
+        // meanwhile (it looked for rows before they were there) is copied again.
+        if rowWork || resuming { try await confirmObjects(copiedObjects, from: sourceObjects, progress: progress) }
         // A run that found everything in place writes nothing, not even the ledger (unless it
         // closes an interrupted run).
         if rowWork || resuming { try await markFinished(sourceID) }
@@ -469,7 +473,8 @@ public struct EmbeddedStoreMigration: Sendable {
     // MARK: Objects
 
     /// Copies every object of the source the target lacks (by size: names are content hashes).
-    private func copyObjects(_ source: DirectoryObjectStore, progress: @escaping @Sendable (Progress) -> Void) async throws -> ObjectCount {
+    private func copyObjects(_ source: DirectoryObjectStore, progress: @escaping @Sendable (Progress) -> Void) async throws
+        -> (ObjectCount, [StoredObject]) {
         var count = ObjectCount()
         var objects: [StoredObject] = []
         var token: String?
@@ -481,20 +486,14 @@ public struct EmbeddedStoreMigration: Sendable {
         count.objects = objects.count
         guard let destination = targetObjects else {
             count.stayInPlace = true
-            return count
+            return (count, [])
         }
         let dryRun = options.dryRun
         let width = max(1, options.objectConcurrency)
         @Sendable func copy(_ object: StoredObject) async throws -> (copied: Bool, size: UInt64) {
             if try await destination.size(sha256: object.sha256) == object.size { return (false, object.size) }
             if dryRun { return (true, object.size) }
-            let scratch = destination.scratchDirectory + "/migrate-" + object.sha256
-            // A hard link when the scratch directory is on the same file system; the put consumes it.
-            if link(source.path(sha256: object.sha256), scratch) != 0 {
-                unlink(scratch)
-                try await source.copy(sha256: object.sha256, to: scratch)
-            }
-            try await destination.put(fileAt: scratch, sha256: object.sha256)
+            try await Self.copy(object, from: source, to: destination)
             return (true, object.size)
         }
         try await withThrowingTaskGroup(of: (copied: Bool, size: UInt64).self) { group in
@@ -521,7 +520,42 @@ public struct EmbeddedStoreMigration: Sendable {
                 }
             }
         }
-        return count
+        return (count, objects)
+    }
+
+    /// One object put into `destination` from the source directory.
+    static func copy(_ object: StoredObject, from source: DirectoryObjectStore, to destination: any ObjectStore) async throws {
+        let scratch = destination.scratchDirectory + "/migrate-" + object.sha256
+        // A hard link when the scratch directory is on the same file system; the put consumes it.
+        if link(source.path(sha256: object.sha256), scratch) != 0 {
+            unlink(scratch)
+            try await source.copy(sha256: object.sha256, to: scratch)
+        }
+        try await destination.put(fileAt: scratch, sha256: object.sha256)
+    }
+
+    /// After the rows are committed: each object still in the target, else copied again (as
+    /// `ObjectStore.put(files:thenCommit:)` confirms an upload's files).
+    private func confirmObjects(_ objects: [StoredObject], from source: DirectoryObjectStore,
+                                progress: @escaping @Sendable (Progress) -> Void) async throws {
+        guard let destination = targetObjects, !objects.isEmpty else { return }
+        let width = max(1, options.objectConcurrency)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0, done = 0
+            while next < objects.count || done < next {
+                if next < objects.count && next - done < width {
+                    let object = objects[next]
+                    next += 1
+                    group.addTask {
+                        if try await !destination.contains(sha256: object.sha256) { try await Self.copy(object, from: source, to: destination) }
+                    }
+                    continue
+                }
+                try await group.next()
+                done += 1
+                if done % 64 == 0 || done == objects.count { progress(Progress(phase: "confirm objects", done: done, total: objects.count)) }
+            }
+        }
     }
 
     // MARK: Ledger

@@ -27,16 +27,18 @@ extension PostgresMetadataStore {
         let environments = NullableTextArray(elements: crashes.map(\.environment))
         let formats = NullableTextArray(elements: crashes.map(\.inputFormat))
         let raws = crashes.map(\.rawSHA256), sizes = crashes.map { Int64($0.rawSize) }
+        let packs = NullableTextArray(elements: crashes.map(\.rawPack)), offsets = crashes.map(\.rawOffset)
         let kind = CrashStore.Job.Kind.process
         let query: PostgresQuery = """
             WITH new AS (
                 INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
-                                   raw_sha256, raw_size, state)
+                                   raw_sha256, raw_size, raw_pack, raw_offset, state)
                 SELECT id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size,
-                       'pending'
+                       raw_pack, CASE WHEN raw_pack IS NULL THEN NULL ELSE raw_offset END, 'pending'
                 FROM unnest(\(ids)::text[], \(apps)::text[], \(received)::bigint[], \(versions)::text[], \(given)::bool[], \(hosts),
-                            \(systems), \(environments), \(formats), \(raws)::text[], \(sizes)::bigint[])
-                     AS n(id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size)
+                            \(systems), \(environments), \(formats), \(raws)::text[], \(sizes)::bigint[], \(packs), \(offsets)::bigint[])
+                     AS n(id, app_id, received_ms, version, version_given, host, system, environment, input_format, raw_sha256, raw_size,
+                          raw_pack, raw_offset)
                 RETURNING seq, received_ms),
             queued AS (
                 INSERT INTO crash_job (crash_seq, kind, priority, created_ms)
@@ -66,12 +68,13 @@ extension PostgresMetadataStore {
             }
         }
         let id = CrashStore.randomHex(bytes: 16)
-        let rawSize = Int64(crash.rawSize)
+        let rawSize = Int64(crash.rawSize), rawOffset: Int64? = crash.rawPack == nil ? nil : crash.rawOffset
         let seq = try await db.rows("""
             INSERT INTO crash (id, app_id, received_ms, version, version_given, host, system, environment, input_format,
-                               raw_sha256, raw_size, state)
+                               raw_sha256, raw_size, raw_pack, raw_offset, state)
             VALUES (\(id), \(crash.appID), \(crash.receivedMilliseconds), \(crash.version ?? "unknown"), \(crash.version != nil),
-                    \(crash.host), \(crash.system), \(crash.environment), \(crash.inputFormat), \(crash.rawSHA256), \(rawSize), 'pending')
+                    \(crash.host), \(crash.system), \(crash.environment), \(crash.inputFormat), \(crash.rawSHA256), \(rawSize),
+                    \(crash.rawPack), \(rawOffset), 'pending')
             RETURNING seq
             """)[0].decode(Int64.self)
         try await Self.enqueue(db, seq: seq, kind: .process, now: crash.receivedMilliseconds)
@@ -133,6 +136,7 @@ extension PostgresMetadataStore {
             SELECT symbols_sha256 FROM module
             UNION SELECT debug_sha256 FROM module WHERE debug_sha256 IS NOT NULL
             UNION SELECT raw_sha256 FROM crash
+            UNION SELECT raw_pack FROM crash WHERE raw_pack IS NOT NULL
             UNION SELECT sha256 FROM crash_attachment
             """).map { try $0.decode(String.self) })
     }
@@ -160,6 +164,7 @@ extension PostgresMetadataStore {
         let used = Set(try await db.rows("""
             SELECT sha256 FROM crash_attachment WHERE sha256 = ANY(\(candidates))
             UNION SELECT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(candidates))
+            UNION SELECT raw_pack FROM crash WHERE raw_pack = ANY(\(candidates))
             UNION SELECT symbols_sha256 FROM module WHERE symbols_sha256 = ANY(\(candidates))
             UNION SELECT debug_sha256 FROM module WHERE debug_sha256 = ANY(\(candidates))
             """).map { try $0.decode(String.self) })
@@ -212,11 +217,14 @@ extension PostgresMetadataStore {
     public func processingInputs(seqs: [Int64]) async throws -> [Int64: CrashStore.ProcessingInput] {
         var inputs: [Int64: CrashStore.ProcessingInput] = [:]
         for row in try await rows("""
-            SELECT seq, id, app_id, version, version_given, input_format, raw_sha256 FROM crash WHERE seq = ANY(\(seqs))
+            SELECT seq, id, app_id, version, version_given, input_format, raw_sha256, raw_size, raw_pack, raw_offset
+            FROM crash WHERE seq = ANY(\(seqs))
             """) {
-            let (seq, id, app, version, given, format, raw) = try row.decode((Int64, String, String, String, Bool, String?, String).self)
+            let (seq, id, app, version, given, format, raw, size, pack, offset)
+                = try row.decode((Int64, String, String, String, Bool, String?, String, Int64, String?, Int64?).self)
             inputs[seq] = CrashStore.ProcessingInput(seq: seq, id: id, appID: app, version: version, versionGiven: given,
-                                                     inputFormat: format, rawSHA256: raw)
+                                                     inputFormat: format, rawSHA256: raw, rawSize: Int(size), rawPack: pack,
+                                                     rawOffset: offset ?? 0)
         }
         let gone = seqs.filter { inputs[$0] == nil }
         if !gone.isEmpty { _ = try await rows("DELETE FROM crash_job WHERE crash_seq = ANY(\(gone))") }
@@ -472,18 +480,20 @@ extension PostgresMetadataStore {
         return binds
     }
 
-    public func rawObject(appID: String, id: String) async throws -> (sha256: String, size: Int) {
-        guard let row = try await rows("SELECT raw_sha256, raw_size FROM crash WHERE app_id = \(appID) AND id = \(id)").first else {
+    public func rawObject(appID: String, id: String) async throws -> CrashStore.RawLocation {
+        guard let row = try await rows("""
+            SELECT raw_sha256, raw_size, raw_pack, raw_offset FROM crash WHERE app_id = \(appID) AND id = \(id)
+            """).first else {
             throw StoreError.notFound("no crash \(id)")
         }
-        let (sha256, size) = try row.decode((String, Int64).self)
-        return (sha256, Int(size))
+        let (sha256, size, pack, offset) = try row.decode((String, Int64, String?, Int64?).self)
+        return CrashStore.RawLocation(sha256: sha256, size: Int(size), pack: pack, offset: offset ?? 0)
     }
 
     public func deleteCrash(appID: String, id: String) async throws -> String? {
         try await transaction { db in
             guard let row = try await db.rows("""
-                SELECT seq, raw_sha256, group_id, version FROM crash WHERE app_id = \(appID) AND id = \(id) FOR UPDATE
+                SELECT seq, COALESCE(raw_pack, raw_sha256), group_id, version FROM crash WHERE app_id = \(appID) AND id = \(id) FOR UPDATE
                 """).first else {
                 throw StoreError.notFound("no crash \(id)")
             }
@@ -496,7 +506,8 @@ extension PostgresMetadataStore {
     public func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String]) {
         try await transaction { db in
             let found = try await db.rows("""
-                SELECT seq, raw_sha256 FROM crash WHERE received_ms < \(cutoff) ORDER BY received_ms LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                SELECT seq, COALESCE(raw_pack, raw_sha256) FROM crash WHERE received_ms < \(cutoff) ORDER BY received_ms LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
                 """).map { try $0.decode((Int64, String).self) }
             let objects = try await Self.delete(db, seqs: found.map(\.0), objects: Set(found.map(\.1)))
             return (found.count, objects)
@@ -517,8 +528,10 @@ extension PostgresMetadataStore {
             if let group { try await replaceSample(db, group: group, crashID: crash) }
         }
         let sorted = objects.sorted()
-        let referenced = Set(try await db.rows("SELECT DISTINCT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(sorted))")
-            .map { try $0.decode(String.self) })
+        // A pack stays while any crash names it (CrashStore.delete).
+        let referenced = Set(try await db.rows("""
+            SELECT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(sorted)) UNION SELECT raw_pack FROM crash WHERE raw_pack = ANY(\(sorted))
+            """).map { try $0.decode(String.self) })
         return sorted.filter { !referenced.contains($0) }
     }
 

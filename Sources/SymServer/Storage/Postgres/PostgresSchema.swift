@@ -152,5 +152,12 @@ enum PostgresSchema {
             // Why a minidump crash's version is not its ver annotation (CrashStore+Minidumps.swift).
             "ALTER TABLE crash_minidump ADD COLUMN version_note TEXT",
         ]),
+        ("crash-raw-pack", [
+            // The pack holding a crash's raw bytes and their offset in it (CrashPack.swift); null
+            // for crashes stored as single objects named raw_sha256.
+            "ALTER TABLE crash ADD COLUMN raw_pack TEXT",
+            "ALTER TABLE crash ADD COLUMN raw_offset BIGINT",
+            "CREATE INDEX crash_by_raw_pack ON crash(raw_pack)",
+        ]),
     ]
 }

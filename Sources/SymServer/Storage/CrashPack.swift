@@ -1,0 +1,129 @@
+import Crypto
+import Foundation
+import SymBytes
+
+/// A pack: the raw bytes of the crashes accepted together, stored as one object of the object
+/// store (docs/storage.md "Crash packs"), so that a group of ingests costs one object write and
+/// one sync (one PUT on S3) instead of one per crash.
+///
+/// Format (version 1): a 32-byte header, then each member's bytes back to back.
+///
+///     offset  size  field
+///     0       8     magic "CSYMPACK"
+///     8       1     format version (1)
+///     9       3     reserved (0)
+///     12      4     member count, little-endian
+///     16      16    random nonce: no two packs share a name, so no remover of an older pack
+///                   can take a new one before its rows commit
+///
+/// A crash row names its pack, the member's offset and length, and the member's SHA-256; a
+/// member is read with a ranged read (pread, or an HTTP `Range:` GET) and its SHA-256 checked,
+/// so a corrupt or truncated pack is an error naming the crash, never a trap or wrong bytes.
+enum CrashPack {
+    static let magic: [UInt8] = Array("CSYMPACK".utf8)
+    static let version: UInt8 = 1
+    static let headerSize = 32
+    /// Bodies larger than this are stored as single objects, as before packs.
+    static let memberLimit = 1 << 20
+    /// A pack holds at most this many members, and at most `byteLimit` bytes of them.
+    static let memberCountLimit = 256
+    static let byteLimit = 8 << 20
+
+    /// The pack of `members`: its bytes and each member's offset in them.
+    static func build(_ members: [[UInt8]]) -> (bytes: [UInt8], offsets: [Int64]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headerSize + members.reduce(0) { $0 + $1.count })
+        bytes += magic
+        bytes += [version, 0, 0, 0]
+        let count = UInt32(members.count)
+        bytes += [UInt8(truncatingIfNeeded: count), UInt8(truncatingIfNeeded: count >> 8),
+                  UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 24)]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2 {
+            let word = generator.next() as UInt64
+            for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
+        var offsets: [Int64] = []
+        offsets.reserveCapacity(members.count)
+        for member in members {
+            offsets.append(Int64(bytes.count))
+            bytes += member
+        }
+        return (bytes, offsets)
+    }
+
+    /// Reads the header of a pack: its member count; a clear error when `bytes` is not one.
+    static func memberCount(header bytes: [UInt8]) throws -> Int {
+        guard bytes.count >= headerSize else {
+            throw StoreError.corrupt("not a crash pack: \(bytes.count) bytes, shorter than the \(headerSize)-byte header")
+        }
+        guard Array(bytes[0..<8]) == magic else { throw StoreError.corrupt("not a crash pack: the magic is not CSYMPACK") }
+        guard bytes[8] == version else {
+            throw StoreError.corrupt("crash pack version \(bytes[8]) is not supported (this crashsym reads version \(version))")
+        }
+        return Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+    }
+}
+
+extension CrashStore {
+    /// Where the raw bytes of a crash are: a single object named by their SHA-256, or a member
+    /// of a pack (`CrashPack`).
+    public struct RawLocation: Sendable, Hashable {
+        /// The SHA-256 of the crash's bytes.
+        public var sha256: String
+        public var size: Int
+        /// The pack holding them; nil for a single object named `sha256`.
+        public var pack: String?
+        /// Their offset in the pack.
+        public var offset: Int64
+
+        public init(sha256: String, size: Int, pack: String? = nil, offset: Int64 = 0) {
+            self.sha256 = sha256
+            self.size = size
+            self.pack = pack
+            self.offset = offset
+        }
+
+        /// The object holding the bytes.
+        public var object: String { pack ?? sha256 }
+
+        /// The bytes as read from the pack (`range` of object `pack`), checked: the right length
+        /// and SHA-256, else `.corrupt` naming the pack.
+        func checked(_ bytes: [UInt8]) throws -> [UInt8] {
+            guard let pack else { return bytes }
+            guard bytes.count == size else {
+                throw StoreError.corrupt("crash pack \(pack) is truncated: \(bytes.count) of the \(size) bytes at offset \(offset) are there")
+            }
+            guard hexString(Array(SHA256.hash(data: bytes))) == sha256 else {
+                throw StoreError.corrupt("crash pack \(pack) is corrupt: the \(size) bytes at offset \(offset) do not hash to \(sha256)")
+            }
+            return bytes
+        }
+
+        /// The byte range of a pack member (nil: the whole object).
+        var range: Range<UInt64>? {
+            guard pack != nil, offset >= 0 else { return nil }
+            return UInt64(offset)..<UInt64(offset) + UInt64(max(size, 0))
+        }
+    }
+}
+
+extension ObjectStore {
+    /// The raw bytes of a crash, wherever they are (a single object or a pack member, checked).
+    public func read(raw: CrashStore.RawLocation, limit: Int) async throws -> [UInt8] {
+        guard raw.pack != nil else { return try await read(sha256: raw.sha256, range: nil, limit: limit) }
+        guard raw.offset >= 0, raw.size <= limit else {
+            throw StoreError.corrupt("crash pack \(raw.object): a member of \(raw.size) bytes at offset \(raw.offset) is out of bounds")
+        }
+        return try raw.checked(try await read(sha256: raw.object, range: raw.range, limit: raw.size))
+    }
+
+    /// `read(raw:limit:)` on the calling thread (a store that `readsLocally`).
+    public func readNow(raw: CrashStore.RawLocation, limit: Int) throws -> [UInt8] {
+        guard raw.pack != nil else { return try readNow(sha256: raw.sha256, range: nil, limit: limit) }
+        guard raw.offset >= 0, raw.size <= limit else {
+            throw StoreError.corrupt("crash pack \(raw.object): a member of \(raw.size) bytes at offset \(raw.offset) is out of bounds")
+        }
+        return try raw.checked(try readNow(sha256: raw.object, range: raw.range, limit: raw.size))
+    }
+}
