@@ -108,6 +108,10 @@ public struct S3Client: Sendable {
         }
         let response = try send(.get, url(key), headers: headers, sink: { .memory(limit: max(limit, 64 << 10)) })
         if response.status == 404 { throw S3Error(.notFound, "no object \(key) in \(location.bucket)", code: "NoSuchKey") }
+        if response.status == 416, let range {
+            // The object is shorter than the range says: what names the range is wrong about it.
+            throw S3Error(.protocolError, "GET \(key): bytes \(range.lowerBound)-\(range.upperBound - 1) lie beyond the object's end")
+        }
         try expect(response, [200, 206], "GET \(key)")
         guard !response.truncated, response.body.count <= limit else {
             throw S3Error(.protocolError, "GET \(key): the object is larger than \(limit) bytes")

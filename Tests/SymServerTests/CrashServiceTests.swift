@@ -106,7 +106,18 @@ struct CrashServiceTests {
     @Test("per-app rate limit: 429 with Retry-After; body limit: 413")
     func limits() throws {
         let server = try TestServer(arguments: ["--max-crashes-per-minute", "3", "--max-report-bytes", "4000"])
-        for _ in 0..<3 { #expect(try server.post("crashes", file: Self.asan).status == 201) }
+        #expect(try server.post("crashes", file: Self.asan, headers: ["Idempotency-Key: limit-1"]).status == 201)
+        #expect(try server.post("crashes", file: Self.asan).status == 201)
+        // Requests that keep no crash do not count: refused ones (a bad version, a body that is
+        // not text, one over the size limit) and a replay of a stored crash.
+        let binary = server.scratch + "/binary.bin"
+        try Data([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2]).write(to: URL(fileURLWithPath: binary))
+        for _ in 0..<2 {
+            #expect(try server.post("crashes", file: Self.asan, query: "version=not%20a%20version").status == 400)
+            #expect(try server.post("crashes", file: binary).status == 400)
+            #expect(try server.post("crashes", file: Self.asan, headers: ["Idempotency-Key: limit-1"]).status == 201)
+        }
+        #expect(try server.post("crashes", file: Self.asan).status == 201)
         let limited = try server.post("crashes", file: Self.asan)
         #expect(limited.status == 429)
         #expect(limited.errorCode == "too-many-requests")

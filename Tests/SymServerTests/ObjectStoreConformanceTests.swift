@@ -91,6 +91,29 @@ struct ObjectStoreConformanceTests {
         #expect(try await store.contains(sha256: sha) == false)
     }
 
+    @Test("a pack member read past the object's end is corrupt (never unavailable, which processing retries for ever)",
+          arguments: Kind.allCases)
+    func memberPastTheEnd(_ kind: Kind) async throws {
+        let (store, directory) = try Self.makeStore(kind)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bytes = Self.bytes(1000, seed: 5)
+        let pack = Self.sha256(bytes)
+        try await store.put(bytes: bytes, sha256: pack)
+        let member = Array(bytes[900..<1000])
+        let inside = CrashStore.RawLocation(sha256: Self.sha256(member), size: 100, pack: pack, offset: 900)
+        #expect(try await store.read(raw: inside, limit: 1 << 20) == member)
+        // Partly past the end (the object was cut short), then wholly past it (S3 answers 416).
+        for offset: Int64 in [950, 5000] {
+            let past = CrashStore.RawLocation(sha256: inside.sha256, size: 100, pack: pack, offset: offset)
+            do {
+                _ = try await store.read(raw: past, limit: 1 << 20)
+                Issue.record("a member past the end was read at offset \(offset)")
+            } catch let error as StoreError {
+                guard case .corrupt = error else { Issue.record("offset \(offset): expected corrupt, got \(error)"); continue }
+            }
+        }
+    }
+
     @Test("a removal with a cutoff keeps an object written after it and removes an older one", arguments: Kind.allCases)
     func removeWithCutoff(_ kind: Kind) async throws {
         let (store, directory) = try Self.makeStore(kind)

@@ -63,6 +63,9 @@ extension SymbolServer {
             throw ServerError(.tooManyRequests, "over \(crashes.limiter.perMinute) crashes a minute for this app; retry later",
                               retryAfter: retryAfter)
         }
+        // The limit counts crashes kept: a request refused later, or a replay, gives its token back.
+        var kept = false
+        defer { if !kept { crashes.limiter.giveBack(appID) } }
         let query = request.uri.queryParameters
         var submission = CrashService.Submission()
         submission.version = try Self.identifier(query, "version", check: BundleManifest.isVersion)
@@ -79,6 +82,7 @@ extension SymbolServer {
         defer { charge.release() }
         let body = try await reportBody(request, charge: charge)
         var receipt = try await crashes.ingest(appID: appID, body: body, submission: submission)
+        kept = !receipt.replayed
         if let counts = Self.agentCounts(request) {
             try await crashes.store.recordAgentCounts(appID: appID, agentID: counts.agentID, host: submission.host,
                                                       dropped: counts.dropped, suppressed: counts.suppressed, queue: counts.queue)

@@ -117,7 +117,7 @@ final class CrashService: Sendable {
             do {
                 let bytes = pack.bytes
                 // Written here, synced by the put (the directory store's fsync and rename; S3's upload).
-                try await NIOThreadPool.singleton.runIfActive { close(try DirectoryObjectStore.writeUnsynced(bytes, to: scratch)) }
+                try await NIOThreadPool.singleton.runIfActive { _ = close(try DirectoryObjectStore.writeUnsynced(bytes, to: scratch)) }
                 try await objects.put(fileAt: scratch, sha256: sha256)
             } catch {
                 unlink(scratch)  // a put that failed may leave it

@@ -118,7 +118,9 @@ final class CompletionBoard: Sendable {
     }
 }
 
-/// Crashes accepted per app and minute: a token bucket per app, refilled continuously.
+/// Crashes accepted per app and minute: a token bucket per app, refilled continuously. A request
+/// takes its token before its body is read (a refused request is not read further) and gives it
+/// back when it stores no crash.
 final class CrashRateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -147,6 +149,17 @@ final class CrashRateLimiter: Sendable {
                 return nil
             }
             return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// Gives back the token a request took that stored no crash (refused, or answered as a
+    /// replay of an earlier one): the limit counts crashes kept, not attempts.
+    func giveBack(_ appID: String) {
+        guard perMinute > 0 else { return }
+        buckets.withLock { buckets in
+            guard var bucket = buckets[appID] else { return }
+            bucket.tokens = min(Double(perMinute), bucket.tokens + 1)
+            buckets[appID] = bucket
         }
     }
 }
