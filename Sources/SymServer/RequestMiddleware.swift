@@ -23,16 +23,19 @@ struct RequestMiddleware: RouterMiddleware {
         // request: only when lines under `error` are logged; errors below name the request anyway.
         if context.logger.logLevel < .error { context.logger[metadataKey: "crashsym.request_id"] = "\(requestID)" }
         let logger = context.logger
+        func logFailure(_ error: any Error) {
+            logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"])
+        }
         var response: Response
         do {
             response = try await next(request, context)
         } catch let error as ServerError {
-            if error.code == .internal { logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"]) }
+            if error.code == .internal { logFailure(error) }
             response = error.response()
         } catch let error as StoreError {
             // Any route: a store that is down answers 503 with Retry-After.
             let error = error.serverError
-            logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"])
+            logFailure(error)
             response = error.response()
         } catch let error as HTTPError {
             let code: ServerError.Code = switch error.status.code {
@@ -46,7 +49,7 @@ struct RequestMiddleware: RouterMiddleware {
             response = ServerError(code, message).response()
             response.status = error.status
         } catch {
-            logger.error("request failed", metadata: ["error": "\(error)", "crashsym.request_id": "\(requestID)"])
+            logFailure(error)
             response = ServerError(.internal, "internal error (request id \(requestID))").response()
         }
         response.headers[HTTPField.Name("X-Request-Id")!] = requestID

@@ -5,7 +5,6 @@ import NIOCore
 import Prometheus
 import ServiceLifecycle
 import SymBundle
-import Symbolication
 
 /// The `crashsym serve` application: the HTTP API of docs/http-api.md over a `SymbolStore`.
 ///
@@ -69,7 +68,6 @@ public struct SymbolServer: Sendable {
     /// (`ConnectionGuard`) and `requestTimeout` of silence inside a body (Hummingbird's idle
     /// timeout, which counts only once a head has arrived or a response is written).
     public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        HeapTuning.keepFreedHeap()
         let idle = TimeAmount.nanoseconds(Int64(configuration.requestTimeout * 1e9))
         let header = TimeAmount.nanoseconds(Int64(configuration.headerTimeout * 1e9))
         let maxBodyBytes = configuration.maxBodyBytes

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import Prometheus
 import SymServer
+import Symbolication
 
 /// Where the data directory comes from: shared by `serve` and `apps`.
 struct ServerLocationOptions: ParsableArguments {
@@ -160,6 +161,9 @@ extension Crashsym {
         }
 
         func run() async throws {
+            // A process setting, made by the executable (as `dump` makes its own): requests free
+            // tens of kilobytes next to a heap's top, which glibc would hand back and fault in again.
+            HeapTuning.keepFreedHeap()
             let configuration: ServerConfiguration
             let crashConfiguration: CrashServiceConfiguration
             let webhooks: WebhookConfiguration

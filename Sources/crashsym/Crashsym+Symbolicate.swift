@@ -68,11 +68,8 @@ extension Crashsym {
         @Option(name: .shortAndLong, help: "Reports symbolicated in parallel (default: number of cores).")
         var jobs: Int?
 
-        @Option(name: .customLong("max-report-frames"), help: ArgumentHelp("Most stack frames walked from one core or minidump, its threads together (default \(Self.defaultMaximumFrames), as crashsym serve): a dump that walks to more (a hostile thread list, stacks that loop) is an error, exit 1, and is not printed in part.", valueName: "n"))
-        var maxReportFrames: Int = Self.defaultMaximumFrames
-
-        /// The default of `--max-report-frames` (the server's too).
-        static let defaultMaximumFrames = Symbolicator.defaultMaximumReportFrames
+        @Option(name: .customLong("max-report-frames"), help: ArgumentHelp("Most stack frames walked from one core or minidump, its threads together (default \(Symbolicator.defaultMaximumReportFrames), as crashsym serve): a dump that walks to more (a hostile thread list, stacks that loop) is an error, exit 1, and is not printed in part.", valueName: "n"))
+        var maxReportFrames: Int = Symbolicator.defaultMaximumReportFrames
 
         @OptionGroup var naming: NameOptions
 

@@ -109,7 +109,9 @@ struct CrashPackTests {
         await #expect(throws: StoreError.corrupt("crash pack \(pack) is corrupt: the \(raw.size) bytes at offset \(raw.offset) do not hash to \(raw.sha256)")) {
             _ = try await store.objects.read(raw: raw, limit: 1 << 20)
         }
-        #expect(throws: StoreError.self) { _ = try store.objects.readNow(raw: raw, limit: 1 << 20) }
+        #expect(throws: StoreError.corrupt("crash pack \(pack) is corrupt: the \(raw.size) bytes at offset \(raw.offset) do not hash to \(raw.sha256)")) {
+            _ = try store.objects.readNow(raw: raw, limit: 1 << 20)
+        }
 
         // Cut inside the member, then before it.
         for length in [Int(raw.offset) + raw.size - 1, 10] {
@@ -121,6 +123,7 @@ struct CrashPackTests {
         }
         // Processing marks nothing done from bad bytes: the job fails (and is retried).
         let jobs = try await store.crashes.leaseJobs(limit: 10, now: currentMilliseconds(), lease: 60_000)
+        #expect(jobs.count == bodies.count)  // the damaged crash's job among them: processing did run it
         await store.service.process(jobs)
         let state = try await store.crashes.crash(appID: store.app, id: receipts[1].id).summary.state
         #expect(state == .pending)
@@ -128,10 +131,14 @@ struct CrashPackTests {
         // A location out of bounds is refused before any read.
         var hostile = raw
         hostile.offset = -5
-        await #expect(throws: StoreError.self) { _ = try await store.objects.read(raw: hostile, limit: 1 << 20) }
+        await #expect(throws: StoreError.corrupt("crash pack \(pack): a member of \(raw.size) bytes at offset -5 is out of bounds")) {
+            _ = try await store.objects.read(raw: hostile, limit: 1 << 20)
+        }
         hostile = raw
         hostile.size = 2 << 20
-        await #expect(throws: StoreError.self) { _ = try await store.objects.read(raw: hostile, limit: 1 << 20) }
+        await #expect(throws: StoreError.corrupt("crash pack \(pack): a member of \(2 << 20) bytes at offset \(raw.offset) is out of bounds")) {
+            _ = try await store.objects.read(raw: hostile, limit: 1 << 20)
+        }
 
         // The header: not a pack, another version, too short.
         #expect(throws: StoreError.corrupt("not a crash pack: 5 bytes, shorter than the 32-byte header")) {

@@ -84,7 +84,7 @@ struct CrashProcessor: Service {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: every)
                     guard let current = watch.current(), current.cpu > limit, watch.abandon(seq: current.seq) else { continue }
-                    await service.giveUp(jobs, over: current.seq, cpu: current.cpu)
+                    await service.giveUp(jobs, over: current.seq, id: current.id, cpu: current.cpu)
                     return
                 }
             }

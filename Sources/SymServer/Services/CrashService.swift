@@ -271,7 +271,7 @@ final class CrashService: Sendable {
             let steps = try await NIOThreadPool.singleton.runIfActive { [self] in
                 defer { watch.end() }
                 return zip(work, raws).map { item, raw in
-                    watch.begin(seq: item.job.seq)
+                    watch.begin(seq: item.job.seq, id: item.input.id)
                     return Result {
                         var raw = raw
                         if local, item.input.inputFormat != CrashStore.minidumpFormat {
@@ -303,7 +303,7 @@ final class CrashService: Sendable {
                 let finished = try await NIOThreadPool.singleton.runIfActive { [self] in
                     defer { watch.end() }
                     return pendingWork.map { item in
-                        watch.begin(seq: item.parsed.input.seq)
+                        watch.begin(seq: item.parsed.input.seq, id: item.parsed.input.id)
                         return Result { try complete(item.parsed, rules: rules[item.parsed.input.appID] ?? .defaults, stored: item.stored) }
                     }
                 }
@@ -348,10 +348,11 @@ final class CrashService: Sendable {
         for _ in jobs { processingTimer.record(elapsed / jobs.count) }
     }
 
-    /// Fails crash `seq` of `jobs`, whose processing took `cpu` of CPU time, over the budget, and
-    /// hands the batch's other jobs back at once (their lease ended), so that the thread still
-    /// busy with it holds up nothing else.
-    func giveUp(_ jobs: [CrashStore.Job], over seq: Int64, cpu: Duration) async {
+    /// Fails crash `seq` (id `id`) of `jobs`, whose processing took `cpu` of CPU time, over the
+    /// budget, and hands the batch's other jobs back at once (their lease ended), so that other
+    /// workers take them. This worker and its pool thread stay held until the runaway call
+    /// returns (a thread cannot be stopped from outside).
+    func giveUp(_ jobs: [CrashStore.Job], over seq: Int64, id: String, cpu: Duration) async {
         let limit = configuration.maxCrashCPUSeconds
         let reason = "processing took over \(limit) s of CPU time (--max-crash-cpu-seconds); given up: "
             + "the report, or a symbol table it needs, is too costly to process"
@@ -363,7 +364,7 @@ final class CrashService: Sendable {
         } catch {
             logger.error("cannot give up a crash job", metadata: ["crashsym.crash_seq": "\(seq)", "error": "\(error)"])
         }
-        if let id = try? await store.processingInputs(seqs: [seq])[seq]?.id { board.finished(id) }
+        board.finished(id)
         doorbell.ring()
     }
 

@@ -13,6 +13,7 @@ import Synchronization
 final class ProcessingWatch: Sendable {
     private struct State {
         var seq: Int64?
+        var id: String?
         var clock: clockid_t?
         var start: Int64 = 0
         var abandoned = false
@@ -20,13 +21,14 @@ final class ProcessingWatch: Sendable {
 
     private let state = Mutex(State())
 
-    /// Called on the processing thread as it starts on crash `seq`.
-    func begin(seq: Int64) {
+    /// Called on the processing thread as it starts on crash `seq` (id `id`).
+    func begin(seq: Int64, id: String) {
         var clock = clockid_t()
         let known = pthread_getcpuclockid(pthread_self(), &clock) == 0
         let start = known ? Self.nanoseconds(of: clock) ?? 0 : 0
         state.withLock { state in
             state.seq = seq
+            state.id = id
             state.clock = known ? clock : nil
             state.start = start
         }
@@ -36,15 +38,16 @@ final class ProcessingWatch: Sendable {
     func end() {
         state.withLock { state in
             state.seq = nil
+            state.id = nil
             state.clock = nil
         }
     }
 
     /// The crash being processed and the CPU time its thread spent on it so far; nil between crashes.
-    func current() -> (seq: Int64, cpu: Duration)? {
-        let (seq, clock, start) = state.withLock { ($0.seq, $0.clock, $0.start) }
-        guard let seq, let clock, let now = Self.nanoseconds(of: clock) else { return nil }
-        return (seq, .nanoseconds(max(0, now - start)))
+    func current() -> (seq: Int64, id: String, cpu: Duration)? {
+        let (seq, id, clock, start) = state.withLock { ($0.seq, $0.id, $0.clock, $0.start) }
+        guard let seq, let id, let clock, let now = Self.nanoseconds(of: clock) else { return nil }
+        return (seq, id, .nanoseconds(max(0, now - start)))
     }
 
     /// Gives the batch up if its thread is still on crash `seq`; true only then, and only once.

@@ -100,6 +100,14 @@ extension CrashStore {
             return bytes
         }
 
+        /// Refuses a pack member whose place cannot be right (a negative offset) or that is larger
+        /// than the reader takes, before anything is read.
+        func checkBounds(limit: Int) throws {
+            guard offset >= 0, size <= limit else {
+                throw StoreError.corrupt("crash pack \(object): a member of \(size) bytes at offset \(offset) is out of bounds")
+            }
+        }
+
         /// The byte range of a pack member (nil: the whole object).
         var range: Range<UInt64>? {
             guard pack != nil, offset >= 0 else { return nil }
@@ -112,18 +120,14 @@ extension ObjectStore {
     /// The raw bytes of a crash, wherever they are (a single object or a pack member, checked).
     public func read(raw: CrashStore.RawLocation, limit: Int) async throws -> [UInt8] {
         guard raw.pack != nil else { return try await read(sha256: raw.sha256, range: nil, limit: limit) }
-        guard raw.offset >= 0, raw.size <= limit else {
-            throw StoreError.corrupt("crash pack \(raw.object): a member of \(raw.size) bytes at offset \(raw.offset) is out of bounds")
-        }
+        try raw.checkBounds(limit: limit)
         return try raw.checked(try await read(sha256: raw.object, range: raw.range, limit: raw.size))
     }
 
     /// `read(raw:limit:)` on the calling thread (a store that `readsLocally`).
     public func readNow(raw: CrashStore.RawLocation, limit: Int) throws -> [UInt8] {
         guard raw.pack != nil else { return try readNow(sha256: raw.sha256, range: nil, limit: limit) }
-        guard raw.offset >= 0, raw.size <= limit else {
-            throw StoreError.corrupt("crash pack \(raw.object): a member of \(raw.size) bytes at offset \(raw.offset) is out of bounds")
-        }
+        try raw.checkBounds(limit: limit)
         return try raw.checked(try readNow(sha256: raw.object, range: raw.range, limit: raw.size))
     }
 }
