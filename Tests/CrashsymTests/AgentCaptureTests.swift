@@ -43,7 +43,7 @@ import TestSupport
         process.standardInput = Pipe()
         try process.run()
         let pid = process.processIdentifier
-        #expect(AgentTest.eventually(within: 10) {
+        #expect(AgentTest.eventually(within: 60) {
             (try? Tool.run("/bin/cat", ["/proc/\(pid)/cmdline"]))?.text.hasPrefix("/bin/sh") == true
         })
         // Nothing that its termination would leave behind.

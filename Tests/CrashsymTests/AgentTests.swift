@@ -407,7 +407,7 @@ import TestSupport
         let server = try AgentTestServer()
         let (spool, state) = try Self.directories(server)
         let agent = try AgentProcess(Self.flags(server, spool: spool, state: state), key: server.key, scratch: server.scratch)
-        #expect(AgentTest.eventually(within: 10) { agent.log.contains("agent started") })
+        #expect(AgentTest.eventually(within: 60) { agent.log.contains("agent started") })
         let second = try Self.agent(Self.flags(server, spool: spool, state: state, ["--once"]), key: server.key)
         #expect(second.status == 1)
         #expect(second.stderr.contains("another crashsym agent uses this state directory"), "\(second.stderr)")

@@ -182,7 +182,7 @@ import TestSupport
         let error = try #require(throws: ClientError.self) { try client.missingSymbols(Self.request) }
         let elapsed = ContinuousClock.now - started
         #expect(error.code == .deadline)
-        #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(10), "\(elapsed)")
+        #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(25), "\(elapsed)")
     }
 
     @Test func aRetryAfterBeyondTheDeadlineFailsAtOnce() throws {
@@ -192,7 +192,7 @@ import TestSupport
         let error = try #require(throws: ClientError.self) { try client.missingSymbols(Self.request) }
         #expect(error.status == 503)
         #expect(error.message.contains("deadline"))
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
     @Test func aNonJSONSuccessIsAnInvalidResponse() throws {

@@ -146,7 +146,7 @@ struct ConsoleWebhookTests {
         downPort.stop()
         let down = try server.addWebhook("http://127.0.0.1:\(port)/ok", ["--events", "new-group"])
         try server.submitCrash(in: "console_hook_bug")
-        #expect(try CrashFixtures.eventually(within: 15) {
+        #expect(try CrashFixtures.eventually(within: 60) {
             try server.deliveries(gone).first?["state"] as? String == "failed"
                 && (try server.deliveries(down).first?["attempts"] as? Int ?? 0) >= 1
         })

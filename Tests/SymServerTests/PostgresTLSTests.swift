@@ -38,7 +38,7 @@ struct PostgresTLSTests {
     static func setSSL(_ cluster: PostgresCluster, _ on: Bool) throws {
         _ = try cluster.psql("ALTER SYSTEM SET ssl = \(on ? "on" : "off")")
         _ = try cluster.psql("SELECT pg_reload_conf()")
-        guard CrashFixtures.eventually(within: 20, { (try? cluster.psql("SHOW ssl").stdout.hasPrefix(on ? "on" : "off")) == true }) else {
+        guard CrashFixtures.eventually(within: 60, { (try? cluster.psql("SHOW ssl").stdout.hasPrefix(on ? "on" : "off")) == true }) else {
             throw TestFailure("ssl did not become \(on)")
         }
     }

@@ -72,16 +72,17 @@ struct S3ObjectStoreTests {
 
     @Test("an endpoint that refuses connections is unavailable, after the retries")
     func unreachable() throws {
-        let port = try SeaweedFS.freePorts(1)[0]
-        var client = S3Client(location: S3Location(bucket: "nowhere", endpoint: "http://127.0.0.1:\(port)"),
-                              credentials: S3Credentials(accessKeyID: "a", secretAccessKey: "b"))
-        client.firstBackoff = .milliseconds(10)
-        do {
-            try client.put(bytes: [1], key: "x")
-            Issue.record("a put to a closed port succeeded")
-        } catch {
-            #expect(error.kind == .unavailable)
-            #expect(error.message.contains("cannot be reached"))
+        try SeaweedFS.withRefusingPort { port in
+            var client = S3Client(location: S3Location(bucket: "nowhere", endpoint: "http://127.0.0.1:\(port)"),
+                                  credentials: S3Credentials(accessKeyID: "a", secretAccessKey: "b"))
+            client.firstBackoff = .milliseconds(10)
+            do {
+                try client.put(bytes: [1], key: "x")
+                Issue.record("a put to a closed port succeeded")
+            } catch let error as S3Error {
+                #expect(error.kind == .unavailable)
+                #expect(error.message.contains("cannot be reached"), "\(error.message)")
+            }
         }
     }
 

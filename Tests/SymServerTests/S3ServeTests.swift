@@ -54,7 +54,7 @@ struct S3ServeTests {
         let submitted = try server.post("crashes", file: report, query: "version=1.0&wait=10")
         #expect(submitted.status == 201, "\(submitted.text)")
         let id = try #require(submitted.json["id"] as? String)
-        #expect(CrashFixtures.eventually(within: 20) { (try? server.crash(id))?["state"] as? String == "done" })
+        #expect(CrashFixtures.eventually(within: 60) { (try? server.crash(id))?["state"] as? String == "done" })
         let raw = try server.get("crashes/\(id)/raw")
         #expect(raw.status == 200)
         #expect(raw.body == (try Data(contentsOf: URL(fileURLWithPath: report))))

@@ -30,14 +30,15 @@ struct ServerHardeningTests {
         let pid = try #require(server.process?.processIdentifier)
         for (key, status) in [("csk_" + String(repeating: "0", count: 64), "401"), (server.key, "413")] {
             let readBefore = try ProcessProbe.bytesRead(pid)
-            let (connection, sent, elapsed) = try Self.floodRefusedBody(server, key: key, seconds: 10)
+            let (connection, sent, elapsed) = try Self.floodRefusedBody(server, key: key, seconds: 30)
             let readByServer = try ProcessProbe.bytesRead(pid) - readBefore
             #expect(connection.text.hasPrefix("HTTP/1.1 \(status)"), "\(connection.text)")
             #expect(connection.text.lowercased().contains("connection: close"), "\(connection.text)")
-            // Closed within the linger (1 s) and some slack, not after the 10 s the client is
-            // willing to send for; before, the server read gigabytes a second until the client gave up.
+            // Closed within the linger (1 s) and slack for a loaded machine, not after the 30 s the
+            // client is willing to send for; before, the server read gigabytes a second until the
+            // client gave up.
             #expect(connection.isClosed)
-            #expect(elapsed < 5, "closed after \(elapsed) s")
+            #expect(elapsed < 15, "closed after \(elapsed) s")
             #expect(sent < 64 << 20, "the client sent \(sent) bytes")
             #expect(readByServer < 64 << 20, "the server read \(readByServer) bytes")
         }
@@ -81,7 +82,7 @@ struct ServerHardeningTests {
         try health.run()
         let start = Date()
         var mostSockets = 0
-        while Date().timeIntervalSince(start) < 25, attackers.contains(where: { !$0.isClosed }) {
+        while Date().timeIntervalSince(start) < 90, attackers.contains(where: { !$0.isClosed }) {
             for connection in attackers where !connection.isClosed {
                 connection.send(Data("X-Slow: 1\r\n".utf8))
                 connection.receive(waiting: 0)
@@ -94,9 +95,9 @@ struct ServerHardeningTests {
         let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(status == "200")
         // Every trickling connection was cut: 64 in rounds of 16, 2 s each (about 8 s), not held
-        // for the body timeout (600 s).
+        // for the body timeout (600 s); the bound leaves room for a loaded machine.
         #expect(attackers.allSatisfy { $0.isClosed }, "\(attackers.filter { !$0.isClosed }.count) still open after \(elapsed) s")
-        #expect(elapsed < 20)
+        #expect(elapsed < 60)
         #expect(mostSockets <= cap, "\(mostSockets) connections served at once")
         #expect(try ProcessProbe.peakResidentKiB(pid) < 200 << 10)
         // An idle connection (nothing sent) is closed after the header timeout too.

@@ -142,6 +142,27 @@ final class SeaweedFS: Sendable {
         return ports
     }
 
+    /// Calls `body` with a port on 127.0.0.1 that refuses connections while it runs: bound by a
+    /// socket of ours that never listens, so no server another test starts can take it (a port
+    /// merely found free once was, in a full run, taken by a server that answered non-HTTP).
+    static func withRefusingPort<T>(_ body: (Int) throws -> T) throws -> T {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        guard bound else { throw TestFailure("bind: errno \(errno)") }
+        return try body(Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     static func isFree(_ port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { return false }
