@@ -75,7 +75,7 @@ struct DebuginfodTests {
         try process.run()
         let server = Server(process: process, url: "http://127.0.0.1:\(port)", directory: directory)
         // The first scan indexes the files within a few seconds.
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(90)  // a loaded machine scans slowly
         while status(server.url + ready) != 200 && ContinuousClock.now < deadline {
             usleep(100_000)
         }
@@ -218,7 +218,7 @@ struct DebuginfodTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = Server(process: process, url: "http://127.0.0.1:\(port)", directory: work + "/www")
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(90)
         while Self.status(server.url + "/buildid/\(id)/debuginfo") != 200 && ContinuousClock.now < deadline { usleep(100_000) }
 
         let environment = ["DEBUGINFOD_CACHE_PATH": work + "/client-cache", "DEBUGINFOD_URLS": "", "CRASHSYM_CACHE_DIR": work + "/tables"]

