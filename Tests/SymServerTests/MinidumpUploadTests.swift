@@ -477,6 +477,32 @@ struct MinidumpUploadTests {
         #expect(!wrongKey.stderr.contains("wrong\n"))
     }
 
+    @Test("the API and the console find a minidump's attachments by one rule: the last one, and past the cap, past the last or not a number, the same answer")
+    func attachmentIndexRule() throws {
+        let server = try TestServer()
+        let request = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: ["prod": "app"],
+                                                       files: ["log": ("a.log", Data("first".utf8)), "trace": ("b.txt", Data("last".utf8))],
+                                                       gzip: false)
+        let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: false,
+                                                      query: "key=\(server.key)")
+        #expect(answer.status == 200, "\(answer.text)")
+        let id = answer.text
+        let password = try server.createUser("admin", admin: true)
+        let console = ConsoleClient(server)
+        #expect(try console.signIn("admin", password).status == 303)
+        // The last valid index, then past the last, at the cap, past the cap (4 and 5 digits,
+        // and more than an Int holds), and not an index at all.
+        let expected = ["1": 200, "2": 404, "32": 404, "9999": 404, "10000": 404, "99999999999999999999999": 404,
+                        "x": 400, "-1": 400, "+1": 400]
+        for (index, status) in expected.sorted(by: { $0.key < $1.key }) {
+            let api = try server.get("crashes/\(id)/attachments/\(index)")
+            let page = try console.get("/apps/\(server.appID)/crashes/\(id)/attachments/\(index)")
+            #expect(api.status == status, "API, index \(index): \(api.text)")
+            #expect(page.status == api.status, "the console answers index \(index) as the API does")
+            if status == 200 { #expect(api.body == page.body && !api.body.isEmpty) }
+        }
+    }
+
     @Test("the console's crash page shows what the client sent, HTML-escaped")
     func consolePage() throws {
         let server = try TestServer()

@@ -69,18 +69,28 @@ extension SymbolServer {
     /// `[A-Za-z0-9._-]` replaced by `_`.
     func minidumpAttachment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        let id = try Self.crashID(context)
-        let text = try context.parameters.require("index")
-        guard let index = Int(text), index >= 0, text.utf8.count <= 4 else {
+        let attachment = try await minidumpAttachment(appID: appID, id: try Self.crashID(context),
+                                                      index: try context.parameters.require("index"))
+        return try await attachmentResponse(attachment, context)
+    }
+
+    /// The attachment at `index` (the route's text: its place in `minidump.attachments`, from
+    /// 0) of the minidump crash `id`: the one lookup of the API's route and the console's. An
+    /// index that is not decimal digits is `400`; a number past the last, however large (past
+    /// `MinidumpBody.maximumAttachments` no crash has one), is `404`, as is a crash that is not
+    /// a minidump's.
+    func minidumpAttachment(appID: String, id: String, index text: String) async throws -> CrashStore.MinidumpAttachment {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw ServerError(.badRequest, "the attachment index must be a number from 0 (its place in minidump.attachments)")
         }
         guard let details = try await crashes.store.minidumpDetails(appID: appID, id: id) else {
             throw ServerError(.notFound, "no minidump crash \(id)")
         }
-        guard index < details.attachments.count else {
+        // Digits only: `Int` fails on a number too large for it, which is past the last too.
+        guard let index = Int(text), index < min(details.attachments.count, MinidumpBody.maximumAttachments) else {
             throw ServerError(.notFound, "crash \(id) has \(details.attachments.count) attachments")
         }
-        return try await attachmentResponse(details.attachments[index], context)
+        return details.attachments[index]
     }
 
     /// An attachment's bytes as a download (the API's route and the console's).
