@@ -79,17 +79,12 @@ extension Symbolicator {
             lines.append("Signal \(signal.name) (\(report.reason!))")
         }
         let crashed = core.crashedThread?.id
-        var frameCount = 0
+        var budget = FrameBudget(maximum: maximumFrames, source: "core", threadCount: core.threads.count)
         for thread in core.threads {
             var stack = ReportStack(name: "TID \(thread.id)", thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            // One frame past the budget is enough to know it is exceeded.
-            let room = maximumFrames - frameCount
-            let frames = try core.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
-            frameCount += frames.count
-            guard frameCount <= maximumFrames else {
-                throw FormatError(.limitExceeded, "the core's \(core.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
-            }
+            let frames = try core.walk(thread, modules: walkModules, maximumFrames: budget.nextWalkLimit)
+            try budget.spend(frames.count)
             for (number, frame) in frames.enumerated() {
                 let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
