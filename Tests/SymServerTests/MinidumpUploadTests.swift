@@ -170,6 +170,24 @@ struct MinidumpUploadTests {
                                       extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "hello"])
         #expect(text.status == 400)
         #expect(text.text.contains("MDMP"))
+        // The signature and a version the reader does not know (its one header check), or a
+        // header cut short: refused as the reader would refuse it, nothing stored.
+        var versions = Array(Self.minidump)
+        versions[4] = 0x94
+        let unknownVersion = FileManager.default.temporaryDirectory.appendingPathComponent("version-\(UUID().uuidString).dmp")
+        try Data(versions).write(to: unknownVersion)
+        defer { try? FileManager.default.removeItem(at: unknownVersion) }
+        let wrongVersion = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                              extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + unknownVersion.path])
+        #expect(wrongVersion.status == 400)
+        #expect(wrongVersion.text.contains("unknown minidump version 0xa794"), "\(wrongVersion.text)")
+        let cut = FileManager.default.temporaryDirectory.appendingPathComponent("cut-\(UUID().uuidString).dmp")
+        try Data(Self.minidump.prefix(16)).write(to: cut)
+        defer { try? FileManager.default.removeItem(at: cut) }
+        let short = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                       extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + cut.path])
+        #expect(short.status == 400, "\(short.text)")
+        #expect(short.text.contains("header"), "\(short.text)")
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
     }
 
@@ -649,8 +667,9 @@ struct MinidumpUploadTests {
     static func flood(_ server: TestServer, route: String, count: Int, size: Int) throws -> (refused: [String], waiting: [RawConnection]) {
         let head = "POST \(route) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(server.key)\r\n"
             + "Content-Type: application/octet-stream\r\nContent-Length: \(size)\r\n\r\n"
-        var payload = Data(head.utf8) + Data("MDMP".utf8)
-        payload.append(Data(count: size - 5))
+        // A minidump's header (signature, version 0xa793), then zeros: kept, then failed when read.
+        var payload = Data(head.utf8) + Data("MDMP".utf8) + Data([0x93, 0xa7, 0, 0])
+        payload.append(Data(count: size - 9))
         let connections = try (0..<count).map { _ in try RawConnection(port: server.port) }
         var offsets = [Int](repeating: 0, count: count)
         let deadline = Date().addingTimeInterval(120)

@@ -29,16 +29,15 @@ extension CrashService {
         var attachments: [Attachment] = []
     }
 
-    /// Whether `bytes` start as a minidump does (`MDMP`).
-    static func isMinidump(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 32 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50
-    }
-
     /// Stores the minidump and its attachments durably, then the crash, what its client sent and
     /// its job; a minidump the app sent before (same SHA-256) answers the first crash.
     func ingestMinidump(appID: String, submission: MinidumpSubmission) async throws -> CrashStore.Receipt {
-        guard Self.isMinidump(submission.minidump) else {
-            throw ServerError(.badRequest, "the upload_file_minidump part is not a minidump (it does not start with MDMP)")
+        // The reader's own check: a minidump it would refuse for its header is not kept.
+        let header = submission.minidump.withUnsafeBytes { bytes in
+            Result { () throws(FormatError) in try Minidump.checkHeader(bytes) }
+        }
+        if case .failure(let error) = header {
+            throw ServerError(.badRequest, "the upload_file_minidump part is refused: \(error.message)")
         }
         let sha256 = hexString(Array(SHA256.hash(data: submission.minidump)))
         var files: [(bytes: [UInt8], sha256: String)] = [(submission.minidump, sha256)]

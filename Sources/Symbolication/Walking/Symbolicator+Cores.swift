@@ -183,18 +183,15 @@ extension Symbolicator {
     /// (`MDMP`), else nil.
     public static func binaryFormat(of bytes: UnsafeRawBufferPointer) -> ReportFormat? {
         if CoreFile.isCore(bytes) { return .core }
-        if bytes.starts(with: minidumpSignature) { return .minidump }
+        if bytes.starts(with: Minidump.signature) { return .minidump }
         return nil
     }
-
-    /// A minidump's first bytes (`MDMP`, `MINIDUMP_SIGNATURE` little-endian).
-    static let minidumpSignature: [UInt8] = Array("MDMP".utf8)
 
     /// Whether `head`, the first bytes of a stream read so far, may still be the start of a
     /// core file or a minidump (every byte agrees with the ELF magic or `MDMP`): the reader of
     /// standard input stops reading ahead as soon as it is not, so lines of text are not held back.
     public static func mayStartBinaryReport(_ head: some Collection<UInt8>) -> Bool {
-        zip(head, ELF.ELFMAG).allSatisfy { $0 == $1 } || zip(head, minidumpSignature).allSatisfy { $0 == $1 }
+        zip(head, ELF.ELFMAG).allSatisfy { $0 == $1 } || zip(head, Minidump.signature).allSatisfy { $0 == $1 }
     }
 }
 
