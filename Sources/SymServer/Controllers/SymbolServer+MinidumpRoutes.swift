@@ -11,13 +11,7 @@ extension SymbolServer {
     /// the client accepts JSON and not plain text. A minidump sent again answers the first id.
     func submitMinidump(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticateUpload(request, context)
-        if let retryAfter = crashes.limiter.take(appID) {
-            throw ServerError(.tooManyRequests, "over \(crashes.limiter.perMinute) crashes a minute for this app; retry later",
-                              retryAfter: retryAfter)
-        }
-        // The limit counts crashes kept: a request refused later, or a replay, gives its token back.
-        var kept = false
-        defer { if !kept { crashes.limiter.giveBack(appID) } }
+        var token = try CrashToken(appID, from: crashes.limiter)
         let query = request.uri.queryParameters
         let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
         defer { charge.release() }
@@ -27,7 +21,7 @@ extension SymbolServer {
         // The product is a label (listed, filtered on); a `prod` that is not one stays only an annotation.
         submission.product = submission.annotations["prod"].flatMap { Self.isLabel($0) ? $0 : nil }
         let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
-        kept = !receipt.replayed
+        if !receipt.replayed { token.keep() }
         guard Self.wantsJSON(request.headers[.accept]) else {
             return Self.raw(Array(receipt.id.utf8), contentType: "text/plain; charset=utf-8")
         }
