@@ -16,8 +16,7 @@ extension SymbolServer {
         let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
         defer { charge.release() }
         var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes, charge: charge)
-        (submission.version, submission.versionNote) = try Self.minidumpVersion(annotation: submission.annotations["ver"],
-                                                                                query: query["version"].map(String.init))
+        try submission.takeVersion(query: query["version"].map(String.init))
         // The product is a label (listed, filtered on); a `prod` that is not one stays only an annotation.
         submission.product = submission.annotations["prod"].flatMap { Self.isLabel($0) ? $0 : nil }
         let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
@@ -31,29 +30,6 @@ extension SymbolServer {
             var duplicate: Bool
         }
         return Self.json(Answer(id: receipt.id, state: receipt.state, duplicate: receipt.replayed))
-    }
-
-    /// The version of a minidump crash, and why the `ver` annotation was not taken as it came.
-    /// The `ver` annotation (what the crash client sends, often with no say of the app's: a
-    /// crash must not be lost for it) wins; one that is not a version is taken with its
-    /// surrounding white space removed when that makes it one (nothing else is guessed: "1.0
-    /// (42)" could be 1.0, 1.0.42 or 1.0+42), else `?version=` when it is one, else the crash's
-    /// version is unknown, as when the client sends none; the note says which. Crashpad copies `ver` into
-    /// `?version=` (`identify_client_via_url`), so an invalid `?version=` beside a `ver` is not an
-    /// error either. `?version=` alone is the caller's own parameter and is checked as
-    /// `POST …/crashes` checks it (`400`).
-    static func minidumpVersion(annotation: String?, query: String?) throws -> (version: String?, note: String?) {
-        guard let annotation else {
-            guard let query else { return (nil, nil) }
-            guard BundleManifest.isVersion(query) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
-            return (query, nil)
-        }
-        if BundleManifest.isVersion(annotation) { return (annotation, nil) }
-        let why = "the ver annotation (\(annotation.utf8.count) bytes, kept with the annotations) is not 1 to 128 characters of [A-Za-z0-9._+-]"
-        let trimmed = annotation.trimmingCharacters(in: .whitespacesAndNewlines)
-        if BundleManifest.isVersion(trimmed) { return (trimmed, why + "; taken without its surrounding white space") }
-        if let query, BundleManifest.isVersion(query) { return (query, why + "; the version is ?version= instead") }
-        return (nil, why + (query == nil ? "" : ", nor is ?version=") + "; the version is unknown")
     }
 
     /// `GET …/crashes/{id}/attachments/{index}`: a file a crash client attached to a minidump
