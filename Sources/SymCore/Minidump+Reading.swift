@@ -77,7 +77,7 @@ extension Minidump {
         system = parsed.system
         linuxFiles = parsed.linuxFiles
         annotations = parsed.annotations
-        stacksByStart = parsed.threads.map(\.stack).sorted { $0.start < $1.start }
+        stacksByStart = Self.stacksByStart(parsed.threads)
     }
 
     /// The minidump's fields, read from its bytes.
@@ -334,12 +334,7 @@ extension Minidump {
             }
             return nil
         }
-        if stacksByStart.count == threads.count {
-            if let found = search(stacksByStart) { return found }
-        } else {
-            for thread in threads { if let found = inside(thread.stack) { return found } }
-        }
-        return search(memory)
+        return search(stacksByStart) ?? search(memory)
     }
 
     /// The bytes at `location` in the file (a context, a stream).
