@@ -220,7 +220,7 @@ let package = Package(
         .testTarget(name: "SymReportTests", dependencies: ["TestSupport", "SymReport"]),
         .testTarget(name: "SymUnwindTests", dependencies: ["TestSupport", "SymUnwind", "SymELF", "SymBytes", "Symbolication"]),
         .testTarget(name: "SymCoreTests", dependencies: ["TestSupport", "SymCore", "SymBytes", "SymUnwind", "SymELF", "Symbolication"]),
-        .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF"]),
+        .testTarget(name: "SymbolicationTests", dependencies: ["TestSupport", "Symbolication", "SymReport", "SymTable", "SymELF", "SymCore", "SymBytes"]),
         .testTarget(name: "SymLookupTests", dependencies: ["TestSupport", "SymLookup"]),
         .testTarget(name: "SymBundleTests", dependencies: ["TestSupport", "SymBundle", "SymTable"]),
         .testTarget(

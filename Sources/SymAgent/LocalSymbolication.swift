@@ -8,6 +8,8 @@ import Synchronization
 /// --symbols`'s (one `Symbolicator` over `SymbolSources`), and what is sent is its JSON
 /// (docs/crash-report.md), so the server stores the report with its frames resolved.
 public final class LocalSymbolication: Sendable {
+    /// One for the agent's life: the modules it keeps are the most recently used (the
+    /// Symbolicator's bound), however many builds the host's crashes name.
     let symbolicator: Symbolicator
 
     /// Symbols from `searchPaths` (directories of `.csym` tables, ELF files or `.build-id` trees,

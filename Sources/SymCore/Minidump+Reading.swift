@@ -39,6 +39,28 @@ extension Minidump {
     static let threadNamesStream: UInt32 = 24
     static let crashpadInfoStream: UInt32 = 0x4350_0001
 
+    /// A minidump's first bytes: `MINIDUMP_SIGNATURE`, "MDMP" (0x504d444d little-endian).
+    public static let signature: [UInt8] = Array("MDMP".utf8)
+    /// `MINIDUMP_VERSION`: the low half of the header's version (the high half is the writer's).
+    static let formatVersion: UInt32 = 0xa793
+    /// The size of `MINIDUMP_HEADER`.
+    static let headerSize = 32
+
+    /// Checks that `bytes` start with a minidump's header: the signature, then the format version,
+    /// then the rest of the header. The one check of the reader and of a server taking an upload
+    /// before it keeps it.
+    public static func checkHeader(_ bytes: UnsafeRawBufferPointer) throws(FormatError) {
+        let reader = ByteReader(bytes)
+        guard try reader.u32(at: 0) == 0x504d_444d else {  // `signature`, little-endian
+            throw FormatError(.badMagic, "not a minidump (no MDMP signature)", offset: 0)
+        }
+        let version = try reader.u32(at: 4)
+        guard version & 0xffff == formatVersion else {
+            throw FormatError(.badMagic, "unknown minidump version 0x\(String(version & 0xffff, radix: 16))", offset: 4)
+        }
+        try reader.check(0, headerSize, "the minidump header")
+    }
+
     init(storage: Storage) throws(FormatError) {
         self.storage = storage
         var parsed = Parsed()
@@ -55,7 +77,7 @@ extension Minidump {
         system = parsed.system
         linuxFiles = parsed.linuxFiles
         annotations = parsed.annotations
-        stacksByStart = parsed.threads.map(\.stack).sorted { $0.start < $1.start }
+        stacksByStart = Self.stacksByStart(parsed.threads)
     }
 
     /// The minidump's fields, read from its bytes.
@@ -74,14 +96,8 @@ extension Minidump {
         init() {}
 
         init(_ bytes: UnsafeRawBufferPointer) throws(FormatError) {
+            try Minidump.checkHeader(bytes)
             let reader = ByteReader(bytes)
-            guard try reader.u32(at: 0) == 0x504d_444d else {  // "MDMP"
-                throw FormatError(.badMagic, "not a minidump (no MDMP signature)", offset: 0)
-            }
-            let version = try reader.u32(at: 4)
-            guard version & 0xffff == 0xa793 else {
-                throw FormatError(.badMagic, "unknown minidump version 0x\(String(version & 0xffff, radix: 16))", offset: 4)
-            }
             let count = Int(try reader.u32(at: 8))
             let directory = Int(try reader.u32(at: 12))
             timestamp = try reader.u32(at: 20)
@@ -318,12 +334,7 @@ extension Minidump {
             }
             return nil
         }
-        if stacksByStart.count == threads.count {
-            if let found = search(stacksByStart) { return found }
-        } else {
-            for thread in threads { if let found = inside(thread.stack) { return found } }
-        }
-        return search(memory)
+        return search(stacksByStart) ?? search(memory)
     }
 
     /// The bytes at `location` in the file (a context, a stream).

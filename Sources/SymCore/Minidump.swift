@@ -17,8 +17,10 @@ public struct Minidump: Sendable {
     public var flags: UInt64
     /// The stream directory.
     public var streams: [Stream]
-    /// Threads, in the thread list's order.
-    public var threads: [Thread]
+    /// Threads, in the thread list's order (their stacks' index rebuilt when they change).
+    public var threads: [Thread] {
+        didSet { stacksByStart = Self.stacksByStart(threads) }
+    }
     /// Loaded modules.
     public var modules: [Module]
     /// Memory ranges the dump holds (the memory list and the 64-bit memory list).
@@ -33,9 +35,14 @@ public struct Minidump: Sendable {
     /// Crashpad's annotations (simple key/value pairs of the process and of each module).
     public var annotations: CrashpadAnnotations?
     /// The thread stacks sorted by start address (for `read`: a memory read searches them, not
-    /// every thread, so walking a hostile list of a million threads stays linear); used while it
-    /// matches `threads`.
+    /// every thread, so walking a hostile list of a million threads stays linear); made again
+    /// whenever `threads` is set.
     var stacksByStart: [MemoryRange]
+
+    /// The stacks of `threads` sorted by start address.
+    static func stacksByStart(_ threads: [Thread]) -> [MemoryRange] {
+        threads.map(\.stack).sorted { $0.start < $1.start }
+    }
 
     /// Most streams read from a directory.
     public static let maximumStreams = 4096

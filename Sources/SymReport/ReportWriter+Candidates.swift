@@ -1,7 +1,7 @@
 extension ReportWriter {
     /// The English line `--explain` prints for `candidate` (`<source> <location>: <outcome>`).
     public static func describe(_ candidate: SymbolCandidate) -> String {
-        // "fetched from <server>" first (the words; what `isFetch` recognises), then where.
+        // "fetched from <server>" first (the words), then where.
         if case .fetched = candidate.outcome { return "\(describe(candidate.outcome)): \(candidate.location)" }
         let place = candidate.location.isEmpty ? candidate.source.rawValue : "\(candidate.source.rawValue) \(candidate.location)"
         return "\(place): \(describe(candidate.outcome))"
@@ -30,8 +30,8 @@ extension ReportWriter {
         case .unreadable(let reason), .notStored(let reason):
             return reason
         case .fetched(let server, let earlier):
-            return earlier ? "\(fetchedPrefix)\(server) by an earlier run (kept in the cache), build-id matches"
-                : "\(fetchedPrefix)\(server), build-id matches"
+            return earlier ? "fetched from \(server) by an earlier run (kept in the cache), build-id matches"
+                : "fetched from \(server), build-id matches"
         case .stored:
             return "written"
         case .notSymbolFile:
@@ -39,15 +39,6 @@ extension ReportWriter {
         case .ambiguous(let name, let count):
             return "one of \(count) files named \(name): ambiguous without a build-id, not used"
         }
-    }
-
-    /// How the line of a `.fetched` candidate starts.
-    static let fetchedPrefix = "fetched from "
-
-    /// Whether `step` (a line of `describe(_:)`) says the module's table was fetched from a
-    /// server: text `--explain` prints it under resolved frames too.
-    public static func isFetch(_ step: String) -> Bool {
-        step.hasPrefix(fetchedPrefix)
     }
 
     /// Why a module was not symbolicated when `candidate` (one of several files of its name) is

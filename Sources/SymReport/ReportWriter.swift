@@ -120,10 +120,10 @@ public enum ReportWriter {
         if explain {
             // An unresolved frame says everything tried; a resolved one only where its table was
             // fetched from (a server's, "fetched from <server>").
-            for step in resolution.explanation where resolution.status != .ok || isFetch(step) {
+            for step in resolution.explanationSteps where resolution.status != .ok || step.kind == .fetched {
                 append(indent, to: &output)
                 append(Literal.tried, to: &output)
-                output.append(contentsOf: step.utf8)
+                output.append(contentsOf: step.text.utf8)
                 output.append(0x0a)
             }
         }

@@ -109,20 +109,58 @@ public final class LocationChain: Sendable {
     }
 }
 
+/// One line of what was tried to find a module's symbols, with its kind: the writers choose
+/// lines by kind, never by their text.
+public struct ExplanationStep: Sendable, Equatable {
+    /// What a step says.
+    public enum Kind: Sendable, Equatable {
+        /// A place looked at and what was found there.
+        case tried
+        /// The module's table was fetched from a crashsym server (text `--explain` prints it
+        /// under resolved frames too).
+        case fetched
+    }
+
+    /// What the step says.
+    public var kind: Kind
+    /// The step in English (`ReportWriter.describe(_:)`).
+    public var text: String
+
+    /// Creates a step.
+    public init(_ kind: Kind, _ text: String) {
+        self.kind = kind
+        self.text = text
+    }
+
+    /// The step of `candidate`, its English written once by `ReportWriter.describe(_:)`.
+    public init(_ candidate: SymbolCandidate) {
+        if case .fetched = candidate.outcome { kind = .fetched } else { kind = .tried }
+        text = ReportWriter.describe(candidate)
+    }
+}
+
 /// What a frame's resolution says about its module: where its symbols came from and what was
 /// tried to find them. The same for every frame of the module in a report.
 public final class ModuleFacts: Sendable {
     /// Where the symbols came from (a `.csym` or ELF path), when found.
     public let source: String?
+    /// What was tried, in order, with each step's kind.
+    public let steps: [ExplanationStep]
     /// What was tried, in order (for `--explain`), in English.
     public let explanation: [String]
     /// What was tried, in order, as data (empty when the facts were made from English only).
     public let candidates: [SymbolCandidate]
 
-    /// Creates the facts of a module.
-    public init(source: String?, explanation: [String]) {
+    /// Creates the facts of a module from English steps (each a place tried).
+    public convenience init(source: String?, explanation: [String]) {
+        self.init(source: source, steps: explanation.map { ExplanationStep(.tried, $0) })
+    }
+
+    /// Creates the facts of a module from its steps.
+    public init(source: String?, steps: [ExplanationStep]) {
         self.source = source
-        self.explanation = explanation
+        self.steps = steps
+        explanation = steps.map(\.text)
         candidates = []
     }
 
@@ -131,7 +169,8 @@ public final class ModuleFacts: Sendable {
     public init(source: String?, candidates: [SymbolCandidate]) {
         self.source = source
         self.candidates = candidates
-        explanation = candidates.map(ReportWriter.describe)
+        steps = candidates.map(ExplanationStep.init)
+        explanation = steps.map(\.text)
     }
 }
 
@@ -157,8 +196,11 @@ public struct FrameResolution: Sendable, Equatable {
     /// Where the symbols came from (a `.csym` or ELF path), when found.
     public var source: String? {
         get { moduleFacts?.source }
-        set { moduleFacts = ModuleFacts(source: newValue, explanation: explanation) }
+        set { moduleFacts = ModuleFacts(source: newValue, steps: explanationSteps) }
     }
+
+    /// What was tried, in order, with each step's kind.
+    public var explanationSteps: [ExplanationStep] { moduleFacts?.steps ?? [] }
 
     /// What was tried, in order (for `--explain`).
     public var explanation: [String] {

@@ -39,10 +39,8 @@ extension Symbolicator {
 
     /// Whether `module` was resolved already (for an earlier report of this symbolicator).
     private func isResolved(_ module: ReportModule, reportDirectory: String?) -> Bool {
-        let slot = modules.withLock { slots -> ModuleSlot? in
-            if let id = module.buildID { return slots.byBuildID[id] }
-            return slots.byPath[Self.pathKey(module, reportDirectory: reportDirectory)]
-        }
+        let key = ModuleSlots.Key(module, reportDirectory: reportDirectory)
+        let slot = modules.withLock { $0.slot(key) }
         return slot?.value.withLock { $0 != nil } ?? false
     }
 }

@@ -10,8 +10,9 @@ import Synchronization
 /// CLI, the server and the daemon share: providers find, the Symbolicator decides (build-id
 /// checks, conversion and its cache, address rules, inline chains).
 ///
-/// Modules are resolved once per build-id (or path, for reports without build-ids) and kept for
-/// the Symbolicator's life, so one Symbolicator answers many reports from the same tables. A
+/// Modules are resolved once per build-id (or path, for reports without build-ids) and the most
+/// recently used kept (`ModuleSlots.capacity`), so one Symbolicator answers many reports from the
+/// same tables, and a long-running one does not grow with every build it meets. A
 /// server whose symbols change (late uploads) makes one per request or batch, its provider
 /// keeping the opened tables (`OpenedTableCache`).
 public final class Symbolicator: Sendable {
@@ -24,7 +25,7 @@ public final class Symbolicator: Sendable {
     /// How ELF files the providers found are converted, and where conversions are cached.
     public let conversion: ConversionSettings
     /// One slot per module key: the first thread to need a module resolves it while holding the
-    /// slot's lock, so a module is never converted twice at once.
+    /// slot's lock, so a module is never converted twice at once (the most recently used kept).
     let modules = Mutex(ModuleSlots())
     /// Function symbol values by ELF path, read only for `func+0x…` frames whose name the
     /// module's table does not keep (`SymbolTable.address(ofFunction:offset:)` places the others).
@@ -290,7 +291,7 @@ public final class Symbolicator: Sendable {
 
     // MARK: Finding a module's symbols
 
-    /// The outcome of looking for one module's symbols (kept for the Symbolicator's lifetime).
+    /// The outcome of looking for one module's symbols (kept while its slot is: `ModuleSlots`).
     struct ResolvedModule: Sendable {
         var symbols: LocationCache?
         var status: FrameStatus = .noSymbols
@@ -322,10 +323,55 @@ public final class Symbolicator: Sendable {
         let value = Mutex<ModuleEntry?>(nil)
     }
 
-    /// Module slots by build-id, and by path for modules without one.
+    /// Module slots by build-id, and by path for modules without one: the `capacity` most
+    /// recently used, the least recently used dropped first. A long-running agent or server
+    /// symbolicates crashes of many builds; a dropped module that comes back is resolved again
+    /// (its table from the conversion cache), and a report holds the entries it resolved.
     struct ModuleSlots {
-        var byBuildID: [String: ModuleSlot] = [:]
-        var byPath: [String: ModuleSlot] = [:]
+        /// How many modules are kept: those of several large processes (a browser maps a few
+        /// hundred libraries).
+        static let capacity = 512
+
+        /// A module's key: its build-id, else its path key (`Symbolicator.pathKey`).
+        enum Key: Hashable {
+            case buildID(String)
+            case path(String)
+
+            init(_ module: ReportModule, reportDirectory: String?) {
+                if let id = module.buildID { self = .buildID(id) } else { self = .path(Symbolicator.pathKey(module, reportDirectory: reportDirectory)) }
+            }
+        }
+
+        /// The slots, each with the tick of its last use.
+        private var slots: [Key: (slot: ModuleSlot, used: UInt64)] = [:]
+        private var tick: UInt64 = 0
+
+        /// The number of modules kept.
+        var count: Int { slots.count }
+
+        /// The slot of `key` (now the most recently used), nil when none is kept.
+        mutating func slot(_ key: Key) -> ModuleSlot? {
+            guard let known = slots[key]?.slot else { return nil }
+            tick += 1
+            slots[key] = (known, tick)
+            return known
+        }
+
+        /// The slot of `key` (now the most recently used), made empty when none is kept; the
+        /// least recently used is dropped beyond `capacity` (a scan, as rare as a new module).
+        mutating func slotMaking(_ key: Key) -> ModuleSlot {
+            if let known = slot(key) { return known }
+            if slots.count >= Self.capacity, let oldest = slots.min(by: { $0.value.used < $1.value.used })?.key {
+                slots[oldest] = nil
+            }
+            let made = ModuleSlot()
+            tick += 1
+            slots[key] = (made, tick)
+            return made
+        }
+
+        /// Whether a slot of `key` is kept (its use not counted).
+        func contains(_ key: Key) -> Bool { slots[key] != nil }
     }
 
     /// The key of a module without a build-id: its path, and for a relative path the report's
@@ -339,14 +385,8 @@ public final class Symbolicator: Sendable {
     }
 
     func resolveEntry(_ module: ReportModule, reportDirectory: String? = nil) -> ModuleEntry {
-        let pathKey = Self.pathKey(module, reportDirectory: reportDirectory)
-        let slot = modules.withLock { slots in
-            let known: ModuleSlot? = if let id = module.buildID { slots.byBuildID[id] } else { slots.byPath[pathKey] }
-            if let known { return known }
-            let slot = ModuleSlot()
-            if let id = module.buildID { slots.byBuildID[id] = slot } else { slots.byPath[pathKey] = slot }
-            return slot
-        }
+        let key = ModuleSlots.Key(module, reportDirectory: reportDirectory)
+        let slot = modules.withLock { $0.slotMaking(key) }
         return slot.value.withLock { value in
             if let value { return value }
             let entry = ModuleEntry(findModule(module, reportDirectory: reportDirectory))

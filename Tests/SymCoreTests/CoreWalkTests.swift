@@ -11,13 +11,7 @@ import TestSupport
 /// The walk of real cores (`scripts/build-core-fixtures`, run into a temporary directory) before
 /// symbolication: what the walker alone decides.
 @Suite struct CoreWalkTests {
-    static let cores: String? = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        let directory = NSTemporaryDirectory() + "crashsym-corewalk-" + UUID().uuidString
-        guard let run = try? Tool.run("/bin/bash", [url.path + "/scripts/build-core-fixtures", directory]), run.status == 0 else { return nil }
-        return directory
-    }()
+    static var cores: String? { CoreFixtures.directory }
 
     static func report(_ name: String) throws -> CrashReport {
         let directory = try #require(cores, "scripts/build-core-fixtures failed")

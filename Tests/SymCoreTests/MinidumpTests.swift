@@ -54,6 +54,19 @@ import TestSupport
         #expect(context.pc.map { $0 >= module.base && $0 < module.base + UInt64(module.size) } == true)
     }
 
+    @Test("Reads follow the threads as they are: a stack moved after reading is read at its new place, not its old one")
+    func readsFollowChangedThreads() throws {
+        var dump = try Minidump(file: MappedFile(path: Self.directory + "/crash_linux.dmp"))
+        let stack = try #require(dump.threads.first?.stack)
+        let word = try #require(dump.read(stack.start, size: 8))
+        let moved: UInt64 = 0x1234_0000_0000
+        #expect(dump.read(moved, size: 8) == nil)
+        dump.threads[0].stack.start = moved
+        #expect(dump.read(moved, size: 8) == word, "the stack's bytes at its new address")
+        #expect(dump.read(moved + UInt64(stack.location.count) - 8, size: 8) != nil, "to its end")
+        #expect(dump.read(moved + UInt64(stack.location.count), size: 8) == nil, "and not past it")
+    }
+
     @Test("Truncation at every byte: an error or a smaller dump, never a trap")
     func truncation() throws {
         let bytes = try Self.realBytes()

@@ -142,6 +142,22 @@ import Testing
         #expect(FrameResolution(status: .noModule).source == nil && FrameResolution(status: .noModule).explanation.isEmpty)
     }
 
+    /// Text `--explain` shows a resolved frame's fetch from a server by the step's kind, never by
+    /// its text: a place tried whose English happens to read "fetched from" stays unshown.
+    @Test func explainShowsFetchesByKindNotByText() {
+        let report = CrashReport(format: .crashsymJSON, modules: [ReportModule(path: "/bin/app")],
+                                 stacks: [ReportStack(frames: [ReportFrame(index: 0, address: 0x401136, module: 0),
+                                                               ReportFrame(index: 1, address: 0x401140, module: 0)])])
+        let tried = ModuleFacts(source: "/cache/app.csym", steps: [ExplanationStep(.tried, "fetched from somewhere: looks like a fetch")])
+        let server = SymbolCandidate(source: SymbolCandidate.Source(rawValue: "server"), location: "/cache/app.csym", outcome: .fetched(server: "https://symbols.example", earlier: false))
+        let fetched = ModuleFacts(source: "/cache/app.csym", candidates: [server])
+        #expect(fetched.steps == [ExplanationStep(.fetched, "fetched from https://symbols.example, build-id matches: /cache/app.csym")])
+        let frames = [[FrameResolution(status: .ok, moduleFacts: tried), FrameResolution(status: .ok, moduleFacts: fetched)]]
+        let text = ReportWriter.text(SymbolicatedReport(report: report, frames: frames), explain: true)
+        #expect(!text.contains("looks like a fetch"), "\(text)")
+        #expect(text.contains("tried: fetched from https://symbols.example, build-id matches: /cache/app.csym"), "\(text)")
+    }
+
     /// Stack headers name their thread: the word after `thread`/`Thread` when it starts with `T`,
     /// up to a comma or colon, whatever the spaces.
     @Test(arguments: [

@@ -22,6 +22,10 @@ struct CrashWatchdogTests {
         Thread.sleep(forTimeInterval: 3)
         #expect(try server.crash(slow)["state"] as? String == "failed")
         #expect(try server.request("GET", "/healthz").status == 200)
+        // The watchdog says it runs (Linux gives threads a CPU clock): 1 in /metrics, and no
+        // warning that it is off.
+        let metrics = try server.request("GET", "/metrics", key: .some(nil)).text
+        #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("crashsym_crash_cpu_watchdog 1") }, "\(metrics)")
     }
 
     @Test("--max-crash-cpu-seconds below 0.01 or not a number is a clear configuration error")

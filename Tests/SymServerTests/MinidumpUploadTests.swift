@@ -170,6 +170,24 @@ struct MinidumpUploadTests {
                                       extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "hello"])
         #expect(text.status == 400)
         #expect(text.text.contains("MDMP"))
+        // The signature and a version the reader does not know (its one header check), or a
+        // header cut short: refused as the reader would refuse it, nothing stored.
+        var versions = Array(Self.minidump)
+        versions[4] = 0x94
+        let unknownVersion = FileManager.default.temporaryDirectory.appendingPathComponent("version-\(UUID().uuidString).dmp")
+        try Data(versions).write(to: unknownVersion)
+        defer { try? FileManager.default.removeItem(at: unknownVersion) }
+        let wrongVersion = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                              extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + unknownVersion.path])
+        #expect(wrongVersion.status == 400)
+        #expect(wrongVersion.text.contains("unknown minidump version 0xa794"), "\(wrongVersion.text)")
+        let cut = FileManager.default.temporaryDirectory.appendingPathComponent("cut-\(UUID().uuidString).dmp")
+        try Data(Self.minidump.prefix(16)).write(to: cut)
+        defer { try? FileManager.default.removeItem(at: cut) }
+        let short = try server.request("POST", "/api/v1/apps/\(server.appID)/minidump",
+                                       extra: ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + cut.path])
+        #expect(short.status == 400, "\(short.text)")
+        #expect(short.text.contains("header"), "\(short.text)")
         #expect((try server.get("crashes").json["crashes"] as? [Any])?.count == 1)
     }
 
@@ -477,6 +495,32 @@ struct MinidumpUploadTests {
         #expect(!wrongKey.stderr.contains("wrong\n"))
     }
 
+    @Test("the API and the console find a minidump's attachments by one rule: the last one, and past the cap, past the last or not a number, the same answer")
+    func attachmentIndexRule() throws {
+        let server = try TestServer()
+        let request = try MinidumpClients.crashpadBody(minidump: Self.minidump, annotations: ["prod": "app"],
+                                                       files: ["log": ("a.log", Data("first".utf8)), "trace": ("b.txt", Data("last".utf8))],
+                                                       gzip: false)
+        let answer = try MinidumpClients.crashpadPost(server, body: request.body, contentType: request.contentType, gzip: false,
+                                                      query: "key=\(server.key)")
+        #expect(answer.status == 200, "\(answer.text)")
+        let id = answer.text
+        let password = try server.createUser("admin", admin: true)
+        let console = ConsoleClient(server)
+        #expect(try console.signIn("admin", password).status == 303)
+        // The last valid index, then past the last, at the cap, past the cap (4 and 5 digits,
+        // and more than an Int holds), and not an index at all.
+        let expected = ["1": 200, "2": 404, "32": 404, "9999": 404, "10000": 404, "99999999999999999999999": 404,
+                        "x": 400, "-1": 400, "+1": 400]
+        for (index, status) in expected.sorted(by: { $0.key < $1.key }) {
+            let api = try server.get("crashes/\(id)/attachments/\(index)")
+            let page = try console.get("/apps/\(server.appID)/crashes/\(id)/attachments/\(index)")
+            #expect(api.status == status, "API, index \(index): \(api.text)")
+            #expect(page.status == api.status, "the console answers index \(index) as the API does")
+            if status == 200 { #expect(api.body == page.body && !api.body.isEmpty) }
+        }
+    }
+
     @Test("the console's crash page shows what the client sent, HTML-escaped")
     func consolePage() throws {
         let server = try TestServer()
@@ -623,8 +667,9 @@ struct MinidumpUploadTests {
     static func flood(_ server: TestServer, route: String, count: Int, size: Int) throws -> (refused: [String], waiting: [RawConnection]) {
         let head = "POST \(route) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(server.key)\r\n"
             + "Content-Type: application/octet-stream\r\nContent-Length: \(size)\r\n\r\n"
-        var payload = Data(head.utf8) + Data("MDMP".utf8)
-        payload.append(Data(count: size - 5))
+        // A minidump's header (signature, version 0xa793), then zeros: kept, then failed when read.
+        var payload = Data(head.utf8) + Data("MDMP".utf8) + Data([0x93, 0xa7, 0, 0])
+        payload.append(Data(count: size - 9))
         let connections = try (0..<count).map { _ in try RawConnection(port: server.port) }
         var offsets = [Int](repeating: 0, count: count)
         let deadline = Date().addingTimeInterval(120)

@@ -489,3 +489,43 @@ import Testing
         #expect(placed.locations.last?.function == "dispatch")
     }
 }
+
+/// A long-running Symbolicator (the agent's, a server's) meeting crashes of many builds.
+@Suite struct ModuleSlotsTests {
+    /// A report with one frame in each of the modules `builds` (build-ids no provider knows).
+    static func report(_ builds: some Sequence<Int>) -> CrashReport {
+        let modules = builds.map { ReportModule(path: "/lib/m\($0).so", buildID: String(repeating: "0", count: 32) + hex8($0),
+                                                loadAddress: 0x10000) }
+        let frames = modules.indices.map { ReportFrame(index: $0, address: 0x10100, module: $0) }
+        return CrashReport(format: .glibc, modules: modules, stacks: [ReportStack(frames: frames)])
+    }
+
+    static func hex8(_ value: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }
+
+    static func key(_ build: Int) -> Symbolicator.ModuleSlots.Key { .buildID(String(repeating: "0", count: 32) + hex8(build)) }
+
+    @Test("the modules kept are bounded: the least recently used dropped past ModuleSlots.capacity, one in use kept")
+    func boundedLeastRecentlyUsed() {
+        let symbolicator = Symbolicator(providers: [], conversion: ConversionSettings(tableCache: nil))
+        let capacity = Symbolicator.ModuleSlots.capacity
+        // Build 0 is in every crash (the agent's own libc); the others each in one batch.
+        var next = 1
+        while next < capacity * 3 {
+            let result = symbolicator.symbolicate(Self.report([0] + Array(next..<next + 100)))
+            #expect(result.frames[0].allSatisfy { $0.status == .noSymbols })
+            next += 100
+        }
+        #expect(symbolicator.modules.withLock(\.count) == capacity)
+        #expect(symbolicator.modules.withLock { $0.contains(Self.key(0)) }, "a module in every crash stays")
+        #expect(symbolicator.modules.withLock { $0.contains(Self.key(next - 1)) }, "the last met stays")
+        #expect(!symbolicator.modules.withLock { $0.contains(Self.key(1)) }, "the first batch's were dropped")
+        // A dropped module that comes back is resolved again.
+        let again = symbolicator.symbolicate(Self.report([1]))
+        #expect(again.frames[0][0].status == .noSymbols)
+        #expect(symbolicator.modules.withLock { $0.contains(Self.key(1)) })
+        #expect(symbolicator.modules.withLock(\.count) == capacity)
+    }
+}

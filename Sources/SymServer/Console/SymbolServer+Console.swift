@@ -428,11 +428,15 @@ extension SymbolServer {
         let session = try await requireSession(request)
         let app = try await visibleApp(session, context)
         let id = try Self.consoleCrashID(context)
-        guard let index = Int(try context.parameters.require("index")), index >= 0,
-              let details = try await crashes.store.minidumpDetails(appID: app.id, id: id), index < details.attachments.count else {
-            throw ConsoleFailure(.notFound, "There is no such attachment.")
+        let attachment: CrashStore.MinidumpAttachment
+        do {
+            // The API's lookup and rule: both answer the same for every index.
+            attachment = try await minidumpAttachment(appID: app.id, id: id, index: try context.parameters.require("index"))
+        } catch let error as ServerError where error.code == .notFound || error.code == .badRequest {
+            throw ConsoleFailure(error.code.status, error.code == .notFound ? "There is no such attachment."
+                                                                            : "An attachment's number is its place from 0.")
         }
-        var response = try await attachmentResponse(details.attachments[index], context)
+        var response = try await attachmentResponse(attachment, context)
         ConsoleRenderer.addSecurityHeaders(&response.headers)
         response.headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; sandbox"
         response.headers[.cacheControl] = "no-store"

@@ -59,13 +59,7 @@ extension SymbolServer {
     /// `POST …/crashes`: bytes durable, row and job committed, then 201.
     func submitCrash(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        if let retryAfter = crashes.limiter.take(appID) {
-            throw ServerError(.tooManyRequests, "over \(crashes.limiter.perMinute) crashes a minute for this app; retry later",
-                              retryAfter: retryAfter)
-        }
-        // The limit counts crashes kept: a request refused later, or a replay, gives its token back.
-        var kept = false
-        defer { if !kept { crashes.limiter.giveBack(appID) } }
+        var token = try CrashToken(appID, from: crashes.limiter)
         let query = request.uri.queryParameters
         var submission = CrashService.Submission()
         submission.version = try Self.identifier(query, "version", check: BundleManifest.isVersion)
@@ -82,7 +76,7 @@ extension SymbolServer {
         defer { charge.release() }
         let body = try await reportBody(request, charge: charge)
         var receipt = try await crashes.ingest(appID: appID, body: body, submission: submission)
-        kept = !receipt.replayed
+        if !receipt.replayed { token.keep() }
         if let counts = Self.agentCounts(request) {
             try await crashes.store.recordAgentCounts(appID: appID, agentID: counts.agentID, host: submission.host,
                                                       dropped: counts.dropped, suppressed: counts.suppressed, queue: counts.queue)

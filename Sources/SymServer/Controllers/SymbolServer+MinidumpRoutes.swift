@@ -11,23 +11,16 @@ extension SymbolServer {
     /// the client accepts JSON and not plain text. A minidump sent again answers the first id.
     func submitMinidump(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticateUpload(request, context)
-        if let retryAfter = crashes.limiter.take(appID) {
-            throw ServerError(.tooManyRequests, "over \(crashes.limiter.perMinute) crashes a minute for this app; retry later",
-                              retryAfter: retryAfter)
-        }
-        // The limit counts crashes kept: a request refused later, or a replay, gives its token back.
-        var kept = false
-        defer { if !kept { crashes.limiter.giveBack(appID) } }
+        var token = try CrashToken(appID, from: crashes.limiter)
         let query = request.uri.queryParameters
         let charge = UploadLimiter.Charge(crashes.bodyBytes, setting: "--max-crash-bytes-in-flight")
         defer { charge.release() }
         var submission = try await MinidumpBody.read(request, limit: crashes.configuration.maxMinidumpBytes, charge: charge)
-        (submission.version, submission.versionNote) = try Self.minidumpVersion(annotation: submission.annotations["ver"],
-                                                                                query: query["version"].map(String.init))
+        try submission.takeVersion(query: query["version"].map(String.init))
         // The product is a label (listed, filtered on); a `prod` that is not one stays only an annotation.
         submission.product = submission.annotations["prod"].flatMap { Self.isLabel($0) ? $0 : nil }
         let receipt = try await crashes.ingestMinidump(appID: appID, submission: submission)
-        kept = !receipt.replayed
+        if !receipt.replayed { token.keep() }
         guard Self.wantsJSON(request.headers[.accept]) else {
             return Self.raw(Array(receipt.id.utf8), contentType: "text/plain; charset=utf-8")
         }
@@ -39,29 +32,6 @@ extension SymbolServer {
         return Self.json(Answer(id: receipt.id, state: receipt.state, duplicate: receipt.replayed))
     }
 
-    /// The version of a minidump crash, and why the `ver` annotation was not taken as it came.
-    /// The `ver` annotation (what the crash client sends, often with no say of the app's: a
-    /// crash must not be lost for it) wins; one that is not a version is taken with its
-    /// surrounding white space removed when that makes it one (nothing else is guessed: "1.0
-    /// (42)" could be 1.0, 1.0.42 or 1.0+42), else `?version=` when it is one, else the crash's
-    /// version is unknown, as when the client sends none; the note says which. Crashpad copies `ver` into
-    /// `?version=` (`identify_client_via_url`), so an invalid `?version=` beside a `ver` is not an
-    /// error either. `?version=` alone is the caller's own parameter and is checked as
-    /// `POST …/crashes` checks it (`400`).
-    static func minidumpVersion(annotation: String?, query: String?) throws -> (version: String?, note: String?) {
-        guard let annotation else {
-            guard let query else { return (nil, nil) }
-            guard BundleManifest.isVersion(query) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
-            return (query, nil)
-        }
-        if BundleManifest.isVersion(annotation) { return (annotation, nil) }
-        let why = "the ver annotation (\(annotation.utf8.count) bytes, kept with the annotations) is not 1 to 128 characters of [A-Za-z0-9._+-]"
-        let trimmed = annotation.trimmingCharacters(in: .whitespacesAndNewlines)
-        if BundleManifest.isVersion(trimmed) { return (trimmed, why + "; taken without its surrounding white space") }
-        if let query, BundleManifest.isVersion(query) { return (query, why + "; the version is ?version= instead") }
-        return (nil, why + (query == nil ? "" : ", nor is ?version=") + "; the version is unknown")
-    }
-
     /// `GET …/crashes/{id}/attachments/{index}`: a file a crash client attached to a minidump
     /// (`minidump.attachments[index]` of the crash), as a download: always
     /// `application/octet-stream` with `nosniff` (the client chose the part's type; it is in the
@@ -69,18 +39,28 @@ extension SymbolServer {
     /// `[A-Za-z0-9._-]` replaced by `_`.
     func minidumpAttachment(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let appID = try await authenticate(request, context)
-        let id = try Self.crashID(context)
-        let text = try context.parameters.require("index")
-        guard let index = Int(text), index >= 0, text.utf8.count <= 4 else {
+        let attachment = try await minidumpAttachment(appID: appID, id: try Self.crashID(context),
+                                                      index: try context.parameters.require("index"))
+        return try await attachmentResponse(attachment, context)
+    }
+
+    /// The attachment at `index` (the route's text: its place in `minidump.attachments`, from
+    /// 0) of the minidump crash `id`: the one lookup of the API's route and the console's. An
+    /// index that is not decimal digits is `400`; a number past the last, however large (past
+    /// `MinidumpBody.maximumAttachments` no crash has one), is `404`, as is a crash that is not
+    /// a minidump's.
+    func minidumpAttachment(appID: String, id: String, index text: String) async throws -> CrashStore.MinidumpAttachment {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw ServerError(.badRequest, "the attachment index must be a number from 0 (its place in minidump.attachments)")
         }
         guard let details = try await crashes.store.minidumpDetails(appID: appID, id: id) else {
             throw ServerError(.notFound, "no minidump crash \(id)")
         }
-        guard index < details.attachments.count else {
+        // Digits only: `Int` fails on a number too large for it, which is past the last too.
+        guard let index = Int(text), index < min(details.attachments.count, MinidumpBody.maximumAttachments) else {
             throw ServerError(.notFound, "crash \(id) has \(details.attachments.count) attachments")
         }
-        return try await attachmentResponse(details.attachments[index], context)
+        return details.attachments[index]
     }
 
     /// An attachment's bytes as a download (the API's route and the console's).

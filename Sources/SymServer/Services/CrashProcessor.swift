@@ -17,6 +17,7 @@ struct CrashProcessor: Service {
     static let batch = 16
 
     func run() async throws {
+        ProcessingWatch.announce(logger: service.logger)
         let store = service.store
         try await store.releaseAllLeases()
         let resumed = try await store.pendingJobCount()

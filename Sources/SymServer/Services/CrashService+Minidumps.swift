@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOPosix
+import SymBundle
 import SymBytes
 import SymCore
 import SymReport
@@ -22,23 +23,49 @@ extension CrashService {
     struct MinidumpSubmission: Sendable {
         var minidump: [UInt8] = []
         var version: String?
-        /// Why the version is not the `ver` annotation as sent (see `SymbolServer.minidumpVersion`).
+        /// Why the version is not the `ver` annotation as sent (see `takeVersion(query:)`).
         var versionNote: String?
         var product: String?
         var annotations: [String: String] = [:]
         var attachments: [Attachment] = []
-    }
 
-    /// Whether `bytes` start as a minidump does (`MDMP`).
-    static func isMinidump(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 32 && bytes[0] == 0x4d && bytes[1] == 0x44 && bytes[2] == 0x4d && bytes[3] == 0x50
+        /// Decides the crash's version, and why the `ver` annotation was not taken as it came.
+        /// The `ver` annotation (what the crash client sends, often with no say of the app's: a
+        /// crash must not be lost for it) wins; one that is not a version is taken with its
+        /// surrounding white space removed when that makes it one (nothing else is guessed: "1.0
+        /// (42)" could be 1.0, 1.0.42 or 1.0+42), else `query` (`?version=`) when it is one, else
+        /// the crash's version is unknown, as when the client sends none; the note says which.
+        /// Crashpad copies `ver` into `?version=` (`identify_client_via_url`), so an invalid
+        /// `?version=` beside a `ver` is not an error either. `?version=` alone is the caller's
+        /// own parameter and is checked as `POST …/crashes` checks it (`400`).
+        mutating func takeVersion(query: String?) throws {
+            (version, versionNote) = try Self.version(annotation: annotations["ver"], query: query)
+        }
+
+        private static func version(annotation: String?, query: String?) throws -> (version: String?, note: String?) {
+            guard let annotation else {
+                guard let query else { return (nil, nil) }
+                guard BundleManifest.isVersion(query) else { throw ServerError(.badRequest, "version must be 1 to 128 characters of [A-Za-z0-9._+-]") }
+                return (query, nil)
+            }
+            if BundleManifest.isVersion(annotation) { return (annotation, nil) }
+            let why = "the ver annotation (\(annotation.utf8.count) bytes, kept with the annotations) is not 1 to 128 characters of [A-Za-z0-9._+-]"
+            let trimmed = annotation.trimmingCharacters(in: .whitespacesAndNewlines)
+            if BundleManifest.isVersion(trimmed) { return (trimmed, why + "; taken without its surrounding white space") }
+            if let query, BundleManifest.isVersion(query) { return (query, why + "; the version is ?version= instead") }
+            return (nil, why + (query == nil ? "" : ", nor is ?version=") + "; the version is unknown")
+        }
     }
 
     /// Stores the minidump and its attachments durably, then the crash, what its client sent and
     /// its job; a minidump the app sent before (same SHA-256) answers the first crash.
     func ingestMinidump(appID: String, submission: MinidumpSubmission) async throws -> CrashStore.Receipt {
-        guard Self.isMinidump(submission.minidump) else {
-            throw ServerError(.badRequest, "the upload_file_minidump part is not a minidump (it does not start with MDMP)")
+        // The reader's own check: a minidump it would refuse for its header is not kept.
+        let header = submission.minidump.withUnsafeBytes { bytes in
+            Result { () throws(FormatError) in try Minidump.checkHeader(bytes) }
+        }
+        if case .failure(let error) = header {
+            throw ServerError(.badRequest, "the upload_file_minidump part is refused: \(error.message)")
         }
         let sha256 = hexString(Array(SHA256.hash(data: submission.minidump)))
         var files: [(bytes: [UInt8], sha256: String)] = [(submission.minidump, sha256)]

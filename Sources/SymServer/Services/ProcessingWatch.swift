@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Logging
+import Metrics
 import Synchronization
 
 /// What the thread-pool work of a batch of crash jobs is doing, for the CPU-time watchdog of
@@ -62,6 +64,25 @@ final class ProcessingWatch: Sendable {
 
     /// Whether the watchdog gave the batch up.
     var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Whether threads have a CPU clock here (`pthread_getcpuclockid`, then `clock_gettime` on
+    /// it): without one `current()` is always nil and the watchdog never fires.
+    static let threadCPUClockAvailable: Bool = {
+        var clock = clockid_t()
+        return pthread_getcpuclockid(pthread_self(), &clock) == 0 && nanoseconds(of: clock) != nil
+    }()
+
+    /// `crashsym_crash_cpu_watchdog`: 1 when the watchdog reads the CPU clock, 0 when it is off.
+    private static let watchdogGauge = Gauge(label: "crashsym_crash_cpu_watchdog")
+
+    /// Says once, as processing starts, whether the watchdog can run: `crashsym_crash_cpu_watchdog`
+    /// in `/metrics`, and a warning in the log when it cannot (no crash is then failed for its
+    /// CPU time, `--max-crash-cpu-seconds` or not).
+    static func announce(logger: Logger) {
+        watchdogGauge.record(threadCPUClockAvailable ? 1 : 0)
+        guard !threadCPUClockAvailable else { return }
+        logger.warning("the thread CPU clock is unavailable: the crash processing watchdog is off (--max-crash-cpu-seconds is not enforced)")
+    }
 
     private static func nanoseconds(of clock: clockid_t) -> Int64? {
         var time = timespec()

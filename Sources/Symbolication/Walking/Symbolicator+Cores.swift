@@ -79,17 +79,12 @@ extension Symbolicator {
             lines.append("Signal \(signal.name) (\(report.reason!))")
         }
         let crashed = core.crashedThread?.id
-        var frameCount = 0
+        var budget = FrameBudget(maximum: maximumFrames, source: "core", threadCount: core.threads.count)
         for thread in core.threads {
             var stack = ReportStack(name: "TID \(thread.id)", thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            // One frame past the budget is enough to know it is exceeded.
-            let room = maximumFrames - frameCount
-            let frames = try core.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
-            frameCount += frames.count
-            guard frameCount <= maximumFrames else {
-                throw FormatError(.limitExceeded, "the core's \(core.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
-            }
+            let frames = try core.walk(thread, modules: walkModules, maximumFrames: budget.nextWalkLimit)
+            try budget.spend(frames.count)
             for (number, frame) in frames.enumerated() {
                 let module = walkModules.firstIndex { frame.pc >= $0.start && frame.pc < $0.end }.map { moduleIndices[$0] }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module,
@@ -188,18 +183,15 @@ extension Symbolicator {
     /// (`MDMP`), else nil.
     public static func binaryFormat(of bytes: UnsafeRawBufferPointer) -> ReportFormat? {
         if CoreFile.isCore(bytes) { return .core }
-        if bytes.starts(with: minidumpSignature) { return .minidump }
+        if bytes.starts(with: Minidump.signature) { return .minidump }
         return nil
     }
-
-    /// A minidump's first bytes (`MDMP`, `MINIDUMP_SIGNATURE` little-endian).
-    static let minidumpSignature: [UInt8] = Array("MDMP".utf8)
 
     /// Whether `head`, the first bytes of a stream read so far, may still be the start of a
     /// core file or a minidump (every byte agrees with the ELF magic or `MDMP`): the reader of
     /// standard input stops reading ahead as soon as it is not, so lines of text are not held back.
     public static func mayStartBinaryReport(_ head: some Collection<UInt8>) -> Bool {
-        zip(head, ELF.ELFMAG).allSatisfy { $0 == $1 } || zip(head, minidumpSignature).allSatisfy { $0 == $1 }
+        zip(head, ELF.ELFMAG).allSatisfy { $0 == $1 } || zip(head, Minidump.signature).allSatisfy { $0 == $1 }
     }
 }
 

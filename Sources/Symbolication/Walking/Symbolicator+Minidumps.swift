@@ -41,18 +41,13 @@ extension Symbolicator {
         }
         if let system = dump.system { report.metadata.append(ReportMetadata("os", system.operatingSystem)) }
         let crashed = dump.crashedThread?.id
-        var frameCount = 0
+        var budget = FrameBudget(maximum: maximumFrames, source: "minidump", threadCount: dump.threads.count)
         for thread in dump.threads {
             var stack = ReportStack(name: thread.name.map { "TID \(thread.id) \($0)" } ?? "TID \(thread.id)",
                                     thread: "\(thread.id)", crashed: thread.id == crashed)
             lines.append("TID \(thread.id):")
-            // One frame past the budget is enough to know it is exceeded.
-            let room = maximumFrames - frameCount
-            let frames = try dump.walk(thread, modules: walkModules, maximumFrames: room < 1024 ? room + 1 : 1024)
-            frameCount += frames.count
-            guard frameCount <= maximumFrames else {
-                throw FormatError(.limitExceeded, "the minidump's \(dump.threads.count) threads walk to more than \(maximumFrames) frames (--max-report-frames)")
-            }
+            let frames = try dump.walk(thread, modules: walkModules, maximumFrames: budget.nextWalkLimit)
+            try budget.spend(frames.count)
             for (number, frame) in frames.enumerated() {
                 let module = dump.modules.first { frame.pc >= $0.base && frame.pc - $0.base < UInt64($0.size) }
                 stack.frames.append(ReportFrame(index: number, address: frame.pc, module: module.flatMap { indexByBase[$0.base] },

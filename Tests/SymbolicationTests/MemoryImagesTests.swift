@@ -4,13 +4,14 @@ import SymELF
 import SymReport
 @testable import Symbolication
 import Testing
+import TestSupport
 
 /// The vDSO images a Symbolicator reads from cores' memory are bounded: a long-running agent
 /// walking cores of many kernels keeps the last `MemoryImages.capacity`, not every one.
 @Suite struct MemoryImagesTests {
     @Test("A core's vDSO is kept by its build-id and used; images of more kernels than the capacity drop the least recently used first")
     func boundedLeastRecentlyUsed() throws {
-        let directory = try #require(CoreWalkTests.cores, "scripts/build-core-fixtures failed")
+        let directory = try #require(CoreFixtures.directory, "scripts/build-core-fixtures failed")
         let path = "\(directory)/threads.core"
         let symbolicator = Symbolicator(sources: SymbolSources(searchPaths: [], useModulePaths: true, cacheDirectory: nil))
         let report = try symbolicator.report(core: try CoreFile(file: MappedFile(path: path)), path: path)
