@@ -90,8 +90,8 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
             configuration.maxCrashCPUSeconds = seconds
         }
         if let text = value("pack-compaction-seconds") {
-            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 0.1, seconds <= 86_400 else {
-                throw ConfigurationError("pack-compaction-seconds: \"\(text)\" is not a number of seconds from 0.1 to 86400")
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 0.01, seconds <= 86_400 else {
+                throw ConfigurationError("pack-compaction-seconds: \"\(text)\" is not a number of seconds from 0.01 to 86400")
             }
             configuration.packCompactionSeconds = seconds
         }
