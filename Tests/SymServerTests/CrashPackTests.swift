@@ -431,4 +431,38 @@ struct CrashPackTests {
             }
         }
     }
+
+    @Test("processing from a remote store reads the members of one pack in a batch with one ranged read, each checked")
+    func oneReadPerPackInABatch() async throws {
+        let store = try Embedded()
+        defer { store.remove() }
+        let bodies = ObjectSyncGroupTests.bodies(16)
+        let receipts = try await store.ingest(bodies)
+        var packs = Set<String>()
+        for receipt in receipts { packs.insert(try #require(try await store.crashes.rawObject(appID: store.app, id: receipt.id).pack)) }
+        try #require(packs.count < bodies.count)
+        // One member damaged: it alone fails its check.
+        let damaged = try await store.crashes.rawObject(appID: store.app, id: receipts[3].id)
+        let path = store.objects.path(sha256: damaged.pack!)
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[Int(damaged.offset) + 1] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let remote = PausingObjectStore(base: store.objects, pauseAfter: .list) {}
+        let service = CrashService(metadata: store.crashes, objects: remote, configuration: CrashServiceConfiguration(),
+                                   logger: Logger(label: "test"))
+        let inputs = try await store.crashes.processingInputs(seqs: try await store.crashes.leaseJobs(limit: 100, now: currentMilliseconds(), lease: 60_000).map(\.seq))
+        let ordered = receipts.map { receipt in inputs.values.first { $0.id == receipt.id }! }
+        let raws = await service.readRaws(ordered)
+        #expect(remote.reads.withLock { $0 } == packs.count)
+        for (index, raw) in raws.enumerated() {
+            if index == 3 {
+                #expect(throws: StoreError.corrupt("crash pack \(damaged.pack!) is corrupt: the \(damaged.size) bytes at offset \(damaged.offset) do not hash to \(damaged.sha256)")) {
+                    _ = try raw.get()
+                }
+            } else {
+                #expect(try raw.get() == bodies[index], "crash \(index)")
+            }
+        }
+    }
 }

@@ -169,8 +169,12 @@ final class PausingObjectStore: ObjectStore {
     func contains(sha256: String) async throws -> Bool { try await base.contains(sha256: sha256) }
     func size(sha256: String) async throws -> UInt64? { try await base.size(sha256: sha256) }
     func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8] {
-        try await base.read(sha256: sha256, range: range, limit: limit)
+        reads.withLock { $0 += 1 }
+        return try await base.read(sha256: sha256, range: range, limit: limit)
     }
+    /// How many reads were asked of it. (It has no `localReader`: processing reads through it as
+    /// from a remote store.)
+    let reads = Mutex<Int>(0)
     func file(sha256: String) async throws -> ObjectFile { try await base.file(sha256: sha256) }
     func copy(sha256: String, to path: String) async throws { try await base.copy(sha256: sha256, to: path) }
     func localFile(sha256: String) throws -> String { try base.localFile(sha256: sha256) }

@@ -245,15 +245,10 @@ final class CrashService: Sendable {
         // The raw bytes: read inside the thread-pool job from a local directory (a job per
         // crash cost more than reading), else first, here (the object store may be remote).
         let local = objects.localReader
-        var raws: [Result<[UInt8], any Error>] = []
-        for item in work {
-            // A minidump is mapped from a local file of the object store (beginMinidump).
-            if item.input.inputFormat == CrashStore.minidumpFormat || local != nil {
-                raws.append(.success([]))
-                continue
-            }
-            raws.append(await readRaw(item.input))
-        }
+        // A minidump is mapped from a local file of the object store (beginMinidump).
+        let remote = local == nil ? work.indices.filter { work[$0].input.inputFormat != CrashStore.minidumpFormat } : []
+        var raws: [Result<[UInt8], any Error>] = work.map { _ in .success([]) }
+        for (index, raw) in zip(remote, await readRaws(remote.map { work[$0].input })) { raws[index] = raw }
         var analysed: [Result<CrashStore.ProcessingResult, any Error>] = []
         do {
             let rules = rules, raws = raws
@@ -392,6 +387,33 @@ final class CrashService: Sendable {
         } catch {
             return .failure(Self.rawFailure(error, input))
         }
+    }
+
+    /// The raw bytes of `inputs` from a remote store: the members of one pack with one ranged
+    /// read spanning them (the crashes of a pack arrive, and are leased, together), each checked
+    /// against its SHA-256; the others, and the members of a span that cannot be read whole (a
+    /// pack compacted meanwhile), one read each (`readRaw`).
+    func readRaws(_ inputs: [CrashStore.ProcessingInput]) async -> [Result<[UInt8], any Error>] {
+        var raws: [Result<[UInt8], any Error>?] = inputs.map { _ in nil }
+        let packed = Dictionary(grouping: inputs.indices.filter { inputs[$0].rawPack != nil }) { inputs[$0].rawPack! }
+        for (pack, indices) in packed where indices.count > 1 {
+            let members = indices.map { inputs[$0].raw }
+            guard members.allSatisfy({ (try? $0.checkBounds(limit: CrashPack.memberLimit)) != nil && $0.size >= 0 }),
+                  let start = members.map(\.offset).min(), let end = members.map({ $0.offset + Int64($0.size) }).max(),
+                  end - start <= Int64(CrashPack.byteLimit + CrashPack.memberLimit) else { continue }
+            guard let span = try? await objects.read(sha256: pack, range: UInt64(start)..<UInt64(end), limit: Int(end - start)) else {
+                continue
+            }
+            for (index, member) in zip(indices, members) {
+                let from = min(span.count, Int(member.offset - start)), to = min(span.count, from + member.size)
+                raws[index] = Result { try member.checked(Array(span[from..<to])) }.mapError { Self.rawFailure($0, inputs[index]) }
+            }
+        }
+        var all: [Result<[UInt8], any Error>] = []
+        for (index, raw) in raws.enumerated() {
+            if let raw { all.append(raw) } else { all.append(await readRaw(inputs[index])) }
+        }
+        return all
     }
 
     /// A pack member read on the calling thread was not found: its pack may have been compacted.
