@@ -99,6 +99,8 @@ public struct SymbolServer: Sendable {
                                               signal: crashes.webhookSignal),
                        ObjectSweeper(objects: objects, crashes: crashes.store,
                                      graceSeconds: Int64(configuration.objectStorage.graceHours * 3600), logger: logger),
+                       PackCompactor(objects: objects, store: crashes.store,
+                                     interval: .milliseconds(Int64(crashes.configuration.packCompactionSeconds * 1000)), logger: logger),
                        SignInFailureSweeper(store: crashes.store, logger: logger)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

@@ -115,6 +115,9 @@ extension Crashsym {
         @Option(name: .customLong("max-crash-cpu-seconds"),
                 help: "CPU seconds one crash may take to process before it is stored as failed with the reason (default 60).")
         var maxCrashCPUSeconds: Double?
+        @Option(name: .customLong("pack-compaction-seconds"),
+                help: "Seconds between passes rewriting crash packs without deleted crashes' bytes: a crash deleted by request leaves the disk or bucket within about this long (default 60).")
+        var packCompactionSeconds: Double?
 
         @Option(name: .customLong("max-crash-bytes-in-flight"), help: "Most bytes of crash and minidump upload bodies held in memory at once, across requests (default 256 MiB; 503 with Retry-After above).")
         var maxCrashBytesInFlight: Int?
@@ -155,6 +158,7 @@ extension Crashsym {
             flags["max-minidump-bytes"] = maxMinidumpBytes.map(String.init)
             flags["job-lease-seconds"] = jobLeaseSeconds.map { String($0) }
             flags["max-crash-cpu-seconds"] = maxCrashCPUSeconds.map { String($0) }
+            flags["pack-compaction-seconds"] = packCompactionSeconds.map { String($0) }
             flags["max-crash-bytes-in-flight"] = maxCrashBytesInFlight.map(String.init)
             flags.merge(notifications.flags) { given, _ in given }
             return flags

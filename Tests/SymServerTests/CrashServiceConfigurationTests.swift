@@ -21,6 +21,15 @@ struct CrashServiceConfigurationTests {
         #expect(try ServerConfiguration.resolve(flags: [:], environment: [:], configFile: file).port == 9000)
         #expect(throws: ConfigurationError.self) { try CrashServiceConfiguration.resolve(flags: ["retention-days": "-1"], environment: [:]) }
         #expect(throws: ConfigurationError.self) { try CrashServiceConfiguration.resolve(flags: ["crash-workers": "0"], environment: [:]) }
+        // Pack compaction's interval: 60 s by default, from the environment too, bounded.
+        #expect(resolved.packCompactionSeconds == 60)
+        #expect(try CrashServiceConfiguration.resolve(flags: [:], environment: ["CRASHSYM_PACK_COMPACTION_SECONDS": "2.5"])
+            .packCompactionSeconds == 2.5)
+        for bad in ["0", "-1", "nan", "100000", "soon"] {
+            #expect(throws: ConfigurationError("pack-compaction-seconds: \"\(bad)\" is not a number of seconds from 0.01 to 86400")) {
+                try CrashServiceConfiguration.resolve(flags: ["pack-compaction-seconds": bad], environment: [:])
+            }
+        }
         do {
             _ = try CrashServiceConfiguration.resolve(flags: ["max-report-bytes": "lots"], environment: [:])
         } catch let error as ConfigurationError {

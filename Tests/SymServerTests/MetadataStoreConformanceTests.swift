@@ -858,4 +858,105 @@ struct MetadataStoreConformanceTests {
             #expect(last.deleted == 1 && last.objects == ["pack-b"])
         }
     }
+
+    /// Pack compaction (CrashStore+Compaction.swift): a pack is due once a crash of it is deleted
+    /// by request (whatever the share) or once retention left at least the given share of its
+    /// bytes dead; a leased pack goes to one compactor at a time (two at once split the packs)
+    /// until its lease expires; repointing moves the rows that still name the pack in one
+    /// transaction, leaves a crash deleted meanwhile out (its bytes noted in the new pack), and
+    /// frees the old pack for removal.
+    @Test(arguments: Backend.allCases)
+    func packCompaction(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let app = try await Self.app(store)
+            func packed(_ raw: String, _ index: Int, pack: String, at received: Int64 = 100_000) async throws -> CrashStore.Receipt {
+                var crash = Self.crash(app, raw: raw, at: received)
+                crash.rawPack = pack
+                crash.rawOffset = 32 + 10 * Int64(index)
+                return try await store.accept(crash)
+            }
+            func member(_ old: CrashStore.PackMember, at offset: Int64) -> CrashStore.PackMember {
+                CrashStore.PackMember(seq: old.seq, sha256: old.sha256, size: old.size, offset: offset)
+            }
+            let lease: Int64 = 60_000
+            var a: [CrashStore.Receipt] = []
+            for index in 0..<3 { a.append(try await packed("a\(index)", index, pack: "pack-a")) }
+            // Nothing deleted: nothing to compact.
+            #expect(try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 10_000, lease: lease).isEmpty)
+
+            // A crash deleted by request: its pack is due at once, with the live members by offset.
+            #expect(try await store.deleteCrash(appID: app, id: a[1].id) == nil)
+            let leased = try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 10_000, lease: lease)
+            try #require(leased.count == 1)
+            #expect(leased[0].pack == "pack-a" && leased[0].erase)
+            #expect(leased[0].members.map(\.sha256) == ["a0", "a2"] && leased[0].members.map(\.offset) == [32, 52])
+            #expect(leased[0].members.allSatisfy { $0.size == 10 })
+            // Held by its lease, then free again once it expires.
+            #expect(try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 10_000 + lease - 1, lease: lease).isEmpty)
+            let again = try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 10_000 + lease, lease: lease)
+            #expect(again.map(\.pack) == ["pack-a"])
+
+            // Repointed in one transaction: the rows name the new pack at its offsets; the old
+            // pack is referenced by nothing and due no more.
+            let members = leased[0].members
+            #expect(try await store.repointPack("pack-a", to: "pack-c", members: [member(members[0], at: 32), member(members[1], at: 42)]) == 2)
+            #expect(try await store.rawObject(appID: app, id: a[0].id) == CrashStore.RawLocation(sha256: "a0", size: 10, pack: "pack-c", offset: 32))
+            #expect(try await store.rawObject(appID: app, id: a[2].id) == CrashStore.RawLocation(sha256: "a2", size: 10, pack: "pack-c", offset: 42))
+            let referenced = try await store.referencedObjects()
+            #expect(!referenced.contains("pack-a") && referenced.contains("pack-c"))
+            #expect(try await store.removeUnusedObjects(["pack-a", "pack-c"]) { _ in true } == ["pack-a"])
+            #expect(try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 1_000_000, lease: lease).isEmpty)
+            // A second compactor that leased the same pack before the first repointed moves nothing.
+            #expect(try await store.repointPack("pack-a", to: "pack-z", members: [member(members[0], at: 32)]) == 0)
+            #expect(try await store.rawObject(appID: app, id: a[0].id).pack == "pack-c")
+
+            // Retention: a pack is due once at least the given share of its bytes is dead.
+            _ = try await packed("b0", 0, pack: "pack-b", at: 5_000)
+            _ = try await packed("b1", 1, pack: "pack-b", at: 6_000)
+            _ = try await packed("b2", 2, pack: "pack-b", at: 9_000)
+            #expect(try await store.expireCrashes(receivedBefore: 5_500, limit: 10).objects.isEmpty)
+            // 10 of 30 bytes dead: not at a half.
+            #expect(try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 2_000_000, lease: lease).isEmpty)
+            #expect(try await store.leasePackCompactions(deadFraction: 0.3, limit: 10, now: 2_000_000, lease: lease).map(\.pack) == ["pack-b"])
+            #expect(try await store.expireCrashes(receivedBefore: 7_000, limit: 10).objects.isEmpty)
+            let expired = try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 3_000_000, lease: lease)
+            #expect(expired.map(\.pack) == ["pack-b"] && !expired[0].erase && expired[0].members.map(\.sha256) == ["b2"])
+
+            // A crash deleted between the lease and the repointing stays out, and its bytes in the
+            // new pack are due for erasure there.
+            var e: [CrashStore.Receipt] = []
+            for index in 0..<3 { e.append(try await packed("e\(index)", index, pack: "pack-e")) }
+            _ = try await store.deleteCrash(appID: app, id: e[0].id)
+            let due = try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 4_000_000, lease: lease)
+            let dueE = try #require(due.first { $0.pack == "pack-e" })
+            #expect(dueE.members.map(\.sha256) == ["e1", "e2"])
+            _ = try await store.deleteCrash(appID: app, id: e[1].id)
+            #expect(try await store.repointPack("pack-e", to: "pack-f", members: [member(dueE.members[0], at: 32),
+                                                                                 member(dueE.members[1], at: 42)]) == 1)
+            #expect(try await store.rawObject(appID: app, id: e[2].id).pack == "pack-f")
+            let next = try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 5_000_000, lease: lease)
+            let dueF = try #require(next.first { $0.pack == "pack-f" })
+            #expect(dueF.erase && dueF.members.map(\.sha256) == ["e2"] && dueF.members[0].offset == 42)
+            // A pack whose last crash goes is handed back and due no more.
+            #expect(try await store.deleteCrash(appID: app, id: e[2].id) == "pack-f")
+            #expect(try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 6_000_000, lease: lease)
+                .allSatisfy { $0.pack != "pack-f" })
+
+            // Two compactors at once (two nodes): each pack goes to one of them.
+            for pack in ["pack-x", "pack-y", "pack-w"] {
+                var x: [CrashStore.Receipt] = []
+                for index in 0..<2 { x.append(try await packed(pack + "\(index)", index, pack: pack)) }
+                _ = try await store.deleteCrash(appID: app, id: x[0].id)
+            }
+            let split = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await store.leasePackCompactions(deadFraction: 0.5, limit: 10, now: 7_000_000, lease: lease).map(\.pack)
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
+            }
+            #expect(split.sorted() == ["pack-b", "pack-w", "pack-x", "pack-y"])
+        }
+    }
 }

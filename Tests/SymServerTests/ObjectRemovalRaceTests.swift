@@ -50,13 +50,7 @@ struct ObjectRemovalRaceTests {
         // The pack is put, its crash's row not yet committed: a remover that looked at the store
         // before (the sweeper's DELETE after its listing on S3) removes it now.
         let paused = PausingObjectStore(base: objects, pauseAfter: .put) {
-            var names: [String] = []
-            var token: String?
-            repeat {
-                let page = try await objects.list(after: token)
-                names += page.objects.map(\.sha256)
-                token = page.next
-            } while token != nil
+            let names = try await objects.listAll().map(\.sha256)
             #expect(names.count == 1)
             let cutoff = Int64(Date().timeIntervalSince1970) + 3600
             #expect(try await objects.removeUnused(names, in: crashes, unlessWrittenAfter: cutoff) == 1)
@@ -142,7 +136,9 @@ struct ObjectRemovalRaceTests {
 /// The store it wraps, but the first `put` or `list` runs `interlude` once it is done, before
 /// returning to its caller: the other side of a race, run at the worst moment.
 final class PausingObjectStore: ObjectStore {
-    enum Point: Sendable { case put, list }
+    /// `remove`: the first removal throws instead (no interlude runs: removal is synchronous),
+    /// as a process killed just before it would leave the object.
+    enum Point: Sendable { case put, list, remove }
     let base: any ObjectStore
     let point: Point
     private let interlude: Mutex<(@Sendable () async throws -> Void)?>
@@ -173,13 +169,20 @@ final class PausingObjectStore: ObjectStore {
     func contains(sha256: String) async throws -> Bool { try await base.contains(sha256: sha256) }
     func size(sha256: String) async throws -> UInt64? { try await base.size(sha256: sha256) }
     func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8] {
-        try await base.read(sha256: sha256, range: range, limit: limit)
+        reads.withLock { $0 += 1 }
+        return try await base.read(sha256: sha256, range: range, limit: limit)
     }
+    /// How many reads were asked of it. (It has no `localReader`: processing reads through it as
+    /// from a remote store.)
+    let reads = Mutex<Int>(0)
     func file(sha256: String) async throws -> ObjectFile { try await base.file(sha256: sha256) }
     func copy(sha256: String, to path: String) async throws { try await base.copy(sha256: sha256, to: path) }
     func localFile(sha256: String) throws -> String { try base.localFile(sha256: sha256) }
     func remove(sha256: String, unlessWrittenAfter cutoff: Int64?) throws -> Bool {
-        try base.remove(sha256: sha256, unlessWrittenAfter: cutoff)
+        if point == .remove, interlude.withLock({ current in defer { current = nil }; return current != nil }) {
+            throw StoreError.unavailable("stopped before removing \(sha256)")
+        }
+        return try base.remove(sha256: sha256, unlessWrittenAfter: cutoff)
     }
     func list(after token: String?) async throws -> ObjectPage {
         let page = try await base.list(after: token)

@@ -189,7 +189,8 @@ extension SymbolServer {
         let id = try Self.crashID(context)
         let object = try await crashes.store.rawObject(appID: appID, id: id)
         let minidump = try await crashes.store.minidumpDetails(appID: appID, id: id) != nil
-        let body = try await rawBody(object, context)
+        // A pack compacted meanwhile: the row is read again (PackCompactor).
+        let body = try await rawBody(object, context) { try? await crashes.store.rawObject(appID: appID, id: id) }
         var headers = HTTPFields()
         headers[.contentType] = minidump ? "application/octet-stream" : "text/plain; charset=utf-8"
         headers[.contentLength] = String(object.size)
@@ -198,10 +199,12 @@ extension SymbolServer {
 
     /// The raw bytes of a crash as a response body: the object itself, or the crash's member
     /// of its pack (read with a ranged read and checked against its SHA-256).
-    func rawBody(_ raw: CrashStore.RawLocation, _ context: BasicRequestContext) async throws -> ResponseBody {
+    func rawBody(_ raw: CrashStore.RawLocation, _ context: BasicRequestContext,
+                 relocate: () async throws -> CrashStore.RawLocation? = { nil }) async throws -> ResponseBody {
         guard raw.pack != nil else { return try await objectBody(try await objects.file(sha256: raw.sha256), context) }
         do {
-            return ResponseBody(byteBuffer: ByteBuffer(bytes: try await objects.read(raw: raw, limit: CrashPack.memberLimit)))
+            return ResponseBody(byteBuffer: ByteBuffer(bytes: try await objects.read(raw: raw, limit: CrashPack.memberLimit,
+                                                                                   relocate: relocate)))
         } catch StoreError.notFound {
             throw StoreError.corrupt("the pack holding this crash's raw bytes is missing (\(raw.object))")
         }

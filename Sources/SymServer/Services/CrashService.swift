@@ -111,19 +111,14 @@ final class CrashService: Sendable {
     /// written).
     private func packWaiting() async {
         while let group = packing.next() {
-            let pack = CrashPack.build(group.map(\.body))
-            let sha256 = hexString(Array(SHA256.hash(data: pack.bytes)))
-            let scratch = objects.scratchDirectory + "/pack-" + CrashStore.randomHex(bytes: 12)
+            let pack: (sha256: String, bytes: [UInt8], offsets: [Int64])
             do {
-                let bytes = pack.bytes
-                // Written here, synced by the put (the directory store's fsync and rename; S3's upload).
-                try await NIOThreadPool.singleton.runIfActive { _ = close(try DirectoryObjectStore.writeUnsynced(bytes, to: scratch)) }
-                try await objects.put(fileAt: scratch, sha256: sha256)
+                pack = try await CrashPack.put(group.map(\.body), into: objects)
             } catch {
-                unlink(scratch)  // a put that failed may leave it
                 for waiting in group { waiting.continuation.resume(throwing: error) }
                 continue
             }
+            let sha256 = pack.sha256
             let crashes = zip(group, pack.offsets).map { waiting, offset in
                 var crash = waiting.crash
                 crash.rawPack = sha256
@@ -249,38 +244,47 @@ final class CrashService: Sendable {
         let work = jobs.compactMap { job in inputs[job.seq].map { (job: job, input: $0) } }
         // The raw bytes: read inside the thread-pool job from a local directory (a job per
         // crash cost more than reading), else first, here (the object store may be remote).
-        let local = objects.readsLocally
-        var raws: [Result<[UInt8], any Error>] = []
-        for item in work {
-            // A minidump is mapped from a local file of the object store (beginMinidump).
-            if item.input.inputFormat == CrashStore.minidumpFormat || local {
-                raws.append(.success([]))
-                continue
-            }
-            do {
-                raws.append(.success(try await objects.read(raw: item.input.raw, limit: Self.maximumRawBytes)))
-            } catch {
-                raws.append(.failure(Self.rawFailure(error, item.input)))
-            }
-        }
+        let local = objects.localReader
+        // A minidump is mapped from a local file of the object store (beginMinidump).
+        let remote = local == nil ? work.indices.filter { work[$0].input.inputFormat != CrashStore.minidumpFormat } : []
+        var raws: [Result<[UInt8], any Error>] = work.map { _ in .success([]) }
+        for (index, raw) in zip(remote, await readRaws(remote.map { work[$0].input })) { raws[index] = raw }
         var analysed: [Result<CrashStore.ProcessingResult, any Error>] = []
         do {
             let rules = rules, raws = raws
             // With a store that reads synchronously, one thread-pool job does everything; otherwise
             // the reports are parsed there, their tables read here, and a second job symbolicates.
-            let steps = try await NIOThreadPool.singleton.runIfActive { [self] in
+            var steps = try await NIOThreadPool.singleton.runIfActive { [self] in
                 defer { watch.end() }
                 return zip(work, raws).map { item, raw in
                     watch.begin(seq: item.job.seq, id: item.input.id)
                     return Result {
                         var raw = raw
-                        if local, item.input.inputFormat != CrashStore.minidumpFormat {
-                            raw = Result { try self.objects.readNow(raw: item.input.raw, limit: Self.maximumRawBytes) }
-                                .mapError { Self.rawFailure($0, item.input) }
+                        if let local, item.input.inputFormat != CrashStore.minidumpFormat {
+                            raw = Result { try local.readNow(raw: item.input.raw, limit: Self.maximumRawBytes) }
+                                .mapError { error in
+                                    if case StoreError.notFound = error, item.input.rawPack != nil { return PackMoved() }
+                                    return Self.rawFailure(error, item.input)
+                                }
                         }
                         return try begin(item.input, raw: raw.get(), rules: rules[item.input.appID] ?? .defaults)
                     }
                 }
+            }
+            // Crashes whose pack was compacted after their rows were read: read again from the
+            // row's new pack, then parsed as the others were.
+            let moved = steps.indices.filter { if case .failure(is PackMoved) = steps[$0] { true } else { false } }
+            if !moved.isEmpty {
+                var again: [(index: Int, raw: Result<[UInt8], any Error>)] = []
+                for index in moved { again.append((index, await readRaw(work[index].input))) }
+                let redone = try await NIOThreadPool.singleton.runIfActive { [self, again] in
+                    defer { watch.end() }
+                    return again.map { index, raw in
+                        watch.begin(seq: work[index].job.seq, id: work[index].input.id)
+                        return Result { try begin(work[index].input, raw: raw.get(), rules: rules[work[index].input.appID] ?? .defaults) }
+                    }
+                }
+                for (index, step) in zip(moved, redone) { steps[index] = step }
             }
             var pending: [(index: Int, parsed: Parsed, stored: ReportTables)] = []
             for (index, step) in steps.enumerated() {
@@ -372,6 +376,49 @@ final class CrashService: Sendable {
     static let maximumRawBytes = 1 << 30
 
     /// The error of a raw crash that could not be read: missing bytes are the crash's corruption.
+    /// The raw bytes of a crash to process (a failure as `rawFailure` says). A pack compacted
+    /// after the row was read is gone: the row is read again and the member read from its new
+    /// pack (`PackCompactor` removes the old pack only once the rows name the new one).
+    func readRaw(_ input: CrashStore.ProcessingInput) async -> Result<[UInt8], any Error> {
+        do {
+            return .success(try await objects.read(raw: input.raw, limit: Self.maximumRawBytes) {
+                try await store.processingInputs(seqs: [input.seq])[input.seq]?.raw
+            })
+        } catch {
+            return .failure(Self.rawFailure(error, input))
+        }
+    }
+
+    /// The raw bytes of `inputs` from a remote store: the members of one pack with one ranged
+    /// read spanning them (the crashes of a pack arrive, and are leased, together), each checked
+    /// against its SHA-256; the others, and the members of a span that cannot be read whole (a
+    /// pack compacted meanwhile), one read each (`readRaw`).
+    func readRaws(_ inputs: [CrashStore.ProcessingInput]) async -> [Result<[UInt8], any Error>] {
+        var raws: [Result<[UInt8], any Error>?] = inputs.map { _ in nil }
+        let packed = Dictionary(grouping: inputs.indices.filter { inputs[$0].rawPack != nil }) { inputs[$0].rawPack! }
+        for (pack, indices) in packed where indices.count > 1 {
+            let members = indices.map { inputs[$0].raw }
+            guard members.allSatisfy({ (try? $0.checkBounds(limit: CrashPack.memberLimit)) != nil && $0.size >= 0 }),
+                  let start = members.map(\.offset).min(), let end = members.map({ $0.offset + Int64($0.size) }).max(),
+                  end - start <= Int64(CrashPack.byteLimit + CrashPack.memberLimit) else { continue }
+            guard let span = try? await objects.read(sha256: pack, range: UInt64(start)..<UInt64(end), limit: Int(end - start)) else {
+                continue
+            }
+            for (index, member) in zip(indices, members) {
+                let from = min(span.count, Int(member.offset - start)), to = min(span.count, from + member.size)
+                raws[index] = Result { try member.checked(Array(span[from..<to])) }.mapError { Self.rawFailure($0, inputs[index]) }
+            }
+        }
+        var all: [Result<[UInt8], any Error>] = []
+        for (index, raw) in raws.enumerated() {
+            if let raw { all.append(raw) } else { all.append(await readRaw(inputs[index])) }
+        }
+        return all
+    }
+
+    /// A pack member read on the calling thread was not found: its pack may have been compacted.
+    struct PackMoved: Error {}
+
     static func rawFailure(_ error: any Error, _ input: CrashStore.ProcessingInput) -> any Error {
         if case StoreError.notFound = error {
             return StoreError.corrupt("the raw bytes of crash \(input.id) are missing (\(input.rawSHA256))")

@@ -25,6 +25,9 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     /// CPU seconds one crash may take to process (parse, walk, symbolicate, sign) before the
     /// watchdog fails it with the reason: hostile input must not hold a worker for ever.
     public var maxCrashCPUSeconds: Double = 60
+    /// Seconds between passes of pack compaction (`PackCompactor`): the bytes of a crash
+    /// deleted by request leave its pack within about this long.
+    public var packCompactionSeconds: Double = 60
     /// Most bytes of crash uploads (`POST …/crashes` and `…/minidump` bodies) held in memory at
     /// once, across requests (503 with Retry-After above).
     public var maxCrashBytesInFlight: Int
@@ -47,7 +50,7 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
     public static let settingNames = [
         "max-report-bytes", "max-report-frames", "max-crashes-per-minute", "retention-days", "table-cache-mb", "crash-workers",
         "max-minidump-bytes", "max-crash-bytes-in-flight",
-        "job-lease-seconds", "max-crash-cpu-seconds",
+        "job-lease-seconds", "max-crash-cpu-seconds", "pack-compaction-seconds",
     ]
 
     /// Resolves the settings from flags (name → value, only those given), the environment and
@@ -85,6 +88,12 @@ public struct CrashServiceConfiguration: Sendable, Equatable {
                 throw ConfigurationError("max-crash-cpu-seconds: \"\(text)\" is not a number of seconds of at least 0.01")
             }
             configuration.maxCrashCPUSeconds = seconds
+        }
+        if let text = value("pack-compaction-seconds") {
+            guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds >= 0.01, seconds <= 86_400 else {
+                throw ConfigurationError("pack-compaction-seconds: \"\(text)\" is not a number of seconds from 0.01 to 86400")
+            }
+            configuration.packCompactionSeconds = seconds
         }
         configuration.maxCrashBytesInFlight = try integer("max-crash-bytes-in-flight", configuration.maxCrashBytesInFlight, minimum: 1024)
         if let text = value("retention-days") {

@@ -30,12 +30,9 @@ struct ObjectSweeper: Service {
     /// One pass at time `now` (seconds since 1970); returns how many objects were removed.
     func sweep(now: Int64) async throws -> Int {
         var candidates: [String] = []
-        var token: String?
-        repeat {
-            let page = try await objects.list(after: token)
-            candidates += page.objects.filter { $0.modified <= now - graceSeconds }.map(\.sha256)
-            token = page.next
-        } while token != nil
+        try await objects.forEachPage { page in
+            candidates += page.filter { $0.modified <= now - graceSeconds }.map(\.sha256)
+        }
         guard !candidates.isEmpty else { return 0 }
         let referenced = try await crashes.referencedObjects()
         return try await objects.removeUnused(candidates.filter { !referenced.contains($0) }, in: crashes,

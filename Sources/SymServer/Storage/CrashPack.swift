@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOPosix
 import SymBytes
 
 /// A pack: the raw bytes of the crashes accepted together, stored as one object of the object
@@ -52,16 +53,42 @@ enum CrashPack {
         return (bytes, offsets)
     }
 
+    /// Builds the pack of `members` and puts it into `objects` durably (written to a scratch
+    /// file here, synced by the put: the directory store's fsync and rename, S3's upload);
+    /// returns its name, its bytes and each member's offset.
+    static func put(_ members: [[UInt8]], into objects: any ObjectStore) async throws -> (sha256: String, bytes: [UInt8], offsets: [Int64]) {
+        let pack = build(members)
+        let sha256 = hexString(Array(SHA256.hash(data: pack.bytes)))
+        let scratch = objects.scratchDirectory + "/pack-" + CrashStore.randomHex(bytes: 12)
+        do {
+            let bytes = pack.bytes
+            try await NIOThreadPool.singleton.runIfActive { _ = close(try DirectoryObjectStore.writeUnsynced(bytes, to: scratch)) }
+            try await objects.put(fileAt: scratch, sha256: sha256)
+        } catch {
+            unlink(scratch)  // a put that failed may leave it
+            throw error
+        }
+        return (sha256, pack.bytes, pack.offsets)
+    }
+
     /// Reads the header of a pack: its member count; a clear error when `bytes` is not one.
     static func memberCount(header bytes: [UInt8]) throws -> Int {
         guard bytes.count >= headerSize else {
             throw StoreError.corrupt("not a crash pack: \(bytes.count) bytes, shorter than the \(headerSize)-byte header")
         }
         guard Array(bytes[0..<8]) == magic else { throw StoreError.corrupt("not a crash pack: the magic is not CSYMPACK") }
-        guard bytes[8] == version else {
-            throw StoreError.corrupt("crash pack version \(bytes[8]) is not supported (this crashsym reads version \(version))")
+        let (found, count) = try bytes.withUnsafeBytes { buffer in
+            let reader = ByteReader(buffer)
+            do {
+                return (try reader.u8(at: 8), try reader.u32(at: 12))
+            } catch {
+                throw StoreError.corrupt("not a crash pack: \(error)")
+            }
         }
-        return Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+        guard found == version else {
+            throw StoreError.corrupt("crash pack version \(found) is not supported (this crashsym reads version \(version))")
+        }
+        return Int(count)
     }
 }
 
@@ -124,7 +151,22 @@ extension ObjectStore {
         return try raw.checked(try await read(sha256: raw.object, range: raw.range, limit: raw.size))
     }
 
-    /// `read(raw:limit:)` on the calling thread (a store that `readsLocally`).
+    /// `read(raw:limit:)`, and when the pack is not found (compacted since `raw` was read from
+    /// its row; `PackCompactor` removes the old pack only after the rows name the new one): the
+    /// row's location again from `relocate` (nil: the crash is gone), read once more if it moved.
+    public func read(raw: CrashStore.RawLocation, limit: Int,
+                     relocate: () async throws -> CrashStore.RawLocation?) async throws -> [UInt8] {
+        do {
+            return try await read(raw: raw, limit: limit)
+        } catch {
+            guard case StoreError.notFound = error, raw.pack != nil, let moved = try await relocate(), moved != raw else { throw error }
+            return try await read(raw: moved, limit: limit)
+        }
+    }
+}
+
+extension LocalObjectReader {
+    /// `read(raw:limit:)` on the calling thread (a store's `localReader`).
     public func readNow(raw: CrashStore.RawLocation, limit: Int) throws -> [UInt8] {
         guard raw.pack != nil else { return try readNow(sha256: raw.sha256, range: nil, limit: limit) }
         try raw.checkBounds(limit: limit)

@@ -83,6 +83,15 @@ public final class CrashStore: Sendable {
                 CREATE INDEX crash_by_raw_pack ON crash(raw_pack);
                 """)
         }
+        migrator.registerMigration("crash-pack-dead") { db in
+            // The bytes of deleted crashes still inside packs, what compaction rewrites
+            // (CrashStore+Compaction.swift).
+            try db.execute(sql: """
+                CREATE TABLE crash_pack_dead (
+                    pack TEXT PRIMARY KEY NOT NULL, dead_bytes INTEGER NOT NULL, erase INTEGER NOT NULL,
+                    lease_until_ms INTEGER NOT NULL)
+                """)
+        }
     }
 
     // MARK: Types
@@ -619,7 +628,7 @@ public final class CrashStore: Sendable {
                 throw StoreError.notFound("no crash \(id)")
             }
             if let group: String = row["group_id"] { try Self.leave(db, group: group, version: row["version"], crashID: id) }
-            return try Self.delete(db, seqs: [row["seq"]], objects: [row["raw"]]).first
+            return try Self.delete(db, seqs: [row["seq"]], objects: [row["raw"]], erase: true).first
         }
     }
 
@@ -630,12 +639,20 @@ public final class CrashStore: Sendable {
             let rows = try Row.fetchAll(db, sql: """
                 SELECT seq, COALESCE(raw_pack, raw_sha256) AS raw FROM crash WHERE received_ms < ? ORDER BY received_ms LIMIT ?
                 """, arguments: [cutoff, limit])
-            let objects = try Self.delete(db, seqs: rows.map { $0["seq"] }, objects: Set(rows.map { $0["raw"] as String }))
+            let objects = try Self.delete(db, seqs: rows.map { $0["seq"] }, objects: Set(rows.map { $0["raw"] as String }), erase: false)
             return (rows.count, objects)
         }
     }
 
-    private static func delete(_ db: Database, seqs: [Int64], objects: Set<String>) throws -> [String] {
+    /// Deletes crashes `seqs`; returns which of `objects` no crash names any more. The bytes
+    /// they leave in packs that other crashes keep are noted for compaction (`erase`: deleted by
+    /// request, rewritten on the next pass whatever their share).
+    private static func delete(_ db: Database, seqs: [Int64], objects: Set<String>, erase: Bool) throws -> [String] {
+        let packed = try db.cachedStatement(sql: "SELECT raw_pack, raw_size FROM crash WHERE seq = ? AND raw_pack IS NOT NULL")
+        var dead: [String: Int64] = [:]
+        for seq in seqs {
+            if let row = try Row.fetchOne(packed, arguments: [seq]) { dead[row["raw_pack"], default: 0] += row["raw_size"] }
+        }
         for table in ["crash_missing", "crash_missing_name", "crash_job", "crash_idempotency"] {
 
             let statement = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE crash_seq = ?")
@@ -653,7 +670,10 @@ public final class CrashStore: Sendable {
         let referenced = try db.cachedStatement(sql: """
             SELECT 1 WHERE EXISTS (SELECT 1 FROM crash WHERE raw_sha256 = ?1) OR EXISTS (SELECT 1 FROM crash WHERE raw_pack = ?1)
             """)
-        return try objects.sorted().filter { try Bool.fetchOne(referenced, arguments: [$0]) != true }
+        let freed = try objects.sorted().filter { try Bool.fetchOne(referenced, arguments: [$0]) != true }
+        try noteDeadBytes(db, dead.filter { !freed.contains($0.key) }, erase: erase)
+        try forgetDeadBytes(db, packs: freed)
+        return freed
     }
 
     /// A table of the app: the object holding it and its size.

@@ -23,7 +23,7 @@ import Glibc
 /// group instead of two fsyncs and a rename a put: 1.3x the accepted crashes per second and 28 %
 /// less CPU per crash (median, docs/BENCHMARKS.md). A put still returns only once its own
 /// object is durable, so a row committed after it never names an object a power loss could take.
-public struct DirectoryObjectStore: ObjectStore {
+public struct DirectoryObjectStore: ObjectStore, LocalObjectReader {
     /// The data directory.
     public let root: String
 
@@ -163,7 +163,7 @@ public struct DirectoryObjectStore: ObjectStore {
         return try await NIOThreadPool.singleton.runIfActive { try self.readNow(sha256: sha256, range: range, limit: limit) }
     }
 
-    public var readsLocally: Bool { true }
+    public var localReader: (any LocalObjectReader)? { self }
 
     public func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8] {
         try Self.checkName(sha256)

@@ -108,10 +108,21 @@ public protocol MetadataStore: Sendable {
     /// Where the raw bytes of a crash are: their SHA-256 and size, and the pack holding them.
     func rawObject(appID: String, id: String) async throws -> CrashStore.RawLocation
     /// Deletes a crash; returns the object holding its raw bytes (or their pack) when no other
-    /// crash names it.
+    /// crash names it. A pack that others keep is noted for compaction by request (its bytes
+    /// are erased on the next compaction pass, `leasePackCompactions`).
     func deleteCrash(appID: String, id: String) async throws -> String?
     /// Deletes up to `limit` crashes received before `cutoff`; returns the count and freed objects.
+    /// The bytes they leave in packs that other crashes keep are noted as dead for compaction.
     func expireCrashes(receivedBefore cutoff: Int64, limit: Int) async throws -> (deleted: Int, objects: [String])
+    /// Leases up to `limit` packs to compact for `lease` milliseconds, with their live members:
+    /// those holding bytes of a crash deleted by request, and those whose dead bytes are at least
+    /// `deadFraction` of the pack. A leased pack is handed to no other compactor (of any node)
+    /// until the lease expires.
+    func leasePackCompactions(deadFraction: Double, limit: Int, now: Int64, lease: Int64) async throws -> [CrashStore.PackCompaction]
+    /// In one transaction: repoints the crashes of `members` that still name `pack` to `newPack`
+    /// (at the members' offsets there) and forgets `pack`'s dead bytes; returns how many moved.
+    /// The bytes of members deleted meanwhile are noted for erasure in `newPack`.
+    func repointPack(_ pack: String, to newPack: String, members: [CrashStore.PackMember]) async throws -> Int
     /// Build-ids that stored crashes lacked and the app still lacks, most needed first.
     func missingSeen(appID: String, limit: Int) async throws -> [CrashStore.MissingSymbols]
     /// Queues crash `id` for symbolication again; false when there is no such crash.

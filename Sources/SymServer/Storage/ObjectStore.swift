@@ -38,14 +38,11 @@ public protocol ObjectStore: Sendable {
     /// The object's bytes within `range` (all of them when nil), at most `limit` bytes.
     func read(sha256: String, range: Range<UInt64>?, limit: Int) async throws -> [UInt8]
 
-    /// Whether `readNow` reads objects from this node's disk on the calling thread (a directory
-    /// store): crash processing then reads each batch's raw reports inside the thread-pool job
-    /// that parses them, rather than one async read per report.
-    var readsLocally: Bool { get }
-
-    /// `read` of the whole object on the calling thread (blocks: a thread-pool thread's); only
-    /// for a store that `readsLocally`.
-    func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8]
+    /// A reader of the objects from this node's disk on the calling thread, when the store has
+    /// one (a directory store; nil for a remote store): crash processing then reads each batch's
+    /// raw reports inside the thread-pool job that parses them, rather than one async read per
+    /// report.
+    var localReader: (any LocalObjectReader)? { get }
 
     /// A local file holding the object, for a response body: the object itself when the store
     /// is a directory, else a temporary copy the caller removes once sent (`ObjectFile`).
@@ -76,11 +73,7 @@ public protocol ObjectStore: Sendable {
 
 extension ObjectStore {
     /// A remote store reads asynchronously only.
-    public var readsLocally: Bool { false }
-
-    public func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8] {
-        throw StoreError.unavailable("this object store does not read on the calling thread")
-    }
+    public var localReader: (any LocalObjectReader)? { nil }
 
     /// The whole object, at most `limit` bytes.
     public func read(sha256: String, limit: Int = 64 << 20) async throws -> [UInt8] {
@@ -96,6 +89,24 @@ extension ObjectStore {
         return try await metadata.removeUnusedObjects(candidates) { sha256 in
             try remove(sha256: sha256, unlessWrittenAfter: cutoff)
         }.count
+    }
+
+    /// Calls `body` with each page of the stored objects (`list(after:)`, its paging inside),
+    /// until the last page.
+    public func forEachPage(_ body: ([StoredObject]) async throws -> Void) async throws {
+        var token: String?
+        repeat {
+            let page = try await list(after: token)
+            try await body(page.objects)
+            token = page.next
+        } while token != nil
+    }
+
+    /// Every stored object, listed page by page.
+    public func listAll() async throws -> [StoredObject] {
+        var all: [StoredObject] = []
+        try await forEachPage { all += $0 }
+        return all
     }
 
     /// Once the row naming an object has committed: puts `bytes` again when the object is gone
@@ -130,6 +141,12 @@ extension ObjectStore {
         }
         return result
     }
+}
+
+/// Reads objects on the calling thread (`ObjectStore.localReader`).
+public protocol LocalObjectReader: Sendable {
+    /// `ObjectStore.read` on the calling thread (blocks: a thread-pool thread's).
+    func readNow(sha256: String, range: Range<UInt64>?, limit: Int) throws -> [UInt8]
 }
 
 /// A local file with an object's bytes (`ObjectStore.file`).

@@ -476,13 +476,7 @@ public struct EmbeddedStoreMigration: Sendable {
     private func copyObjects(_ source: DirectoryObjectStore, progress: @escaping @Sendable (Progress) -> Void) async throws
         -> (ObjectCount, [StoredObject]) {
         var count = ObjectCount()
-        var objects: [StoredObject] = []
-        var token: String?
-        repeat {
-            let page = try await source.list(after: token)
-            objects += page.objects
-            token = page.next
-        } while token != nil
+        let objects = try await source.listAll()
         count.objects = objects.count
         guard let destination = targetObjects else {
             count.stayInPlace = true

@@ -499,7 +499,7 @@ extension PostgresMetadataStore {
             }
             let (seq, raw, group, version) = try row.decode((Int64, String, String?, String).self)
             if let group { try await Self.leave(db, group: group, version: version, crashID: id) }
-            return try await Self.delete(db, seqs: [seq], objects: [raw]).first
+            return try await Self.delete(db, seqs: [seq], objects: [raw], erase: true).first
         }
     }
 
@@ -509,12 +509,17 @@ extension PostgresMetadataStore {
                 SELECT seq, COALESCE(raw_pack, raw_sha256) FROM crash WHERE received_ms < \(cutoff) ORDER BY received_ms LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
                 """).map { try $0.decode((Int64, String).self) }
-            let objects = try await Self.delete(db, seqs: found.map(\.0), objects: Set(found.map(\.1)))
+            let objects = try await Self.delete(db, seqs: found.map(\.0), objects: Set(found.map(\.1)), erase: false)
             return (found.count, objects)
         }
     }
 
-    private static func delete(_ db: Transaction, seqs: [Int64], objects: Set<String>) async throws -> [String] {
+    /// Deletes crashes `seqs`; returns which of `objects` no crash names any more, and notes the
+    /// bytes left in packs that other crashes keep for compaction (CrashStore.delete).
+    private static func delete(_ db: Transaction, seqs: [Int64], objects: Set<String>, erase: Bool) async throws -> [String] {
+        let dead = try await db.rows("""
+            SELECT raw_pack, SUM(raw_size)::BIGINT FROM crash WHERE seq = ANY(\(seqs)) AND raw_pack IS NOT NULL GROUP BY raw_pack
+            """).map { try $0.decode((String, Int64).self) }
         for table in ["crash_missing", "crash_missing_name", "crash_job", "crash_idempotency"] {
             try await db.rows(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE crash_seq = ANY($1)", binds: {
                 var binds = PostgresBindings()
@@ -532,7 +537,10 @@ extension PostgresMetadataStore {
         let referenced = Set(try await db.rows("""
             SELECT raw_sha256 FROM crash WHERE raw_sha256 = ANY(\(sorted)) UNION SELECT raw_pack FROM crash WHERE raw_pack = ANY(\(sorted))
             """).map { try $0.decode(String.self) })
-        return sorted.filter { !referenced.contains($0) }
+        let freed = sorted.filter { !referenced.contains($0) }
+        try await noteDeadBytes(db, dead.filter { !freed.contains($0.0) }, erase: erase)
+        if !freed.isEmpty { try await db.rows("DELETE FROM crash_pack_dead WHERE pack = ANY(\(freed))") }
+        return freed
     }
 
     // MARK: Groups

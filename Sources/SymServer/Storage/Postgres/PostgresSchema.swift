@@ -159,5 +159,13 @@ enum PostgresSchema {
             "ALTER TABLE crash ADD COLUMN raw_offset BIGINT",
             "CREATE INDEX crash_by_raw_pack ON crash(raw_pack)",
         ]),
+        ("crash-pack-dead", [
+            // The bytes of deleted crashes still inside packs, what compaction rewrites
+            // (CrashStore+Compaction.swift).
+            """
+            CREATE TABLE crash_pack_dead (
+                pack TEXT PRIMARY KEY, dead_bytes BIGINT NOT NULL, erase BOOLEAN NOT NULL, lease_until_ms BIGINT NOT NULL)
+            """,
+        ]),
     ]
 }
