@@ -453,7 +453,8 @@ extension SymbolServer {
         headers[.cacheControl] = "no-store"
         if raw {
             let object = try await crashes.store.rawObject(appID: app.id, id: id)
-            let body = try await rawBody(object, context)
+            // A pack compacted meanwhile: the row is read again (PackCompactor).
+            let body = try await rawBody(object, context) { try? await crashes.store.rawObject(appID: app.id, id: id) }
             if try await crashes.store.minidumpDetails(appID: app.id, id: id) != nil {
                 headers[.contentType] = "application/octet-stream"
                 headers[.contentDisposition] = "attachment; filename=\"crash-\(id).dmp\""

@@ -198,9 +198,10 @@ extension SymbolServer {
     }
 
     /// The raw bytes of a crash as a response body: the object itself, or the crash's member
-    /// of its pack (read with a ranged read and checked against its SHA-256).
+    /// of its pack (read with a ranged read and checked against its SHA-256); `relocate` reads the
+    /// crash's row again when its pack was compacted meanwhile.
     func rawBody(_ raw: CrashStore.RawLocation, _ context: BasicRequestContext,
-                 relocate: () async throws -> CrashStore.RawLocation? = { nil }) async throws -> ResponseBody {
+                 relocate: () async throws -> CrashStore.RawLocation?) async throws -> ResponseBody {
         guard raw.pack != nil else { return try await objectBody(try await objects.file(sha256: raw.sha256), context) }
         do {
             return ResponseBody(byteBuffer: ByteBuffer(bytes: try await objects.read(raw: raw, limit: CrashPack.memberLimit,
