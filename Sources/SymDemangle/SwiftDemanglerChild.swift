@@ -1,0 +1,226 @@
+import CDemangle
+import CSwiftDemangleChild
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Demangles Swift names that might make the runtime's demangler run away (`SwiftOutputBound`
+/// over its limit) in a child process where a runaway cannot hurt: one child per process, kept
+/// and reused, serving one name at a time over a socket (plain C after `fork`, see
+/// `Sources/CSwiftDemangleChild`). The child runs each name under a CPU timer
+/// (`cpuMillisecondsPerName`), a cap on its address space and on the answer's length; the parent
+/// waits for each answer with a deadline. A name that ends the child or is late is refused
+/// (printed mangled) and the next name gets a new child.
+///
+/// Each runaway costs a child (up to `cpuMillisecondsPerName` of CPU and a fork); a budget of
+/// `runawayBudget` runaways, refilled by one every `runawayRefillSeconds`, keeps a file full of
+/// hostile names from costing that per name: past it, such names are refused without a try.
+enum SwiftDemanglerChild {
+    /// What the child said about a name.
+    enum Answer: Equatable {
+        /// The runtime's text (before `swift-demangle`'s sugar).
+        case demangled([UInt8])
+        /// The runtime does not demangle the name.
+        case notDemangled
+        /// The name was not demangled because of a limit.
+        case refused(SwiftDemangleRefusal)
+    }
+
+    /// CPU time one name may take in the child. The slowest of 534,544 real names takes well
+    /// under a millisecond.
+    static let cpuMillisecondsPerName: UInt32 = 200
+    /// The longest answer taken (the longest real one is 3,466 bytes).
+    static let maximumAnswerLength: UInt32 = 1 << 20
+    /// How far the child's address space may grow past the parent's.
+    static let addressSpaceGrowth: UInt64 = 512 << 20
+    /// How long the parent waits for one answer (the CPU timer ends a runaway; this ends a child
+    /// that is stopped or starved).
+    static let answerDeadlineMilliseconds = 30_000
+    /// Runaways allowed at once, and the seconds after which one more is.
+    static let runawayBudget = 32.0
+    static let runawayRefillSeconds = 1.0
+
+    private struct State {
+        var pid: pid_t = 0
+        var socket: Int32 = -1
+        var tokens = SwiftDemanglerChild.runawayBudget
+        var lastRefill = SwiftDemanglerChild.now()
+        /// Children started and names refused, for tests and reports.
+        var started = 0
+        var runaways = 0
+    }
+
+    private static let state = Mutex(State())
+
+    /// Children started so far in this process.
+    static var childrenStarted: Int { state.withLock { $0.started } }
+
+    /// Demangles `name` (no NUL inside, at most `Demangler.maximumSwiftNameLength` bytes) in the child.
+    static func demangle(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle) -> Answer {
+        state.withLock { state in
+            refill(&state)
+            guard state.tokens >= 1 else { return .refused(.runawayBudget) }
+            // A child that has died since the last name (a limit, a signal) is replaced once.
+            for attempt in 0..<2 {
+                if state.pid == 0, !start(&state) { return .refused(.noChild) }
+                switch exchange(name, style: style, socket: state.socket) {
+                case .answered(let answer):
+                    return answer
+                case .notSent where attempt == 0:
+                    stop(&state)
+                case .notSent, .childGone, .late:
+                    stop(&state)
+                    state.tokens -= 1
+                    state.runaways += 1
+                    return .refused(.runaway)
+                }
+            }
+            return .refused(.noChild)
+        }
+    }
+
+    /// The outcome of one request.
+    private enum Exchange {
+        case answered(Answer)
+        /// The child had ended before the request reached it.
+        case notSent
+        /// The child ended (or closed the socket) before answering.
+        case childGone
+        /// No answer within the deadline.
+        case late
+    }
+
+    /// Sends `name` and reads the answer.
+    private static func exchange(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle, socket: Int32) -> Exchange {
+        let length = UInt32(name.count)
+        let header: [UInt8] = [style == .full ? 0 : 1, UInt8(truncatingIfNeeded: length), UInt8(truncatingIfNeeded: length >> 8),
+                               UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 24)]
+        guard header.withUnsafeBytes({ sendAll(socket, $0) }), sendAll(socket, name) else { return .notSent }
+        let deadline = now() + Double(answerDeadlineMilliseconds) / 1000
+        var answerHeader = [UInt8](repeating: 0, count: CRASHSYM_ANSWER_HEADER_SIZE)
+        switch answerHeader.withUnsafeMutableBytes({ receiveAll(socket, $0, deadline: deadline) }) {
+        case .gone: return .childGone
+        case .late: return .late
+        case .received: break
+        }
+        var size = 0
+        for index in (1...4).reversed() { size = size << 8 | Int(answerHeader[index]) }
+        switch Int(answerHeader[0]) {
+        case CRASHSYM_ANSWER_NOT_DEMANGLED: return .answered(.notDemangled)
+        case CRASHSYM_ANSWER_TOO_LONG: return .answered(.refused(.answerTooLong))
+        default: break
+        }
+        guard size <= Int(maximumAnswerLength) else { return .childGone }
+        var text = [UInt8](repeating: 0, count: size)
+        switch text.withUnsafeMutableBytes({ receiveAll(socket, $0, deadline: deadline) }) {
+        case .received: return .answered(.demangled(text))
+        case .gone: return .childGone
+        case .late: return .late
+        }
+    }
+
+    /// Sends all of `bytes` (no SIGPIPE when the child is gone); false on an error.
+    private static func sendAll(_ socket: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = send(socket, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// Fills `buffer` from `socket`, waiting until `deadline` (seconds on `now()`) at most.
+    private static func receiveAll(_ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer, deadline: Double) -> Received {
+        var offset = 0
+        while offset < buffer.count {
+            let remaining = deadline - now()
+            guard remaining > 0 else { return .late }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(remaining * 1000 + 1, 60_000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { return .gone }
+            if ready == 0 { continue }
+            let got = recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0)
+            if got < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard got > 0 else { return .gone }
+            offset += got
+        }
+        return .received
+    }
+
+    /// The outcome of reading part of an answer.
+    private enum Received {
+        case received, gone, late
+    }
+
+    /// Starts a child; false when none could be made.
+    private static func start(_ state: inout State) -> Bool {
+        let limits = crashsym_demangle_child_limits(
+            maximum_name_length: UInt32(Demangler.maximumSwiftNameLength), maximum_answer_length: maximumAnswerLength,
+            cpu_milliseconds_per_name: cpuMillisecondsPerName, address_space_growth: addressSpaceGrowth)
+        var pid: pid_t = 0
+        var socket: Int32 = -1
+        guard crashsym_demangle_child_start(swift_demangle, _swift_backtrace_demangle, limits, &pid, &socket) == 0 else {
+            return false
+        }
+        state.pid = pid
+        state.socket = socket
+        state.started += 1
+        return true
+    }
+
+    /// Ends the child (it may already have ended) and reaps it.
+    private static func stop(_ state: inout State) {
+        guard state.pid != 0 else { return }
+        kill(state.pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(state.pid, &status, 0) < 0 && errno == EINTR {}
+        close(state.socket)
+        state.pid = 0
+        state.socket = -1
+    }
+
+    /// Adds the runaways earned since the last refill.
+    private static func refill(_ state: inout State) {
+        let time = now()
+        state.tokens = min(runawayBudget, state.tokens + (time - state.lastRefill) / runawayRefillSeconds)
+        state.lastRefill = time
+    }
+
+    /// Seconds on the monotonic clock.
+    private static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// Why a Swift name was printed mangled although it may be a valid name.
+public enum SwiftDemangleRefusal: Sendable, Hashable, CustomStringConvertible {
+    /// Longer than `Demangler.maximumSwiftNameLength`.
+    case nameTooLong
+    /// The demangler ran past its CPU, memory or time limit on it (or crashed).
+    case runaway
+    /// Its demangled text would pass `SwiftDemanglerChild.maximumAnswerLength`.
+    case answerTooLong
+    /// Too many names ran away recently; this one was not tried.
+    case runawayBudget
+    /// No child process could be started.
+    case noChild
+
+    public var description: String {
+        switch self {
+        case .nameTooLong: "longer than \(Demangler.maximumSwiftNameLength) bytes, which no Swift toolchain writes"
+        case .runaway: "the Swift demangler ran past its CPU or memory limit on it"
+        case .answerTooLong: "its demangled form is longer than \(SwiftDemanglerChild.maximumAnswerLength) bytes"
+        case .runawayBudget: "too many names ran the Swift demangler past its limits recently; not tried"
+        case .noChild: "no process could be started to demangle it safely"
+        }
+    }
+}
