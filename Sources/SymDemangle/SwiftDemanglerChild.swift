@@ -200,27 +200,3 @@ enum SwiftDemanglerChild {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
-
-/// Why a Swift name was printed mangled although it may be a valid name.
-public enum SwiftDemangleRefusal: Sendable, Hashable, CustomStringConvertible {
-    /// Longer than `Demangler.maximumSwiftNameLength`.
-    case nameTooLong
-    /// The demangler ran past its CPU, memory or time limit on it (or crashed).
-    case runaway
-    /// Its demangled text would pass `SwiftDemanglerChild.maximumAnswerLength`.
-    case answerTooLong
-    /// Too many names ran away recently; this one was not tried.
-    case runawayBudget
-    /// No child process could be started.
-    case noChild
-
-    public var description: String {
-        switch self {
-        case .nameTooLong: "longer than \(Demangler.maximumSwiftNameLength) bytes, which no Swift toolchain writes"
-        case .runaway: "the Swift demangler ran past its CPU or memory limit on it"
-        case .answerTooLong: "its demangled form is longer than \(SwiftDemanglerChild.maximumAnswerLength) bytes"
-        case .runawayBudget: "too many names ran the Swift demangler past its limits recently; not tried"
-        case .noChild: "no process could be started to demangle it safely"
-        }
-    }
-}

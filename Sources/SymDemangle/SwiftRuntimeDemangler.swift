@@ -34,7 +34,7 @@ enum SwiftRuntimeDemangler {
         guard memchr(source, 0, name.count) == nil else { return false }
         // Names whose printed text might run away go to a child process (`SwiftDemanglerChild`).
         guard name.count <= Demangler.maximumSwiftNameLength else {
-            Refusals.record(.nameTooLong)
+            DemangleRefusals.record(.nameTooLong)
             return false
         }
         guard SwiftOutputBound.bound(name) <= inProcessOutputBound else {
@@ -45,7 +45,7 @@ enum SwiftRuntimeDemangler {
             case .notDemangled:
                 return false
             case .refused(let reason):
-                Refusals.record(reason)
+                DemangleRefusals.record(reason)
                 return false
             }
         }

@@ -89,7 +89,7 @@ import TestSupport
         }
         #expect(answers == names)
         #expect(SwiftDemanglerChild.childrenStarted > 0)
-        #expect(Refusals.swiftNames.values.reduce(0, +) > 0)
+        #expect(DemangleRefusals.swiftNames.values.reduce(0, +) > 0)
     }
 
     /// A name above the bound whose text is modest is demangled in the child exactly as
@@ -119,7 +119,7 @@ import TestSupport
             names.map { demangler.demangleOrSelf($0) }
         }
         #expect(answers == names)
-        #expect(Refusals.swiftNames[.nameTooLong, default: 0] > 0)
+        #expect(DemangleRefusals.swiftNames[.nameTooLong, default: 0] > 0)
     }
 
     /// The bound itself is linear: a megabyte of the worst bytes for it is read in well under
