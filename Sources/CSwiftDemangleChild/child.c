@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -66,9 +66,23 @@ static void set_cpu_timer(uint32_t milliseconds) {
 /// The child's life: limits, then one answer per request until the socket closes.
 static void serve(int fd, crashsym_full_demangler full, crashsym_simplified_demangler simplified,
                   crashsym_demangle_child_limits limits, uint64_t address_space) {
-    // Die with the parent; no core file; the default action for the signals that end a runaway
-    // (the parent's handlers, e.g. the Swift backtracer's, are not for this process).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Only the socket stays open: a copy of the parent's other descriptors (a pipe to a process
+    // it started, its standard output) would keep their readers from seeing them close. The
+    // child ends when the parent closes its end or exits (not by PR_SET_PDEATHSIG, which follows
+    // the forking thread, not the process). The runtime reports a failed assertion on standard
+    // error: not into the parent's output.
+    fd = fcntl(fd, F_DUPFD, 10);  // clear of 0-3, which are overwritten next
+    int null = open("/dev/null", O_RDWR);
+    if (fd < 0 || null < 0) _exit(2);
+    for (int standard = 0; standard < 3; standard++) dup2(null, standard);
+    if (dup2(fd, 3) < 0) _exit(2);
+    fd = 3;
+    if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0) {
+        long open_max = sysconf(_SC_OPEN_MAX);
+        for (long other = 4; other < (open_max > 0 ? open_max : 1024); other++) close((int)other);
+    }
+    // No core file; the default action for the signals that end a runaway (the parent's
+    // handlers, e.g. the Swift backtracer's, are not for this process).
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
     if (address_space != 0) {
@@ -81,10 +95,6 @@ static void serve(int fd, crashsym_full_demangler full, crashsym_simplified_dema
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    // The runtime reports a failed assertion on standard error: not into the parent's output.
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 2);
-
     char *name = malloc((size_t)limits.maximum_name_length + 1);
     if (!name) _exit(2);
     for (;;) {

@@ -94,34 +94,57 @@ enum SwiftDemanglerChild {
         case late
     }
 
-    /// Sends `name` and reads the answer.
+    /// Sends `name` and reads the answer: one `send`, then usually one `recv` (with a receive
+    /// timeout on the socket as the deadline), the bulk of the cost of a name sent here.
     private static func exchange(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle, socket: Int32) -> Exchange {
-        let length = UInt32(name.count)
-        let header: [UInt8] = [style == .full ? 0 : 1, UInt8(truncatingIfNeeded: length), UInt8(truncatingIfNeeded: length >> 8),
-                               UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 24)]
-        guard header.withUnsafeBytes({ sendAll(socket, $0) }), sendAll(socket, name) else { return .notSent }
-        let deadline = now() + Double(answerDeadlineMilliseconds) / 1000
-        var answerHeader = [UInt8](repeating: 0, count: CRASHSYM_ANSWER_HEADER_SIZE)
-        switch answerHeader.withUnsafeMutableBytes({ receiveAll(socket, $0, deadline: deadline) }) {
-        case .gone: return .childGone
-        case .late: return .late
-        case .received: break
+        let sent = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: CRASHSYM_REQUEST_HEADER_SIZE + name.count) { request in
+            let length = UInt32(name.count)
+            request[0] = style == .full ? 0 : 1
+            for index in 0..<4 { request[1 + index] = UInt8(truncatingIfNeeded: length >> (8 * index)) }
+            UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(request)[CRASHSYM_REQUEST_HEADER_SIZE...])
+                .copyMemory(from: name)
+            return sendAll(socket, UnsafeRawBufferPointer(request))
         }
-        var size = 0
-        for index in (1...4).reversed() { size = size << 8 | Int(answerHeader[index]) }
-        switch Int(answerHeader[0]) {
-        case CRASHSYM_ANSWER_NOT_DEMANGLED: return .answered(.notDemangled)
-        case CRASHSYM_ANSWER_TOO_LONG: return .answered(.refused(.answerTooLong))
-        default: break
-        }
-        guard size <= Int(maximumAnswerLength) else { return .childGone }
-        var text = [UInt8](repeating: 0, count: size)
-        switch text.withUnsafeMutableBytes({ receiveAll(socket, $0, deadline: deadline) }) {
-        case .received: return .answered(.demangled(text))
-        case .gone: return .childGone
-        case .late: return .late
+        guard sent else { return .notSent }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: stackAnswerSize) { buffer -> Exchange in
+            let scratch = UnsafeMutableRawBufferPointer(buffer)
+            // The header and, most often, the whole text arrive in the first read.
+            var received = 0
+            while received < CRASHSYM_ANSWER_HEADER_SIZE {
+                switch receiveSome(socket, UnsafeMutableRawBufferPointer(rebasing: scratch[received...])) {
+                case .received(let count): received += count
+                case .gone: return .childGone
+                case .late: return .late
+                }
+            }
+            var size = 0
+            for index in (1...4).reversed() { size = size << 8 | Int(scratch[index]) }
+            switch Int(scratch[0]) {
+            case CRASHSYM_ANSWER_NOT_DEMANGLED: return .answered(.notDemangled)
+            case CRASHSYM_ANSWER_TOO_LONG: return .answered(.refused(.answerTooLong))
+            default: break
+            }
+            guard size <= Int(maximumAnswerLength) else { return .childGone }
+            var text = [UInt8](repeating: 0, count: size)
+            let early = min(size, received - CRASHSYM_ANSWER_HEADER_SIZE)
+            text.withUnsafeMutableBytes { text in
+                text.copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[CRASHSYM_ANSWER_HEADER_SIZE..<(CRASHSYM_ANSWER_HEADER_SIZE + early)]))
+            }
+            var filled = early
+            while filled < size {
+                let outcome = text.withUnsafeMutableBytes { receiveSome(socket, UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+                switch outcome {
+                case .received(let count): filled += count
+                case .gone: return .childGone
+                case .late: return .late
+                }
+            }
+            return .answered(.demangled(text))
         }
     }
+
+    /// Bytes of an answer read onto the stack (most answers are far shorter).
+    private static let stackAnswerSize = 4096
 
     /// Sends all of `bytes` (no SIGPIPE when the child is gone); false on an error.
     private static func sendAll(_ socket: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -135,28 +158,20 @@ enum SwiftDemanglerChild {
         return true
     }
 
-    /// Fills `buffer` from `socket`, waiting until `deadline` (seconds on `now()`) at most.
-    private static func receiveAll(_ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer, deadline: Double) -> Received {
-        var offset = 0
-        while offset < buffer.count {
-            let remaining = deadline - now()
-            guard remaining > 0 else { return .late }
-            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining * 1000 + 1, 60_000)))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready >= 0 else { return .gone }
-            if ready == 0 { continue }
-            let got = recv(socket, buffer.baseAddress! + offset, buffer.count - offset, 0)
-            if got < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            guard got > 0 else { return .gone }
-            offset += got
+    /// Reads what has arrived into `buffer` (at least a byte), waiting at most the socket's
+    /// receive timeout (`answerDeadlineMilliseconds`).
+    private static func receiveSome(_ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Received {
+        while true {
+            let got = recv(socket, buffer.baseAddress!, buffer.count, 0)
+            if got > 0 { return .received(got) }
+            if got < 0 && errno == EINTR { continue }
+            return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .late : .gone
         }
-        return .received
     }
 
-    /// The outcome of reading part of an answer.
+    /// The outcome of one read.
     private enum Received {
-        case received, gone, late
+        case received(Int), gone, late
     }
 
     /// Starts a child; false when none could be made.
@@ -169,6 +184,8 @@ enum SwiftDemanglerChild {
         guard crashsym_demangle_child_start(swift_demangle, _swift_backtrace_demangle, limits, &pid, &socket) == 0 else {
             return false
         }
+        var timeout = timeval(tv_sec: answerDeadlineMilliseconds / 1000, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         state.pid = pid
         state.socket = socket
         state.started += 1
