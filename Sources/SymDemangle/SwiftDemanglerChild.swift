@@ -9,8 +9,8 @@ import Darwin
 #endif
 
 /// Demangles Swift names that might make the runtime's demangler run away (`SwiftOutputBound`
-/// over its limit) in a child process where a runaway cannot hurt: one child per process, kept
-/// and reused, serving one name at a time over a socket (plain C after `fork`, see
+/// over its limit) in a child process where a runaway cannot hurt: a child per processor (at most
+/// four), kept and reused, each serving one name at a time over a socket (plain C after `fork`, see
 /// `Sources/CSwiftDemangleChild`). The child runs each name under a CPU timer
 /// (`cpuMillisecondsPerName`), a cap on its address space and on the answer's length; the parent
 /// waits for each answer with a deadline. A name that ends the child or is late is refused
@@ -21,7 +21,7 @@ import Darwin
 /// hostile names from costing that per name: past it, such names are refused without a try.
 enum SwiftDemanglerChild {
     /// What the child said about a name.
-    enum Answer: Equatable {
+    enum Answer: Equatable, Sendable {
         /// The runtime's text (before `swift-demangle`'s sugar).
         case demangled([UInt8])
         /// The runtime does not demangle the name.
@@ -41,46 +41,70 @@ enum SwiftDemanglerChild {
     /// that is stopped or starved).
     static let answerDeadlineMilliseconds = 30_000
     /// Runaways allowed at once, and the seconds after which one more is.
-    static let runawayBudget = 32.0
+    static let runawayBudget = 64.0
     static let runawayRefillSeconds = 1.0
 
-    private struct State {
+    /// One child: its process and the parent's end of its socket (none when `pid` is 0).
+    private struct Child {
         var pid: pid_t = 0
         var socket: Int32 = -1
+    }
+
+    /// The runaway budget, and counts for tests and reports.
+    private struct Budget {
         var tokens = SwiftDemanglerChild.runawayBudget
         var lastRefill = SwiftDemanglerChild.now()
-        /// Children started and names refused, for tests and reports.
         var started = 0
         var runaways = 0
     }
 
-    private static let state = Mutex(State())
+    /// A child slot; several, so that threads demangling at once (`dump`'s) do not queue on one.
+    private final class Slot: Sendable {
+        let child = Mutex(Child())
+    }
+
+    /// One slot per processor, at most four.
+    private static let slots: [Slot] = (0..<min(4, max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))).map { _ in Slot() }
+    private static let budget = Mutex(Budget())
+    private static let nextSlot = Atomic<Int>(0)
 
     /// Children started so far in this process.
-    static var childrenStarted: Int { state.withLock { $0.started } }
+    static var childrenStarted: Int { budget.withLock { $0.started } }
 
-    /// Demangles `name` (no NUL inside, at most `Demangler.maximumSwiftNameLength` bytes) in the child.
+    /// Demangles `name` (no NUL inside, at most `Demangler.maximumSwiftNameLength` bytes) in a child.
     static func demangle(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle) -> Answer {
-        state.withLock { state in
-            refill(&state)
-            guard state.tokens >= 1 else { return .refused(.runawayBudget) }
-            // A child that has died since the last name (a limit, a signal) is replaced once.
-            for attempt in 0..<2 {
-                if state.pid == 0, !start(&state) { return .refused(.noChild) }
-                switch exchange(name, style: style, socket: state.socket) {
-                case .answered(let answer):
-                    return answer
-                case .notSent where attempt == 0:
-                    stop(&state)
-                case .notSent, .childGone, .late:
-                    stop(&state)
-                    state.tokens -= 1
-                    state.runaways += 1
-                    return .refused(.runaway)
-                }
-            }
-            return .refused(.noChild)
+        let allowed = budget.withLock { budget in
+            refill(&budget)
+            return budget.tokens >= 1
         }
+        guard allowed else { return .refused(.runawayBudget) }
+        for slot in slots {
+            if let answer = slot.child.withLockIfAvailable({ demangle(name, style: style, in: &$0) }) { return answer }
+        }
+        let slot = slots[nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue % slots.count]
+        return slot.child.withLock { demangle(name, style: style, in: &$0) }
+    }
+
+    /// Demangles `name` in `child`, starting it when it is not running.
+    private static func demangle(_ name: UnsafeRawBufferPointer, style: SwiftNameStyle, in child: inout Child) -> Answer {
+        // A child that has died since the last name (a limit, a signal) is replaced once.
+        for attempt in 0..<2 {
+            if child.pid == 0, !start(&child) { return .refused(.noChild) }
+            switch exchange(name, style: style, socket: child.socket) {
+            case .answered(let answer):
+                return answer
+            case .notSent where attempt == 0:
+                stop(&child)
+            case .notSent, .childGone, .late:
+                stop(&child)
+                budget.withLock { budget in
+                    budget.tokens -= 1
+                    budget.runaways += 1
+                }
+                return .refused(.runaway)
+            }
+        }
+        return .refused(.noChild)
     }
 
     /// The outcome of one request.
@@ -175,7 +199,7 @@ enum SwiftDemanglerChild {
     }
 
     /// Starts a child; false when none could be made.
-    private static func start(_ state: inout State) -> Bool {
+    private static func start(_ state: inout Child) -> Bool {
         let limits = crashsym_demangle_child_limits(
             maximum_name_length: UInt32(Demangler.maximumSwiftNameLength), maximum_answer_length: maximumAnswerLength,
             cpu_milliseconds_per_name: cpuMillisecondsPerName, address_space_growth: addressSpaceGrowth)
@@ -188,12 +212,12 @@ enum SwiftDemanglerChild {
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         state.pid = pid
         state.socket = socket
-        state.started += 1
+        budget.withLock { $0.started += 1 }
         return true
     }
 
     /// Ends the child (it may already have ended) and reaps it.
-    private static func stop(_ state: inout State) {
+    private static func stop(_ state: inout Child) {
         guard state.pid != 0 else { return }
         kill(state.pid, SIGKILL)
         var status: Int32 = 0
@@ -204,7 +228,7 @@ enum SwiftDemanglerChild {
     }
 
     /// Adds the runaways earned since the last refill.
-    private static func refill(_ state: inout State) {
+    private static func refill(_ state: inout Budget) {
         let time = now()
         state.tokens = min(runawayBudget, state.tokens + (time - state.lastRefill) / runawayRefillSeconds)
         state.lastRefill = time
