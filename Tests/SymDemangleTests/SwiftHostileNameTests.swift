@@ -57,7 +57,9 @@ import TestSupport
     @Test func boundHoldsForMutatedNames() throws {
         let real = try Fixtures.names("swift.txt").filter { $0.hasPrefix("$s") }
         var random = SplitMix64(seed: 0x5EED_DE3A)
-        let pieces = ["A", "AA", "AB", "Ab", "A0_", "A2a", "A9B", "0a", "0aB", "0bA0", "S3i", "Sa", "G", "y", "t", "_", "SDy"]
+        let pieces = ["A", "AA", "AB", "Ab", "A0_", "A2a", "A9B", "0a", "0aB", "0bA0", "S3i", "Sa", "G", "y", "t", "_", "SDy",
+                      // operators the bound reads to the byte from the start of a name
+                      "L", "LL", "L0_", "Ya", "Yt", "qd_0_", "q_", "qz", "r0_l", "rzl", "g_", "00", "3ab", "03abA", "Hp", "p", "Sc", "S2cT"]
         var mutated: [String] = []
         for _ in 0..<3000 {
             var bytes = Array(real[random.int(0...(real.count - 1))].utf8)
