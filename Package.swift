@@ -104,7 +104,9 @@ let package = Package(
         .target(name: "SymELF", dependencies: ["SymBytes", "CLibz", "CZstd"]),
         .target(name: "SymTable", dependencies: ["SymBytes", "CZstd"]),
         .target(name: "SymDWARF", dependencies: ["SymBytes", "SymELF", "SymTable", "CDwarf"]),
-        .target(name: "SymDemangle", dependencies: ["CDemangle"]),
+        // The child process that demangles Swift names which might run away (plain C after fork).
+        .target(name: "CSwiftDemangleChild"),
+        .target(name: "SymDemangle", dependencies: ["CDemangle", "CSwiftDemangleChild"]),
         .target(name: "SymReport", dependencies: ["SymBytes"]),
         // Call-frame information and stack walking; minidumps. Pure: they are handed bytes.
         .target(name: "SymUnwind", dependencies: ["SymBytes"]),

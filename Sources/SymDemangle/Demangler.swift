@@ -10,6 +10,10 @@ public struct Demangler: Sendable, Hashable {
     /// Names longer than this are left alone: no toolchain emits them, and the C demanglers'
     /// stack use grows with nesting, which grows with length.
     public static let maximumNameLength = 1 << 20
+    /// Swift names longer than this are left alone (and counted in `DemangleRefusals`): the longest of
+    /// 534,544 names of the Swift 6.3 toolchain's libraries and swift-package is 1,323 bytes, and
+    /// the runtime's demangler crashes on some long names (a 120 KB one).
+    public static let maximumSwiftNameLength = 8 << 10
 
     /// How Swift names are spelled.
     public let swiftNames: SwiftNameStyle

@@ -32,6 +32,23 @@ enum SwiftRuntimeDemangler {
         // the input (`isSwiftSymbol(const char *)`): the name must end in a NUL, and an embedded
         // NUL would cut it short there (not a name any toolchain writes).
         guard memchr(source, 0, name.count) == nil else { return false }
+        // Names whose printed text might run away go to a child process (`SwiftDemanglerChild`).
+        guard name.count <= Demangler.maximumSwiftNameLength else {
+            DemangleRefusals.record(.nameTooLong)
+            return false
+        }
+        guard SwiftOutputBound.bound(name) <= inProcessOutputBound else {
+            switch SwiftDemanglerChild.demangle(name, style: style) {
+            case .demangled(let text):
+                text.withUnsafeBytes { deliver($0, style, body) }
+                return true
+            case .notDemangled:
+                return false
+            case .refused(let reason):
+                DemangleRefusals.record(reason)
+                return false
+            }
+        }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1 + max(1, bufferSize)) { scratch -> Bool in
             let mangled = scratch.baseAddress!, buffer = mangled + name.count + 1, capacity = max(1, bufferSize)
             UnsafeMutableRawPointer(mangled).copyMemory(from: source, byteCount: name.count)
@@ -67,6 +84,12 @@ enum SwiftRuntimeDemangler {
         guard style == .full, SwiftTypeSugar.mayNeedSugar(demangled) else { return body(demangled) }
         SwiftTypeSugar.sugar(Array(demangled)).withUnsafeBytes(body)
     }
+
+    /// The largest `SwiftOutputBound` of a name demangled in this process; names above it go to
+    /// the child. The runtime prints about 7 ns a byte (4 MB in 30 ms), so a name here costs at
+    /// most about 7 ms, well under the child's limit per name; 77.3 % of the 534,544 real names
+    /// measured are below it, 59.3 % below 64 KiB (the bound is loose: see `SwiftOutputBound`).
+    static let inProcessOutputBound: UInt64 = 1 << 20
 
     /// Bytes of demangled name that fit in the stack buffer (most names are far shorter).
     static let stackBufferSize = 4096

@@ -43,6 +43,10 @@ extension Crashsym {
                 let output = stream.output(forNames: names)
                 guard DemangleStream.writeAll(output, to: STDOUT_FILENO) else { throw ExitCode.failure }
             }
+            // Names left mangled by a limit (not by being no name) are said once, not per name.
+            if let summary = DemangleRefusals.summary() {
+                _ = DemangleStream.writeAll(Array("crashsym demangle: \(summary)\n".utf8), to: STDERR_FILENO)
+            }
         }
     }
 }

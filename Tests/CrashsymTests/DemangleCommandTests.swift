@@ -125,6 +125,55 @@ import TestSupport
 
     /// How long the streaming test waits for an answer before closing standard input itself.
     static let streamingWatchdog: DispatchTimeInterval = .seconds(300)
+
+    /// A valid Swift name of `levels` nested dictionaries, each level's key and value the
+    /// previous level by substitution: its printed text doubles with each level (2^30 levels of
+    /// it would be gigabytes; before the bound, 24 levels never finished).
+    static func nestedSubstitutions(_ levels: Int) -> String {
+        var name = "$sSaySiG"
+        for level in 0..<levels {
+            let reference = level < 26 ? "A" + String(UnicodeScalar(UInt8(65 + level))) : level == 26 ? "A_" : "A\(level - 27)_"
+            name += "SDy\(reference)\(reference)G"
+        }
+        return name + "N"
+    }
+
+    /// A hostile Swift name, as an argument and in text, finishes and is printed unchanged;
+    /// standard error says once why.
+    @Test func hostileSwiftNameIsPrintedUnchanged() throws {
+        let name = Self.nestedSubstitutions(30)
+        let (arguments, text) = try HangGuard.run(within: 300, "crashsym demangle of a hostile Swift name") {
+            (try CLI.run(["demangle", name, name]), try CLI.run(["demangle"], input: "at \(name)+0x10\n_Z3foov\n"))
+        }
+        #expect(arguments.status == 0)
+        #expect(arguments.stdout == "\(name)\n\(name)\n")
+        #expect(arguments.stderr.hasPrefix("crashsym demangle: 2 Swift names left mangled: 2 "), "\(arguments.stderr)")
+        #expect(arguments.stderr.count(where: { $0 == "\n" }) == 1)
+        #expect(text.status == 0)
+        #expect(text.stdout == "at \(name)+0x10\nfoo()\n")
+        #expect(text.stderr.contains("1 Swift name left mangled"), "\(text.stderr)")
+    }
+
+    /// `crashsym dump` of an ELF file whose function has a hostile Swift name finishes quickly,
+    /// and its table names the function mangled (before the bound, 21 levels took over a minute).
+    @Test func dumpOfAHostileSwiftSymbolFinishes() throws {
+        let directory = try CLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let name = Self.nestedSubstitutions(30)
+        let source = "void hostile(void) __asm__(\"\(name)\");\nvoid hostile(void) {}\nint main(void) { hostile(); return 0; }\n"
+        try source.write(toFile: directory + "/t.c", atomically: true, encoding: .utf8)
+        let build = try Tool.run(DropIn.clang, ["-g", "-O0", "-Wl,--build-id=sha1", "t.c", "-o", "t"],
+                                 directory: URL(fileURLWithPath: directory))
+        try #require(build.status == 0, "\(build.stderr)")
+        let symbols = try Tool.run("/usr/bin/nm", [directory + "/t"]).text
+        let address = try #require(symbols.split(separator: "\n").first { $0.hasSuffix(" " + name) }?.split(separator: " ").first)
+        let lookup = try HangGuard.run(within: 300, "crashsym dump and lookup of a hostile Swift symbol") {
+            let table = try CLI.dumpTable(directory + "/t", into: directory + "/out").table
+            return try CLI.run(["lookup", table, "0x" + address, "--format", "json"])
+        }
+        #expect(lookup.status == 0, "\(lookup.stderr)")
+        #expect(lookup.stdout.contains("\"function\":\"\(name)\""), "\(lookup.stdout)")
+    }
 }
 
 /// The write end of a child's standard input, closed once, by the test or by its watchdog,
