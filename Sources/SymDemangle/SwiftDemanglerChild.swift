@@ -92,6 +92,13 @@ enum SwiftDemanglerChild {
             if child.pid == 0, !start(&child) { return .refused(.noChild) }
             switch exchange(name, style: style, socket: child.socket) {
             case .answered(let answer):
+                // A text over the answer cap took the child's CPU like a runaway: it costs a token.
+                if case .refused(.answerTooLong) = answer {
+                    budget.withLock { budget in
+                        budget.tokens -= 1
+                        budget.runaways += 1
+                    }
+                }
                 return answer
             case .notSent where attempt == 0:
                 stop(&child)

@@ -38,6 +38,10 @@ enum SwiftOutputBound {
     /// The longest text one standard substitution (`Si`, `ScT`, …) prints (`Swift.UnsafeMutableRawBufferPointer`
     /// is 35), with a margin.
     static let standardTypeText: UInt64 = 64
+    /// The most generic parameters the printer names for one count of a generic signature
+    /// (`r<index>…l`), and a bound on the text of each name (`A`…`EX`, the depth's digits, `, `).
+    static let maximumPrintedParameters: UInt64 = 128
+    static let parameterNameText: UInt64 = 16
     /// The largest repeat count the runtime accepts (`SubstitutionMerging::MaxRepeatCount`).
     static let maximumRepeatCount: UInt64 = 2048
     /// Where the bound stops counting (it is then only compared with smaller limits).
@@ -82,6 +86,7 @@ enum SwiftOutputBound {
             if byte == UInt8(ascii: "S"), let repeats = number(in: name, at: index + 1)?.value, repeats > 1 {
                 total = add(total, UInt64(repeats) * standardTypeText)
             }
+            if byte == UInt8(ascii: "_") { total = add(total, countText(name, indexEndingAt: index)) }
             if marks[index] & Mark.wordReference != 0 { total = add(total, longestWord) }
             let multiplier = UInt64(multipliers[index])
             if multiplier > 0 {
@@ -233,6 +238,8 @@ enum SwiftOutputBound {
                     if name[at] == UInt8(ascii: "z") {
                         at += 1
                     } else if let end = indexEnd(at) {
+                        // A count of parameters, each printed by name (`countText`).
+                        total = add(total, countText(name, indexEndingAt: end - 1))
                         at = end
                     } else {
                         return (total, position)
@@ -246,7 +253,8 @@ enum SwiftOutputBound {
                 guard position + 1 < count, "abcikt".utf8.contains(name[position + 1]) else { return (total, position) }
                 take(to: position + 2)
             case UInt8(ascii: "H"):
-                guard position + 1 < count, let _ = "ACDIPpcnorF".utf8.firstIndex(of: name[position + 1]) else {
+                // Those that read no byte more (`HA`, `HD`, `HI` read an index, `HC` more: not here).
+                guard position + 1 < count, "PpcnorF".utf8.contains(name[position + 1]) else {
                     return (total, position)
                 }
                 take(to: position + 2)
@@ -280,6 +288,17 @@ enum SwiftOutputBound {
             position = end + Int(length)
             guard moreWords else { return }
         }
+    }
+
+    /// What an index `<digits>_` ending with the `_` at `underscore` may print beyond its bytes: a
+    /// generic signature's count of parameters (`r<index>…l`, the only index printed as that many
+    /// items) names up to `maximumPrintedParameters` of them. Nothing for an `_` after no digit
+    /// (a count of one: within `fixedTextPerByte`). Linear: a digit run precedes one `_` at most.
+    private static func countText(_ name: UnsafeRawBufferPointer, indexEndingAt underscore: Int) -> UInt64 {
+        var start = underscore
+        while start > 0, name[start - 1] >= UInt8(ascii: "0"), name[start - 1] <= UInt8(ascii: "9") { start -= 1 }
+        guard start < underscore, let (value, _) = number(in: name, at: start) else { return 0 }
+        return min(value + 2, maximumPrintedParameters) * parameterNameText
     }
 
     /// Where an identifier that starts with `0` at `at` ends, read as `Demangler::demangleIdentifier`

@@ -33,6 +33,15 @@ import TestSupport
         return "$s4main\(word.utf8.count)\(word)V" + "0" + String(repeating: "b", count: copies) + "B0VN"
     }
 
+    /// A chain of `steps` dictionaries, each the previous one twice, behind `HD<n>_`, which reads
+    /// an index (an exact reading that took `HD` for two bytes read `<n>` as an identifier's
+    /// length and skipped the chain as text: the review's bypass, 180 bytes printing 436 MB).
+    static func behindConformanceIndex(_ steps: Int) -> String {
+        let letters = Array("CDEFGHIJKLMNOPQRSTUVWXYZ")
+        let rest = "_4main1TV" + (0..<steps).map { "SDyA2\(letters[$0])G" }.joined()
+        return "$sxSHHD\(rest.utf8.count)" + rest
+    }
+
     private func bound(_ name: String) -> UInt64 {
         Array(name.utf8).withUnsafeBytes { SwiftOutputBound.bound($0) }
     }
@@ -42,6 +51,7 @@ import TestSupport
     @Test func boundIsAtLeastThePrintedLength() throws {
         let names = try Fixtures.names("swift.txt") + Fixtures.names("swift-sugar.txt")
             + (1...12).map(Self.nestedSubstitutions) + [Self.wordStorm(wordLength: 40, copies: 2000)]
+            + [Self.behindConformanceIndex(10), "$sr" + String(repeating: "127_", count: 500) + "l"]
         let printed = try ReferenceTool.swiftDemangleNoSugar.demangle(names)
         for (name, text) in zip(names, printed) {
             #expect(bound(name) >= UInt64(text.utf8.count), "\(name)")
@@ -49,6 +59,7 @@ import TestSupport
         // Some real names are below the in-process limit, the nested ones from 5 levels above it.
         #expect(names.contains { bound($0) <= SwiftRuntimeDemangler.inProcessOutputBound })
         #expect(bound(Self.nestedSubstitutions(5)) > SwiftRuntimeDemangler.inProcessOutputBound)
+        #expect(bound(Self.behindConformanceIndex(23)) > SwiftRuntimeDemangler.inProcessOutputBound)
     }
 
     /// Sound on mutated names too: seeded edits of real names (substitutions, word references,
@@ -59,7 +70,8 @@ import TestSupport
         var random = SplitMix64(seed: 0x5EED_DE3A)
         let pieces = ["A", "AA", "AB", "Ab", "A0_", "A2a", "A9B", "0a", "0aB", "0bA0", "S3i", "Sa", "G", "y", "t", "_", "SDy",
                       // operators the bound reads to the byte from the start of a name
-                      "L", "LL", "L0_", "Ya", "Yt", "qd_0_", "q_", "qz", "r0_l", "rzl", "g_", "00", "3ab", "03abA", "Hp", "p", "Sc", "S2cT"]
+                      "L", "LL", "L0_", "Ya", "Yt", "qd_0_", "q_", "qz", "r0_l", "rzl", "g_", "00", "3ab", "03abA", "Hp", "p", "Sc", "S2cT",
+                      "HD3_", "HI_", "HA12_", "r127_l", "r5_5_l"]
         var mutated: [String] = []
         for _ in 0..<3000 {
             var bytes = Array(real[random.int(0...(real.count - 1))].utf8)
