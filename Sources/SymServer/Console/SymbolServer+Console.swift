@@ -343,7 +343,10 @@ extension SymbolServer {
         let raw = try await crashes.store.rawObject(appID: appID, id: summary.id)
         let data: [UInt8]
         do {
-            data = try await crashes.objects.read(raw: raw, limit: Int(max(raw.size, 0)) + 1)
+            // A pack compacted meanwhile: the row is read again (PackCompactor).
+            data = try await crashes.objects.read(raw: raw, limit: Int(max(raw.size, 0)) + 1) {
+                try? await crashes.store.rawObject(appID: appID, id: summary.id)
+            }
         } catch StoreError.notFound {
             throw StoreError.corrupt("the raw bytes of crash \(summary.id) are missing")
         }

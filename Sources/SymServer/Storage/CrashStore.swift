@@ -91,6 +91,8 @@ public final class CrashStore: Sendable {
                     pack TEXT PRIMARY KEY NOT NULL, dead_bytes INTEGER NOT NULL, erase INTEGER NOT NULL,
                     lease_until_ms INTEGER NOT NULL)
                 """)
+            // The packs to erase in order, without reading the others (leasePackCompactions).
+            try db.execute(sql: "CREATE INDEX crash_pack_dead_by_erase ON crash_pack_dead(erase, pack)")
         }
     }
 

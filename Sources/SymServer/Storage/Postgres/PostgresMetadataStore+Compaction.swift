@@ -9,15 +9,26 @@ extension PostgresMetadataStore {
         -> [CrashStore.PackCompaction] {
         let until = now + lease
         return try await transaction { db in
-            let leased = try await db.rows("""
+            // Packs to erase first, in order by the index; then the others whose dead share is due
+            // (CrashStore+Compaction.swift says why in two steps).
+            var leased = try await db.rows("""
                 WITH picked AS (
-                    SELECT d.pack FROM crash_pack_dead d
-                    WHERE d.lease_until_ms <= \(now) AND (d.erase OR d.dead_bytes::DOUBLE PRECISION >= \(deadFraction)
-                          * (d.dead_bytes + COALESCE((SELECT SUM(raw_size) FROM crash WHERE raw_pack = d.pack), 0)))
-                    ORDER BY d.erase DESC, d.pack LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    SELECT d.pack FROM crash_pack_dead d WHERE d.erase AND d.lease_until_ms <= \(now)
+                    ORDER BY d.pack LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 UPDATE crash_pack_dead d SET lease_until_ms = \(until) FROM picked WHERE d.pack = picked.pack
                 RETURNING d.pack, d.erase
                 """).map { try $0.decode((String, Bool).self) }
+            if leased.count < limit {
+                leased += try await db.rows("""
+                    WITH picked AS (
+                        SELECT d.pack FROM crash_pack_dead d
+                        WHERE NOT d.erase AND d.lease_until_ms <= \(now) AND d.dead_bytes::DOUBLE PRECISION >= \(deadFraction)
+                              * (d.dead_bytes + COALESCE((SELECT SUM(raw_size) FROM crash WHERE raw_pack = d.pack), 0))
+                        ORDER BY d.pack LIMIT \(limit - leased.count) FOR UPDATE SKIP LOCKED)
+                    UPDATE crash_pack_dead d SET lease_until_ms = \(until) FROM picked WHERE d.pack = picked.pack
+                    RETURNING d.pack, d.erase
+                    """).map { try $0.decode((String, Bool).self) }
+            }
             guard !leased.isEmpty else { return [] }
             var members: [String: [CrashStore.PackMember]] = [:]
             for row in try await db.rows("""

@@ -166,6 +166,8 @@ enum PostgresSchema {
             CREATE TABLE crash_pack_dead (
                 pack TEXT PRIMARY KEY, dead_bytes BIGINT NOT NULL, erase BOOLEAN NOT NULL, lease_until_ms BIGINT NOT NULL)
             """,
+            // The packs to erase in order, without reading the others (leasePackCompactions).
+            "CREATE INDEX crash_pack_dead_by_erase ON crash_pack_dead(erase, pack)",
         ]),
     ]
 }
