@@ -32,6 +32,9 @@ struct S3ServeTests {
         try CrashFixtures.upload(modules, to: server, version: "1.0")
         // The tables are in the bucket, under the prefix, by SHA-256; none in the data directory.
         let stored = try client.list(prefix: "objects/sha256/").objects
+        // Every folder holds a `.keep` (SeaweedFS deletes empty folders, racing with writes into them).
+        #expect(Set(stored.map(\.key).filter { $0.hasSuffix("/.keep") }).count == 256)
+        #expect(stored.contains { $0.key == "objects/sha256/.folders-kept" })
         for module in modules {
             let sha = try Bundles.sha256(module.symbols)
             #expect(stored.contains { $0.key == "objects/sha256/\(sha.prefix(2))/\(sha.dropFirst(2))" }, "\(module.name)")

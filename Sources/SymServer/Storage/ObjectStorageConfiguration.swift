@@ -67,6 +67,7 @@ public struct ObjectStorageConfiguration: Sendable, Equatable {
         }
         do {
             try client.probe()
+            try S3ObjectStore.keepFolders(client)
         } catch where error.kind == .unavailable {
             logger?.warning("the object store cannot be reached; requests that need it answer 503 until it can",
                             metadata: ["error": "\(error.message)"])

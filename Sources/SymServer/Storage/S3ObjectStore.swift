@@ -28,6 +28,23 @@ public struct S3ObjectStore: ObjectStore {
         cache = try NodeTableCache(directory: cacheDirectory, budget: cacheBytes)
     }
 
+    /// Puts an empty `.keep` object in each of the 256 folders `objects/sha256/XX/` (once per
+    /// bucket and prefix: a marker says it is done), so that no folder ever becomes empty.
+    /// SeaweedFS deletes empty folders, and its cleaner races with a write into the folder it is
+    /// deleting: the write, acknowledged, is lost or kept out of every listing (seaweedfs#10779,
+    /// #10783). With few objects most deletes empty a folder; a two-node test lost a pack a
+    /// compactor had just written and confirmed. Listings skip these keys (no SHA-256 name);
+    /// on AWS S3, which has no folders, they are 256 empty objects.
+    static func keepFolders(_ client: S3Client) throws(S3Error) {
+        let marker = "objects/sha256/.folders-kept"
+        guard try client.size(of: marker) == nil else { return }
+        let digits = Array("0123456789abcdef")
+        for high in digits {
+            for low in digits { try client.put(bytes: [], key: "objects/sha256/\(high)\(low)/.keep") }
+        }
+        try client.put(bytes: [], key: marker)
+    }
+
     /// The key of an object.
     static func key(_ sha256: String) -> String {
         let digest = Substring(sha256)
