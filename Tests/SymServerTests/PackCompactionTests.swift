@@ -10,7 +10,10 @@ struct PackCompactionTests {
     @Test("two nodes on PostgreSQL and S3 compact at once: the deleted crashes' bytes leave the bucket, nothing else is left, every other crash reads byte-exact through both")
     func twoNodesCompactAtOnce() async throws {
         try await PostgresCluster.with { cluster in
-            let weed = try SeaweedFS.shared.get()
+            // A SeaweedFS of its own: in full runs (never alone) a named pack went missing from
+            // the shared one, which every S3 test loads (cause not found yet: see the session
+            // notes); alone, this test asks the question of crashsym only.
+            let weed = try SeaweedFS()
             let prefix = "t-" + UUID().uuidString.lowercased().prefix(20) + "/"
             let options = ["--object-store", weed.url(bucket: SeaweedFS.bucket, prefix: prefix), "--pack-compaction-seconds", "0.2"]
             let a = try TestServer(arguments: options, database: cluster.url(), environment: weed.environment)

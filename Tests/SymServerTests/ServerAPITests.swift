@@ -235,11 +235,11 @@ struct ServerAPITests {
         #expect(metrics.text.contains("# TYPE crashsym_http_requests_total counter"))
         // Bound to loopback only: the listening socket's local address in /proc/net/tcp.
         let portSuffix = String(format: ":%04X", server.port)
-        // /proc/net/tcp is read in pieces while sockets come and go (a full run opens thousands),
-        // and a read can miss a line: the addresses seen over a few reads.
+        // Read to its end (`procNetTCP`: a full run has dozens of listeners before this one), a
+        // few times, as a read while sockets come and go can miss a line.
         var listening = Set<String>()
         for _ in 0..<20 where listening.isEmpty {
-            for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n") {
+            for line in try TestServer.procNetTCP().split(separator: "\n") {
                 let fields = line.split(separator: " ").map(String.init)
                 // Field 1 is the local address, field 3 the state (0A: LISTEN).
                 if fields.count > 3, fields[3] == "0A", fields[1].hasSuffix(portSuffix) { listening.insert(fields[1]) }

@@ -166,11 +166,30 @@ final class TestServer {
         try client.upload(path, key: key, appID: appID)
     }
 
+    /// The text of /proc/net/tcp, read to its end: a proc file reads a page or so per read(2),
+    /// and a reader that stops at the first short read (as reading a file of size 0 may) sees
+    /// only the first few dozen sockets, which in a full run need not hold the server's.
+    static func procNetTCP() throws -> String {
+        let fd = open("/proc/net/tcp", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TestFailure("cannot open /proc/net/tcp: errno \(errno)") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw TestFailure("cannot read /proc/net/tcp: errno \(errno)") }
+            if got == 0 { break }
+            bytes += chunk[..<got]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// TCP connections in state ESTABLISHED on the server's port (from /proc/net/tcp).
     func establishedConnections() throws -> Int {
         let suffix = String(format: ":%04X", port)
         var count = 0
-        for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n") {
+        for line in try Self.procNetTCP().split(separator: "\n") {
             let fields = line.split(separator: " ")
             // Field 1 is the local address, field 3 the state (01: ESTABLISHED).
             if fields.count > 3, fields[3] == "01", fields[1].hasSuffix(suffix) { count += 1 }
